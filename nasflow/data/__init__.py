@@ -1,0 +1,31 @@
+"""Datasets: MNIST-1D (generated), image folders and zips, character-level text."""
+
+from __future__ import annotations
+
+from nasflow.data._base import DataBundle, split_indices, split_train_val
+from nasflow.data._images import (
+    CIFAR10_MEAN,
+    CIFAR10_STD,
+    ZipImageFolder,
+    load_cifar10,
+    load_image_folder,
+)
+from nasflow.data._mnist1d import default_cache_dir, load_mnist1d, mnist1d_arrays
+from nasflow.data._text import CharBlocks, CharVocab, load_text
+
+__all__ = [
+    "CIFAR10_MEAN",
+    "CIFAR10_STD",
+    "CharBlocks",
+    "CharVocab",
+    "DataBundle",
+    "ZipImageFolder",
+    "default_cache_dir",
+    "load_cifar10",
+    "load_image_folder",
+    "load_mnist1d",
+    "load_text",
+    "mnist1d_arrays",
+    "split_indices",
+    "split_train_val",
+]

@@ -1,0 +1,94 @@
+"""``DataBundle``: the splits a study trains, validates and tests on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.utils.data import Dataset, Subset
+
+
+@dataclass(frozen=True)
+class DataBundle:
+    """Train / validation / test splits and what a network needs to know about them.
+
+    Attributes:
+        train: Training split (supernet training, fine-tuning, BN recalibration).
+        val: Validation split carved from the training data (the search score).
+        test: Held-out test split (only for retrained winners, never during search).
+        input_shape: Shape of one sample, without the batch dimension.
+        num_classes: Classes (vocabulary size for language models).
+        name: Short name for reports.
+    """
+
+    train: Dataset
+    val: Dataset
+    test: Dataset
+    input_shape: tuple[int, ...]
+    num_classes: int
+    name: str = ""
+
+
+def check_fraction(name: str, value: float) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is a number in (0, 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
+
+
+def check_count(name: str, value: int | None, optional: bool = False) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is a positive int.
+
+    Args:
+        name: The argument's name, for the message.
+        value: The value to check.
+        optional: Also accept ``None``.
+    """
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        accepted = "a positive int or None" if optional else "a positive int"
+        raise ValueError(f"{name} must be {accepted}, got {value!r}")
+
+
+def split_indices(n: int, val_fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """Seeded train/validation index lists over ``range(n)``.
+
+    Uses its own ``torch.Generator``; the global RNGs are neither read nor changed.
+
+    Args:
+        n: Number of samples to split.
+        val_fraction: Share of the samples that goes to validation, in (0, 1).
+        seed: Seed of the permutation.
+
+    Returns:
+        ``(train_indices, val_indices)``, disjoint, together ``range(n)``.
+
+    Raises:
+        ValueError: ``val_fraction`` outside (0, 1), or a split that would be empty.
+    """
+    check_fraction("val_fraction", val_fraction)
+    n_val = round(n * val_fraction)
+    if n_val == 0 or n_val == n:
+        raise ValueError(
+            f"val_fraction={val_fraction!r} of {n} samples leaves an empty train or val split"
+        )
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(int(seed))).tolist()
+    return order[n_val:], order[:n_val]
+
+
+def split_train_val(dataset: Dataset, val_fraction: float, seed: int) -> tuple[Subset, Subset]:
+    """A deterministic (seeded) train/validation split of a training set.
+
+    Args:
+        dataset: The training set (never the test set) to carve validation out of.
+        val_fraction: Share of ``dataset`` that goes to validation, in (0, 1).
+        seed: Seed of the split; the same seed gives the same split.
+
+    Returns:
+        ``(train, val)`` subsets of ``dataset``.
+
+    Raises:
+        ValueError: ``val_fraction`` outside (0, 1), or a split that would be empty.
+    """
+    train_idx, val_idx = split_indices(len(dataset), val_fraction, seed)  # type: ignore[arg-type]
+    return Subset(dataset, train_idx), Subset(dataset, val_idx)

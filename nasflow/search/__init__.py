@@ -1,0 +1,39 @@
+"""Optuna integration: study specs, storage, pruners and the study runner."""
+
+from __future__ import annotations
+
+from nasflow.search._objective import CandidateError, arch_summary
+from nasflow.search._pareto import crowding_distance, non_dominated_sort
+from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner
+from nasflow.search._runner import (
+    RunResult,
+    StudyMismatchError,
+    StudyRunner,
+    Winner,
+    pareto_trials,
+    summary_table,
+)
+from nasflow.search._spec import OBJECTIVES, Budget, StudyFileError, StudySpec, load_study_file
+from nasflow.search._storage import StorageError, redact, resolve_storage
+
+__all__ = [
+    "OBJECTIVES",
+    "Budget",
+    "CandidateError",
+    "ParetoSuccessiveHalvingPruner",
+    "RunResult",
+    "StorageError",
+    "StudyFileError",
+    "StudyMismatchError",
+    "StudyRunner",
+    "StudySpec",
+    "Winner",
+    "arch_summary",
+    "crowding_distance",
+    "load_study_file",
+    "non_dominated_sort",
+    "pareto_trials",
+    "redact",
+    "resolve_storage",
+    "summary_table",
+]

@@ -1,0 +1,220 @@
+"""Pareto-aware asynchronous successive halving (MOASHA-style) for Optuna studies.
+
+Optuna raises ``NotImplementedError`` on ``trial.report``/``trial.should_prune`` in
+multi-objective studies (optuna#3450). This pruner keeps its own bookkeeping in trial user
+attributes instead, so it works with any storage (in-memory, SQLite, PostgreSQL) and with any
+number of objectives, in the spirit of Syne Tune's MOASHA (Schmucker et al. 2021).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.trial import TrialState
+
+from nasflow.search._pareto import crowding_distance, non_dominated_sort
+
+__all__ = ["ParetoSuccessiveHalvingPruner"]
+
+_ATTR_PREFIX = "nasflow:"
+LAST_STEP_KEY = f"{_ATTR_PREFIX}last_step"
+LAST_VALUES_KEY = f"{_ATTR_PREFIX}last_values"
+_COMPETING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+
+
+def rung_key(rung: int) -> str:
+    """User-attribute key holding a trial's objective vector at rung ``rung``."""
+    return f"{_ATTR_PREFIX}rung_{rung}"
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}.")
+
+
+class ParetoSuccessiveHalvingPruner:
+    """Asynchronous successive halving that promotes by Pareto rank.
+
+    Rung ``k`` sits at resource ``r_k = min_resource * reduction_factor**(k +
+    min_early_stopping_rate)`` (a resource is a step, e.g. the number of finished epochs). When a
+    trial first reaches a step ``>= r_k`` its objective vector is stored in the user attribute
+    ``"nasflow:rung_{k}"`` and compared with every COMPLETE, PRUNED or RUNNING trial that stored
+    that rung. The trial is promoted (kept running) when, in this order:
+
+    1. its vector has no NaN (otherwise it is pruned: NaN counts as worst);
+    2. at least ``bootstrap_count`` other trials already reached the rung (otherwise pruned,
+       as in Optuna's ``SuccessiveHalvingPruner``);
+    3. fewer than ``reduction_factor`` trials reached the rung (not enough information), or it
+       is on the first Pareto front of the rung (MOASHA: the whole front is kept, even when it
+       holds more than ``1/reduction_factor`` of the rung), or fewer than ``n //
+       reduction_factor`` of the ``n`` rung trials rank strictly ahead of it, ranking by
+       (non-dominated front, crowding distance descending).
+
+    With one objective this is Optuna's ``SuccessiveHalvingPruner`` (same promotion quantile,
+    ties promoted), except that a trial among the first ``reduction_factor - 1`` at a rung is
+    always promoted instead of only when it is the best so far. Objective directions come from
+    ``trial.study.directions``.
+
+    Typical use inside an objective (the study itself needs no Optuna pruner)::
+
+        for epoch in range(1, max_epochs + 1):
+            acc, latency = train_one_epoch(...)
+            pruner.check(trial, (acc, latency), epoch)
+
+    Args:
+        min_resource: Resource of the first rung (before ``min_early_stopping_rate``).
+        reduction_factor: ``eta``: rungs are ``eta`` times apart and about ``1/eta`` of each
+            rung is promoted.
+        min_early_stopping_rate: Shifts the first rung to ``min_resource * eta**rate``.
+        bootstrap_count: Trials pruned at a rung until this many other trials reached it.
+        max_resource: Resource at which trials complete; rungs at ``>= max_resource`` are never
+            decision points. ``None`` means no upper rung limit.
+
+    Raises:
+        ValueError: On an invalid argument; the message contains the bad value.
+    """
+
+    def __init__(
+        self,
+        min_resource: int = 1,
+        reduction_factor: int = 3,
+        min_early_stopping_rate: int = 0,
+        bootstrap_count: int = 0,
+        max_resource: int | None = None,
+    ) -> None:
+        _check_int("min_resource", min_resource, 1)
+        _check_int("reduction_factor", reduction_factor, 2)
+        _check_int("min_early_stopping_rate", min_early_stopping_rate, 0)
+        _check_int("bootstrap_count", bootstrap_count, 0)
+        if max_resource is not None:
+            _check_int("max_resource", max_resource, 1)
+            if max_resource < min_resource:
+                raise ValueError(
+                    f"max_resource ({max_resource}) must be >= min_resource ({min_resource})."
+                )
+        self._min_resource = min_resource
+        self._reduction_factor = reduction_factor
+        self._min_early_stopping_rate = min_early_stopping_rate
+        self._bootstrap_count = bootstrap_count
+        self._max_resource = max_resource
+
+    def rung_resource(self, rung: int) -> int:
+        """Step (resource) at which rung ``rung`` is reached."""
+        exponent = rung + self._min_early_stopping_rate
+        return self._min_resource * self._reduction_factor**exponent
+
+    def report(self, trial: optuna.Trial, values: Sequence[float], step: int) -> None:
+        """Record the objective vector of ``trial`` at ``step`` (an epoch) in trial user attrs.
+
+        Stores ``"nasflow:last_step"`` and ``"nasflow:last_values"``.
+
+        Args:
+            trial: The running trial.
+            values: One value per study direction, in the study's objective order.
+            step: Resource consumed so far, e.g. the number of finished epochs.
+
+        Raises:
+            ValueError: If ``step`` is not a non-negative int or ``values`` has a length other
+                than the number of study directions.
+        """
+        _check_int("step", step, 0)
+        vector = [float(v) for v in values]
+        n_directions = len(trial.study.directions)
+        if len(vector) != n_directions:
+            raise ValueError(
+                f"Got {len(vector)} values for a study with {n_directions} directions "
+                f"(values={vector})."
+            )
+        trial.set_user_attr(LAST_STEP_KEY, step)
+        trial.set_user_attr(LAST_VALUES_KEY, vector)
+
+    def should_prune(self, trial: optuna.Trial, step: int) -> bool:
+        """Whether ``trial`` should stop at ``step``, given the vector last reported at ``step``.
+
+        Returns ``False`` at steps that reach no new rung. A rung decision is stored, so asking
+        twice at the same step decides once.
+
+        Args:
+            trial: The running trial.
+            step: The step passed to the latest :meth:`report`.
+
+        Returns:
+            ``True`` if the trial should be pruned.
+
+        Raises:
+            ValueError: If nothing was reported at ``step``.
+        """
+        attrs = trial.user_attrs
+        if attrs.get(LAST_STEP_KEY) != step or LAST_VALUES_KEY not in attrs:
+            raise ValueError(
+                f"should_prune(step={step}) needs report(..., step={step}) first; last reported "
+                f"step is {attrs.get(LAST_STEP_KEY)!r}."
+            )
+        vector = [float(v) for v in attrs[LAST_VALUES_KEY]]
+        rung = 0
+        while rung_key(rung) in attrs:
+            rung += 1
+        trials: list[optuna.trial.FrozenTrial] | None = None
+        while True:
+            resource = self.rung_resource(rung)
+            if step < resource or (
+                self._max_resource is not None and resource >= self._max_resource
+            ):
+                return False
+            if any(math.isnan(v) for v in vector):
+                return True
+            if trials is None:
+                trials = trial.study.get_trials(deepcopy=False, states=_COMPETING_STATES)
+            trial.set_user_attr(rung_key(rung), vector)
+            if not self._is_promoted(trial, trials, rung, vector):
+                return True
+            rung += 1
+
+    def check(self, trial: optuna.Trial, values: Sequence[float], step: int) -> None:
+        """:meth:`report`, then raise :class:`optuna.TrialPruned` if :meth:`should_prune`.
+
+        Args:
+            trial: The running trial.
+            values: One value per study direction.
+            step: Resource consumed so far, e.g. the number of finished epochs.
+
+        Raises:
+            optuna.TrialPruned: If the trial is not promoted at a rung reached at ``step``.
+            ValueError: As :meth:`report`.
+        """
+        self.report(trial, values, step)
+        if self.should_prune(trial, step):
+            raise optuna.TrialPruned(f"Pruned by Pareto successive halving at step {step}.")
+
+    def _is_promoted(
+        self,
+        trial: optuna.Trial,
+        trials: list[optuna.trial.FrozenTrial],
+        rung: int,
+        vector: list[float],
+    ) -> bool:
+        key = rung_key(rung)
+        n_obj = len(vector)
+        others = []
+        for other in trials:
+            stored = other.user_attrs.get(key)
+            if other.number == trial.number or not isinstance(stored, list):
+                continue
+            if len(stored) == n_obj and not any(math.isnan(float(v)) for v in stored):
+                others.append([float(v) for v in stored])
+        if len(others) < self._bootstrap_count:
+            return False
+        n = len(others) + 1
+        if n < self._reduction_factor:
+            return True
+        points = np.array([vector, *others], dtype=np.float64)
+        ranks = non_dominated_sort(points, trial.study.directions)
+        if ranks[0] == 0:
+            return True
+        crowding = crowding_distance(points, ranks)
+        ahead = (ranks < ranks[0]) | ((ranks == ranks[0]) & (crowding > crowding[0]))
+        return int(ahead.sum()) < n // self._reduction_factor

@@ -1,0 +1,447 @@
+"""The study runner: phase 1 (supernet), phase 2 (Optuna search), phase 3 (retrain)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import optuna
+import torch
+from optuna.trial import TrialState
+
+from nasflow.data import DataBundle
+from nasflow.search._compat import sampler_constraints_kwargs
+from nasflow.search._objective import (
+    CandidateError,
+    CandidateScorer,
+    arch_summary,
+    make_reporter,
+    recipe_for,
+)
+from nasflow.search._pareto import non_dominated_sort
+from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner
+from nasflow.search._spec import StudySpec
+from nasflow.search._storage import (
+    SQLiteLock,
+    StorageError,
+    StorageSpec,
+    check_reachable,
+    open_storage,
+    resolve_storage,
+)
+from nasflow.space import Arch
+from nasflow.supernet import Supernet
+from nasflow.train import Batches, SupernetTrainer, train_standalone
+
+#: Study user attributes that identify what a stored study searches.
+IDENTITY_KEYS = ("nasflow:space", "nasflow:fingerprint", "nasflow:objectives")
+
+
+class StudyMismatchError(ValueError):
+    """A stored study was created for another space, objectives or directions."""
+
+
+@dataclass
+class Winner:
+    """A retrained winner (phase 3)."""
+
+    number: int
+    arch: Arch
+    val_accuracy: float
+    test_accuracy: float
+    predicted_train_cost: float
+    measured_train_cost: float
+    params: int
+
+
+@dataclass
+class RunResult:
+    """What a run produced and where it lives."""
+
+    study: optuna.Study
+    out_dir: Path
+    storage: StorageSpec
+    pareto: list[optuna.trial.FrozenTrial] = field(default_factory=list)
+    winners: list[Winner] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    ran_trials: list[int] = field(default_factory=list)
+
+
+def make_sampler(spec: StudySpec, seed: int) -> optuna.samplers.BaseSampler:
+    """The Optuna sampler of a study (seeded)."""
+    name = "tpe" if spec.sampler == "auto" else spec.sampler
+    kwargs = sampler_constraints_kwargs() if name in ("tpe", "nsga2") else {}
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed, **kwargs)
+    startup = max(5, min(10, spec.n_trials // 4))
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, **kwargs)
+
+
+def make_pruner(spec: StudySpec) -> tuple[optuna.pruners.BasePruner, Any]:
+    """(pruner given to Optuna, pruner used for multi-objective reports)."""
+    name, r = spec.resolved_pruner, max(1, spec.finetune_epochs)
+    if name == "hyperband":
+        return optuna.pruners.HyperbandPruner(
+            min_resource=1, max_resource=r, reduction_factor=3
+        ), None
+    if name == "asha":
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3), None
+    if name == "pareto":
+        return optuna.pruners.NopPruner(), ParetoSuccessiveHalvingPruner(
+            min_resource=1, reduction_factor=3, max_resource=r
+        )
+    return optuna.pruners.NopPruner(), None
+
+
+def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """Completed trials on the first non-dominated front, best accuracy first."""
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if not done:
+        return []
+    import numpy as np
+
+    values = np.array([t.values for t in done], dtype=float)  # (N, M)
+    ranks = non_dominated_sort(values, study.directions)
+    front = [t for t, r in zip(done, ranks, strict=True) if r == 0]
+    return sorted(front, key=lambda t: -t.values[0])
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """A blocking inter-process lock (workers wait here while one trains the supernet)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+class StudyRunner:
+    """Runs a ``StudySpec`` end to end against a storage.
+
+    Args:
+        spec: The study.
+        storage: ``--storage`` URL, or ``None`` for ``OUT/NAME/study.db`` (SQLite).
+        out_dir: Folder holding one sub-folder per study (supernet checkpoints, reports).
+        log: Line logger.
+        progress: Show progress bars.
+        device: Training device.
+    """
+
+    def __init__(
+        self,
+        spec: StudySpec,
+        storage: str | None = None,
+        out_dir: os.PathLike | str = "runs",
+        log: Callable[[str], None] = print,
+        progress: bool = True,
+        device: str = "cpu",
+    ) -> None:
+        self.spec = spec
+        self.out = Path(out_dir) / spec.name
+        self.storage = resolve_storage(storage, self.out / "study.db")
+        self.log, self.progress, self.device = log, progress, device
+        self._lock: SQLiteLock | None = None
+        self.ran_trials: list[int] = []
+        self._worker = False
+
+    # ------------------------------------------------------------------ storage and study
+    def _identity(self) -> dict[str, str]:
+        return {
+            "nasflow:space": self.spec.space.name,
+            "nasflow:fingerprint": self.spec.space.fingerprint(),
+            "nasflow:objectives": json.dumps(list(self.spec.objectives)),
+        }
+
+    def open_study(self, worker: bool = False) -> optuna.Study:
+        """Create or load the study, refusing a mismatched one before writing anything."""
+        self._worker = worker
+        if worker and not self.storage.multi_worker:
+            raise StorageError(
+                "a worker needs a shared storage: SQLite supports one process; use "
+                "--storage postgresql://... or --storage journal:///FILE"
+            )
+        check_reachable(self.storage)
+        if self.storage.kind == "sqlite":
+            self._lock = SQLiteLock(self.storage.path)  # type: ignore[arg-type]
+            self._lock.acquire()
+        storage = open_storage(self.storage)
+        directions = self.spec.directions
+        names = {s.study_name for s in optuna.get_all_study_summaries(storage)}
+        if self.spec.name in names:
+            existing = optuna.load_study(study_name=self.spec.name, storage=storage)
+            self._check_identity(existing, directions)
+            self._sweep_zombies(existing)
+            return self._attach(existing)
+        # load_if_exists: a worker racing us to create the same study is fine.
+        study = optuna.create_study(
+            study_name=self.spec.name,
+            storage=storage,
+            directions=directions,
+            load_if_exists=True,
+        )
+        if any(k not in study.user_attrs for k in IDENTITY_KEYS):
+            for k, v in self._identity().items():
+                study.set_user_attr(k, v)
+        self._check_identity(study, directions)
+        return self._attach(study)
+
+    def _attach(self, study: optuna.Study) -> optuna.Study:
+        """Give a loaded study this run's sampler and pruner (they are not stored)."""
+        # Workers draw from their own streams, or they would all propose the same trials.
+        seed = self.spec.seed + (os.getpid() if self._worker else 0)
+        study.sampler = make_sampler(self.spec, seed)
+        study.pruner = make_pruner(self.spec)[0]
+        return study
+
+    def _check_identity(self, study: optuna.Study, directions: list[str]) -> None:
+        stored = {k: study.user_attrs.get(k) for k in IDENTITY_KEYS}
+        want = self._identity()
+        have_dirs = [d.name.lower() for d in study.directions]
+        for k in IDENTITY_KEYS:
+            if stored[k] != want[k]:
+                raise StudyMismatchError(
+                    f"study {self.spec.name!r} in {self.storage.safe_url!r} was created with "
+                    f"{k.split(':')[1]}={stored[k]!r}, this study file has {want[k]!r}; "
+                    "use another study name or storage"
+                )
+        if have_dirs != directions:
+            raise StudyMismatchError(
+                f"study {self.spec.name!r} has directions {have_dirs}, this study file "
+                f"{directions}; use another study name or storage"
+            )
+
+    def _sweep_zombies(self, study: optuna.Study) -> None:
+        """Fail trials left RUNNING by dead workers, and re-enqueue each once."""
+        if self.storage.kind == "sqlite":
+            # We hold the only lock on this file: any RUNNING trial has lost its worker.
+            storage = study._storage
+            for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+                storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+                self.log(f"trial {t.number} was left running by a dead worker: failed it")
+                if not t.system_attrs.get("nasflow:retry_of"):
+                    study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
+        else:
+            optuna.storages.fail_stale_trials(study)
+
+    def close(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    # ------------------------------------------------------------------ phases
+    def _batches(self, data: DataBundle, batch_size: int) -> tuple[Batches, Batches, Batches]:
+        seed = self.spec.seed
+        return (
+            Batches(data.train, batch_size, shuffle=True, seed=seed, drop_last=True),
+            Batches(data.val, 512, shuffle=False),
+            Batches(data.test, 512, shuffle=False),
+        )
+
+    def train_supernet(self, data: DataBundle) -> Supernet:
+        """Phase 1 (resumable; concurrent workers wait for the one that trains)."""
+        spec = self.spec
+        ckpt = self.out / "supernet"
+        bar = self._bar(spec.supernet.epochs, "phase 1: supernet")
+        with _file_lock(self.out / "supernet.lock"):
+            trainer = SupernetTrainer(
+                spec.space, data.train, spec.supernet, ckpt, self.device, log=self._quiet_log
+            )
+            result = trainer.fit(on_epoch=lambda e, loss: self._advance(bar, e, loss))
+        self._close(bar)
+        self._supernet_info = {
+            "sampler": spec.supernet.sampler,
+            "epochs": result.epochs_done,
+            "paths_per_step": trainer.sampler.paths_per_step,
+            "seconds": result.seconds,
+            "resumed_from": result.resumed_from,
+            "losses": result.losses,
+            "op_counts": result.op_counts.as_rows(),
+        }
+        return result.supernet
+
+    def search(
+        self,
+        study: optuna.Study,
+        supernet: Supernet,
+        data: DataBundle,
+        n_trials: int | None,
+        timeout: float | None,
+    ) -> None:
+        """Phase 2: the Optuna study over supernet paths."""
+        spec = self.spec
+        train, val, _ = self._batches(data, spec.train.batch_size)
+        _, multi_pruner = make_pruner(spec)
+        scorer = CandidateScorer(
+            spec, supernet, train, val, make_reporter(spec, multi_pruner), self.device
+        )
+        finished = len(
+            study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+        )
+        target = spec.n_trials if n_trials is None else n_trials
+        todo = max(0, target - finished)
+        if finished:
+            self.log(f"resuming: {finished} finished trials kept, {todo} to go")
+        if todo == 0:
+            return
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+        def after_trial(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+            self.ran_trials.append(trial.number)
+            if not self.progress:
+                vals = ", ".join(f"{v:.4g}" for v in trial.values or [])
+                self.log(f"trial {trial.number} {trial.state.name.lower()} {vals}")
+
+        study.optimize(
+            scorer,
+            n_trials=todo,
+            timeout=timeout,
+            catch=(CandidateError,),
+            callbacks=[
+                after_trial,
+                optuna.study.MaxTrialsCallback(
+                    target, states=(TrialState.COMPLETE, TrialState.PRUNED)
+                ),
+            ],
+            show_progress_bar=self.progress,
+            gc_after_trial=False,
+        )
+
+    def retrain(self, study: optuna.Study, data: DataBundle) -> list[Winner]:
+        """Phase 3: retrain the best Pareto trials from scratch; test accuracy + real cost."""
+        spec, winners = self.spec, []
+        front = pareto_trials(study)[: spec.retrain_top]
+        for t in front:
+            arch = Arch.from_json(t.user_attrs["arch"])
+            recipe = recipe_for(arch, spec.train)
+            train, val, test = self._batches(data, recipe.batch_size)
+            torch.manual_seed(spec.seed)
+            net = spec.space.build(arch)
+            bar = self._bar(recipe.epochs, f"phase 3: retrain trial {t.number}")
+            res = train_standalone(
+                net,
+                train,
+                val,
+                recipe,
+                test,
+                self.device,
+                on_epoch=lambda e, loss, b=bar: self._advance(b, e, loss),
+            )
+            self._close(bar)
+            w = Winner(
+                t.number,
+                arch,
+                res.val_accuracy,
+                float(res.test_accuracy or 0.0),
+                float(t.user_attrs["train_cost"]),
+                res.seconds,
+                int(t.user_attrs["params"]),
+            )
+            winners.append(w)
+            record = {k: v for k, v in asdict(w).items() if k != "arch"}
+            study.set_user_attr(f"nasflow:retrain:{t.number}", record)
+        return winners
+
+    # ------------------------------------------------------------------ all phases
+    def run(
+        self,
+        n_trials: int | None = None,
+        timeout: float | None = None,
+        retrain: bool = True,
+        worker: bool = False,
+    ) -> RunResult:
+        """Validate, then run the phases; a worker skips phase 3."""
+        spec = self.spec
+        t0 = time.perf_counter()
+        try:
+            study = self.open_study(worker=worker)
+            self.log(f"study {spec.name!r} in {self.storage.safe_url}")
+            data = spec.data()
+            seconds: dict[str, float] = {}
+            t = time.perf_counter()
+            supernet = self.train_supernet(data)
+            seconds["supernet"] = time.perf_counter() - t
+            if not worker:
+                study.set_user_attr("nasflow:supernet", self._supernet_info)
+            t = time.perf_counter()
+            self.search(study, supernet, data, n_trials, timeout)
+            seconds["search"] = time.perf_counter() - t
+            winners: list[Winner] = []
+            if retrain and not worker:
+                t = time.perf_counter()
+                winners = self.retrain(study, data)
+                seconds["retrain"] = time.perf_counter() - t
+            seconds["total"] = time.perf_counter() - t0
+            if not worker:
+                study.set_user_attr("nasflow:seconds", seconds)
+            return RunResult(
+                study,
+                self.out,
+                self.storage,
+                pareto_trials(study),
+                winners,
+                seconds,
+                list(self.ran_trials),
+            )
+        finally:
+            self.close()
+
+    # ------------------------------------------------------------------ progress
+    def _quiet_log(self, msg: str) -> None:
+        if not self.progress:
+            self.log(msg)
+
+    def _bar(self, total: int, desc: str) -> Any:
+        if not self.progress:
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=desc, unit="epoch", leave=True)
+
+    @staticmethod
+    def _advance(bar: Any, epoch: int, loss: float) -> None:
+        if bar is not None:
+            bar.n = epoch
+            bar.set_postfix(loss=f"{loss:.3f}")
+            bar.refresh()
+
+    @staticmethod
+    def _close(bar: Any) -> None:
+        if bar is not None:
+            bar.close()
+
+
+def summary_table(result: RunResult, spec: StudySpec) -> str:
+    """The end-of-run text: the Pareto set, the winners, and where things were written."""
+    lines = [f"Pareto set of study {spec.name!r} ({len(result.pareto)} trials):"]
+    header = f"{'trial':>5}  {'val acc':>7}  {'pred. cost s':>12}  {'params':>8}  arch"
+    lines.append(header)
+    for t in result.pareto:
+        arch = Arch.from_json(t.user_attrs["arch"])
+        lines.append(
+            f"{t.number:>5}  {t.values[0]:>7.4f}  {t.user_attrs['train_cost']:>12.1f}  "
+            f"{t.user_attrs['params']:>8}  {arch_summary(spec.space, arch)}"
+        )
+    for w in result.winners:
+        lines.append(
+            f"winner: trial {w.number} retrained from scratch: test accuracy "
+            f"{w.test_accuracy:.4f}, training cost measured {w.measured_train_cost:.1f}s vs "
+            f"predicted {w.predicted_train_cost:.1f}s"
+        )
+    secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
+    lines.append(f"time: {secs}")
+    lines.append(f"trials run by this process: {sorted(result.ran_trials)}")
+    lines.append(f"study: {result.storage.safe_url}")
+    lines.append(f"supernet checkpoints: {result.out_dir / 'supernet'}")
+    return "\n".join(lines)

@@ -1,0 +1,175 @@
+"""``StudySpec``: what a study file declares, and how study files are loaded."""
+
+from __future__ import annotations
+
+import os
+import runpy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nasflow.data import DataBundle
+from nasflow.space import SearchSpace
+from nasflow.train import SupernetConfig, TrainConfig
+
+#: Objective name -> Optuna direction.
+OBJECTIVES: dict[str, str] = {
+    "accuracy": "maximize",  # BN-recalibrated validation accuracy (inherited weights)
+    "train_cost": "minimize",  # predicted seconds to train stand-alone for the budget
+    "params": "minimize",  # parameter count of the stand-alone network
+}
+
+PRUNERS = ("auto", "hyperband", "asha", "pareto", "none")
+SAMPLERS = ("auto", "tpe", "nsga2", "random")
+
+
+class StudyFileError(ValueError):
+    """A study file is missing, does not run, or declares no valid ``study``."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits a candidate must meet; violators are recorded and skipped before training.
+
+    Attributes:
+        max_params: Largest parameter count.
+        max_train_cost: Largest predicted training cost, in seconds.
+    """
+
+    max_params: int | None = None
+    max_train_cost: float | None = None
+
+    def violations(self, params: int, train_cost: float) -> dict[str, float]:
+        """Constraint values (feasible when <= 0), relative to each limit."""
+        out: dict[str, float] = {}
+        if self.max_params is not None:
+            out["params"] = params / self.max_params - 1.0
+        if self.max_train_cost is not None:
+            out["train_cost"] = train_cost / self.max_train_cost - 1.0
+        return out
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """A ready-to-run study: space, data, objectives, budget and training recipes.
+
+    Attributes:
+        name: Study name in the storage.
+        space: The search space.
+        data: Returns the dataset bundle (called once, lazily).
+        objectives: Names from ``OBJECTIVES``; the first must be ``"accuracy"``.
+        supernet: Phase 1 recipe.
+        n_trials: Phase 2 trials.
+        bn_batches: Training batches used to recalibrate BN before scoring a path.
+        finetune_epochs: Epochs of fine-tuning with inherited weights per candidate (one
+            Optuna step each, under the pruner); 0 scores the supernet path only.
+        finetune: Fine-tuning recipe (its ``epochs`` is ignored; ``finetune_epochs`` rules).
+        train: The training budget: how a candidate is trained stand-alone. Training cost
+            is the time of this recipe; winners are retrained with it.
+        pruner: ``"auto"`` picks Hyperband (one objective) or the Pareto pruner.
+        sampler: ``"auto"`` picks TPE.
+        budget: Limits on candidates.
+        retrain_top: How many winners phase 3 retrains from scratch.
+        seed: Seed of the sampler, the supernet and the data order.
+    """
+
+    name: str
+    space: SearchSpace
+    data: Callable[[], DataBundle]
+    objectives: tuple[str, ...] = ("accuracy", "train_cost")
+    supernet: SupernetConfig = field(default_factory=SupernetConfig)
+    n_trials: int = 40
+    bn_batches: int = 10
+    finetune_epochs: int = 0
+    finetune: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-3, warmup_epochs=0))
+    train: TrainConfig = field(default_factory=TrainConfig)
+    pruner: str = "auto"
+    sampler: str = "auto"
+    budget: Budget = field(default_factory=Budget)
+    retrain_top: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.space, SearchSpace):
+            raise StudyFileError(
+                f"study {self.name!r}: space must be a SearchSpace, got {self.space!r}"
+            )
+        if not callable(self.data):
+            raise StudyFileError(
+                f"study {self.name!r}: data must be a callable returning a DataBundle"
+            )
+        objectives = tuple(self.objectives)
+        object.__setattr__(self, "objectives", objectives)
+        for o in objectives:
+            if o not in OBJECTIVES:
+                raise StudyFileError(f"unknown objective {o!r}; choose from {sorted(OBJECTIVES)}")
+        if (
+            not objectives
+            or objectives[0] != "accuracy"
+            or len(set(objectives)) != len(objectives)
+        ):
+            raise StudyFileError(
+                f"objectives {objectives!r} must start with 'accuracy' and not repeat"
+            )
+        if self.pruner not in PRUNERS:
+            raise StudyFileError(f"unknown pruner {self.pruner!r}; choose from {PRUNERS}")
+        if self.sampler not in SAMPLERS:
+            raise StudyFileError(f"unknown sampler {self.sampler!r}; choose from {SAMPLERS}")
+        if self.pruner in ("hyperband", "asha") and len(objectives) > 1:
+            raise StudyFileError(
+                f"pruner {self.pruner!r} takes one objective (Optuna refuses report() in "
+                "multi-objective studies); use pruner='pareto' or 'auto'"
+            )
+        for name in ("n_trials", "bn_batches", "retrain_top"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise StudyFileError(f"{name} must be an int >= 1, got {v!r}")
+        if not isinstance(self.finetune_epochs, int) or self.finetune_epochs < 0:
+            raise StudyFileError(
+                f"finetune_epochs must be an int >= 0, got {self.finetune_epochs!r}"
+            )
+
+    @property
+    def directions(self) -> list[str]:
+        return [OBJECTIVES[o] for o in self.objectives]
+
+    @property
+    def resolved_pruner(self) -> str:
+        if self.pruner != "auto":
+            return self.pruner
+        if self.finetune_epochs == 0:
+            return "none"
+        return "hyperband" if len(self.objectives) == 1 else "pareto"
+
+    def replace(self, **changes: Any) -> StudySpec:
+        import dataclasses
+
+        return dataclasses.replace(self, **changes)
+
+
+def load_study_file(path: os.PathLike | str) -> StudySpec:
+    """Run a study file and return the ``StudySpec`` it binds to the name ``study``.
+
+    Raises:
+        StudyFileError: Missing file, an error while running it, or no ``study``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise StudyFileError(f"study file {str(path)!r} does not exist")
+    try:
+        namespace = runpy.run_path(str(path), run_name="nasflow_study")
+    except StudyFileError as e:
+        raise StudyFileError(f"study file {str(path)!r}: {e}") from None
+    except Exception as e:
+        raise StudyFileError(
+            f"study file {str(path)!r} failed to run: {type(e).__name__}: {e}"
+        ) from e
+    spec = namespace.get("study")
+    if not isinstance(spec, StudySpec):
+        found = type(spec).__name__ if spec is not None else "nothing"
+        raise StudyFileError(
+            f"study file {str(path)!r} must bind `study = StudySpec(...)` (with a space); "
+            f"found {found}"
+        )
+    return spec

@@ -1,0 +1,174 @@
+"""Where studies live: URL resolution, validation, redaction and the SQLite lock."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import optuna
+
+from nasflow.search._compat import retry_callback_kwargs
+
+#: Seconds between heartbeats of a running trial, and before a silent one is failed.
+HEARTBEAT_INTERVAL = 10
+GRACE_PERIOD = 30
+
+_SCHEMES = ("sqlite", "postgresql", "journal")
+
+
+class StorageError(ValueError):
+    """A storage URL is malformed, of an unsupported kind, unreachable, or busy."""
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (safe for logs and errors)."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """A resolved storage.
+
+    Attributes:
+        url: The URL given to Optuna (may hold a password: never print it).
+        kind: ``"sqlite"``, ``"postgresql"`` or ``"journal"``.
+        path: The local file for SQLite and journal storages.
+    """
+
+    url: str
+    kind: str
+    path: Path | None = None
+
+    @property
+    def safe_url(self) -> str:
+        return redact(self.url)
+
+    @property
+    def multi_worker(self) -> bool:
+        """Whether several processes may share it."""
+        return self.kind != "sqlite"
+
+
+def resolve_storage(url: str | None, default_path: os.PathLike | str) -> StorageSpec:
+    """Turn a ``--storage`` value into a ``StorageSpec`` without touching anything.
+
+    Args:
+        url: ``None`` for the embedded default, ``sqlite:///FILE``,
+            ``postgresql://USER[:PASS]@HOST[:PORT]/DB`` (also ``postgresql+psycopg2://``),
+            or ``journal:///FILE`` (Optuna's JournalStorage on a local file).
+        default_path: The SQLite file used when ``url`` is ``None``.
+
+    Raises:
+        StorageError: Unknown scheme or malformed URL, naming it (redacted).
+    """
+    if url is None:
+        path = Path(default_path)
+        return StorageSpec(f"sqlite:///{path}", "sqlite", path)
+    scheme, sep, rest = url.partition("://")
+    base = scheme.split("+", 1)[0]
+    if not sep or base not in _SCHEMES:
+        raise StorageError(
+            f"unknown storage {redact(url)!r}: use sqlite:///FILE, journal:///FILE or "
+            "postgresql://USER@HOST:PORT/DB"
+        )
+    if base in ("sqlite", "journal"):
+        if not rest.startswith("/") or rest == "/":
+            raise StorageError(f"storage {redact(url)!r} needs a file path: {base}:///FILE")
+        path = Path(rest[1:])
+        return StorageSpec(url if base == "sqlite" else f"journal:///{path}", base, path)
+    if "/" not in rest or not rest.split("/", 1)[1]:
+        raise StorageError(f"storage {redact(url)!r} names no database: postgresql://HOST/DB")
+    return StorageSpec(url, "postgresql")
+
+
+def check_reachable(spec: StorageSpec) -> None:
+    """Connect once to a database server, raising ``StorageError`` if it does not answer."""
+    if spec.kind != "postgresql":
+        return
+    import sqlalchemy
+
+    try:
+        engine = sqlalchemy.create_engine(spec.url, connect_args={"connect_timeout": 5})
+        with engine.connect():
+            pass
+        engine.dispose()
+    except Exception as e:  # any driver or network error
+        reason = redact(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+        raise StorageError(f"cannot reach storage {spec.safe_url!r}: {reason}") from None
+
+
+def open_storage(spec: StorageSpec) -> optuna.storages.BaseStorage:
+    """The Optuna storage: RDB with heartbeats and one retry of stale trials, or a journal."""
+    if spec.kind == "journal":
+        assert spec.path is not None
+        spec.path.parent.mkdir(parents=True, exist_ok=True)
+        backend = optuna.storages.journal.JournalFileBackend(
+            str(spec.path), lock_obj=optuna.storages.journal.JournalFileOpenLock(str(spec.path))
+        )
+        return optuna.storages.JournalStorage(backend)
+    if spec.kind == "sqlite":
+        assert spec.path is not None
+        spec.path.parent.mkdir(parents=True, exist_ok=True)
+    kwargs: dict[str, Any] = {}
+    if spec.kind == "postgresql":
+        kwargs["engine_kwargs"] = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
+    try:
+        with warnings.catch_warnings():
+            # Heartbeats and the retry callback are marked experimental; we rely on them.
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.storages.RDBStorage(
+                spec.url,
+                heartbeat_interval=HEARTBEAT_INTERVAL,
+                grace_period=GRACE_PERIOD,
+                **retry_callback_kwargs(max_retry=1),
+                **kwargs,
+            )
+    except Exception as e:
+        raise StorageError(
+            f"cannot open storage {spec.safe_url!r}: {redact(str(e))[:300]}"
+        ) from None
+
+
+class SQLiteLock:
+    """An exclusive lock next to a SQLite study file: one worker process at a time.
+
+    SQLite through Optuna is for one process (concurrent writers hit "database is
+    locked"). The lock is an ``flock`` held for the life of the worker, so it is released
+    even when the process is killed.
+    """
+
+    def __init__(self, db_path: Path) -> None:
+        self.path = db_path.with_name(db_path.name + ".lock")
+        self._file: IO[str] | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(self.path, "a+")  # noqa: SIM115 - held open for the worker's lifetime
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            raise StorageError(
+                f"another nasflow worker is using the SQLite study file {str(self.path)[:-5]!r}; "
+                "SQLite supports one worker: use --storage postgresql://... or "
+                "--storage journal:///FILE for several workers"
+            ) from None
+        self._file = f
+
+    def release(self) -> None:
+        if self._file is not None:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> SQLiteLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

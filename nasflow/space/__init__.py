@@ -1,0 +1,29 @@
+"""Search-space definition: choices, ``Arch`` and ``SearchSpace``."""
+
+from __future__ import annotations
+
+from nasflow.space._arch import Arch
+from nasflow.space._choices import (
+    AnyChoice,
+    Choice,
+    FloatRange,
+    Scalar,
+    edge_choices,
+    hyper_choice,
+    op_choice,
+    value_choice,
+)
+from nasflow.space._space import SearchSpace
+
+__all__ = [
+    "AnyChoice",
+    "Arch",
+    "Choice",
+    "FloatRange",
+    "Scalar",
+    "SearchSpace",
+    "edge_choices",
+    "hyper_choice",
+    "op_choice",
+    "value_choice",
+]

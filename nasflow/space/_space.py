@@ -1,0 +1,226 @@
+"""``SearchSpace``: the declared choices of a space, and how archs are drawn from it."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nasflow.space._arch import Arch
+from nasflow.space._choices import AnyChoice, Choice, FloatRange
+
+if TYPE_CHECKING:
+    import optuna
+    from torch import nn
+
+    from nasflow.supernet import Supernet
+
+
+class SearchSpace(ABC):
+    """A set of architectures (and optional training hyper-parameters) to search over.
+
+    A concrete space declares its choices and knows how to build its weight-sharing
+    supernet. Everything else (sampling, Optuna suggestion, validation, fingerprint,
+    stand-alone building) is derived from the choices.
+
+    Args:
+        choices: The space's choices; labels must be unique.
+        name: Registry name of the space (``"mnist1d"``).
+        description: One line shown by ``nasflow spaces``.
+        config: JSON-serializable settings that change the networks (base width, number
+            of classes...). They enter the fingerprint.
+    """
+
+    def __init__(
+        self,
+        choices: Sequence[AnyChoice],
+        *,
+        name: str,
+        description: str = "",
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"space name must be a non-empty string, got {name!r}")
+        choices = tuple(choices)
+        if not choices:
+            raise ValueError(f"space {name!r} declares no choices")
+        seen: set[str] = set()
+        for c in choices:
+            if not isinstance(c, Choice | FloatRange):
+                raise ValueError(f"space {name!r}: {c!r} is not a Choice or FloatRange")
+            if c.label in seen:
+                raise ValueError(f"space {name!r}: duplicate choice label {c.label!r}")
+            seen.add(c.label)
+        self.name = name
+        self.description = description
+        self.config: dict[str, Any] = dict(config or {})
+        try:
+            json.dumps(self.config, sort_keys=True)
+        except TypeError as e:
+            raise ValueError(f"space {name!r}: config is not JSON-serializable: {e}") from None
+        self._choices = choices
+        self._by_label = {c.label: c for c in choices}
+        self._path_labels = frozenset(c.label for c in choices if c.in_path)
+
+    # ------------------------------------------------------------------ declared choices
+    @property
+    def choices(self) -> tuple[AnyChoice, ...]:
+        return self._choices
+
+    @property
+    def path_choices(self) -> tuple[Choice, ...]:
+        """Choices that select part of the network (ops, edges, values)."""
+        return tuple(c for c in self._choices if isinstance(c, Choice) and c.in_path)
+
+    @property
+    def hyper_choices(self) -> tuple[AnyChoice, ...]:
+        """Training hyper-parameters searched together with the architecture."""
+        return tuple(c for c in self._choices if not c.in_path)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(c.label for c in self._choices)
+
+    def choice(self, label: str) -> AnyChoice:
+        try:
+            return self._by_label[label]
+        except KeyError:
+            raise ValueError(f"space {self.name!r} has no choice {label!r}") from None
+
+    @property
+    def size(self) -> float:
+        """Number of distinct points (``math.inf`` if a continuous range is present)."""
+        if any(not c.is_discrete for c in self._choices):
+            return math.inf
+        return math.prod(len(c.values) for c in self._choices)  # type: ignore[union-attr]
+
+    @property
+    def num_paths(self) -> int:
+        """Number of distinct architectures (supernet paths), hyper-parameters aside."""
+        return math.prod(len(c.values) for c in self.path_choices)
+
+    # ------------------------------------------------------------------ drawing points
+    def sample(self, rng: np.random.Generator | int) -> Arch:
+        """A uniformly random point of the space.
+
+        Args:
+            rng: A numpy generator, or a seed for a fresh one.
+        """
+        gen = np.random.default_rng(rng) if isinstance(rng, int) else rng
+        out: dict[str, Any] = {}
+        for c in self._choices:
+            if isinstance(c, Choice):
+                out[c.label] = c.values[int(gen.integers(len(c.values)))]
+            elif c.log:
+                out[c.label] = float(math.exp(gen.uniform(math.log(c.low), math.log(c.high))))
+            else:
+                out[c.label] = float(gen.uniform(c.low, c.high))
+        return Arch(out)
+
+    def suggest(self, trial: optuna.trial.BaseTrial) -> Arch:
+        """Ask an Optuna trial for every choice; a ``FixedTrial(arch)`` gives back ``arch``."""
+        out: dict[str, Any] = {}
+        for c in self._choices:
+            if isinstance(c, Choice):
+                out[c.label] = trial.suggest_categorical(c.label, c.values)
+            else:
+                out[c.label] = trial.suggest_float(c.label, c.low, c.high, log=c.log)
+        return Arch(out)
+
+    def enumerate(self, limit: int = 1_000_000) -> Iterator[Arch]:
+        """Every point of a discrete space, in a fixed order.
+
+        Raises:
+            ValueError: The space has a continuous range or more than ``limit`` points.
+        """
+        if self.size == math.inf:
+            raise ValueError(f"space {self.name!r} has a continuous range; it cannot be listed")
+        if self.size > limit:
+            raise ValueError(
+                f"space {self.name!r} has {self.size} points, more than limit={limit}"
+            )
+        labels = [c.label for c in self._choices]
+        for combo in itertools.product(*(c.values for c in self._choices)):  # type: ignore[union-attr]
+            yield Arch(dict(zip(labels, combo, strict=True)))
+
+    # ------------------------------------------------------------------ identity and checks
+    def spec(self) -> dict[str, Any]:
+        """The JSON-serializable definition of the space."""
+        return {
+            "name": self.name,
+            "config": self.config,
+            "choices": [c.spec() for c in self._choices],
+        }
+
+    def fingerprint(self) -> str:
+        """A stable hash of the definition: same choices and config, same fingerprint."""
+        blob = json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def validate(self, arch: Mapping[str, Any], *, path_only: bool = False) -> Arch:
+        """Check that ``arch`` is a point of this space and return it as an ``Arch``.
+
+        Args:
+            arch: The mapping to check.
+            path_only: Accept a supernet path: the path choices only, no hyper-parameters.
+
+        Raises:
+            ValueError: Naming the first unknown label, missing label or foreign value.
+        """
+        if not isinstance(arch, Mapping):
+            raise ValueError(f"an arch must be a mapping of label to value, got {arch!r}")
+        for label in arch:
+            if label not in self._by_label:
+                raise ValueError(f"label {label!r} is not a choice of space {self.name!r}")
+            if path_only and label not in self._path_labels:
+                raise ValueError(
+                    f"label {label!r} is a hyper-parameter, not part of a supernet path"
+                )
+        wanted = self._path_labels if path_only else self._by_label.keys()
+        for label in wanted:
+            if label not in arch:
+                raise ValueError(f"arch for space {self.name!r} is missing label {label!r}")
+            if not self._by_label[label].contains(arch[label]):
+                c = self._by_label[label]
+                accepted = list(c.values) if isinstance(c, Choice) else f"[{c.low}, {c.high}]"
+                raise ValueError(
+                    f"value {arch[label]!r} for {label!r} is not in space {self.name!r}; "
+                    f"accepted: {accepted}"
+                )
+        return arch if isinstance(arch, Arch) else Arch(arch)
+
+    def path(self, arch: Mapping[str, Any]) -> Arch:
+        """The supernet path of a full arch (its hyper-parameters dropped)."""
+        return self.validate(arch).subset(self._path_labels)
+
+    # ------------------------------------------------------------------ networks
+    @abstractmethod
+    def supernet(self) -> Supernet:
+        """A freshly initialised weight-sharing supernet over every path of the space."""
+
+    def build(self, arch: Mapping[str, Any]) -> nn.Module:
+        """A freshly initialised stand-alone network for ``arch``, free of supernet code.
+
+        The default extracts the path from a new supernet and re-initialises every
+        parameter with its module's own ``reset_parameters`` (so fan-in based inits see
+        the stand-alone sizes, not the supernet's largest ones).
+        """
+        path = self.path(arch)
+        net = self.supernet().extract(path)
+        for m in net.modules():
+            reset = getattr(m, "reset_parameters", None)
+            if callable(reset):
+                reset()
+        return net
+
+    def __repr__(self) -> str:
+        size = self.size
+        return (
+            f"{type(self).__name__}(name={self.name!r}, choices={len(self._choices)}, size={size})"
+        )

@@ -1,0 +1,36 @@
+"""Weight-sharing supernets with the path passed explicitly to ``forward``."""
+
+from __future__ import annotations
+
+from nasflow.supernet._base import (
+    LayerChoice,
+    SuperModule,
+    Supernet,
+    SuperSequential,
+    call,
+    extract_module,
+)
+from nasflow.supernet._blocks import Residual, SuperResidual
+from nasflow.supernet._bn import recalibrate_bn
+from nasflow.supernet._elastic import (
+    Channels,
+    ElasticBatchNorm1d,
+    ElasticConv1d,
+    ElasticLinear,
+)
+
+__all__ = [
+    "Channels",
+    "ElasticBatchNorm1d",
+    "ElasticConv1d",
+    "ElasticLinear",
+    "LayerChoice",
+    "Residual",
+    "SuperModule",
+    "SuperResidual",
+    "SuperSequential",
+    "Supernet",
+    "call",
+    "extract_module",
+    "recalibrate_bn",
+]

@@ -1,0 +1,179 @@
+"""Elastic-width layers: smaller widths use leading slices of the largest weights.
+
+Channel counts are read from the path through a ``Channels`` rule, so a width choice is
+one value in the arch, and ``extract`` materialises plain ``nn.Conv1d`` / ``nn.Linear`` /
+``nn.BatchNorm1d`` modules of exactly the chosen size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nasflow.space import Scalar
+from nasflow.supernet._base import SuperModule
+
+
+@dataclass(frozen=True)
+class Channels:
+    """A channel count that may depend on a value choice of the path.
+
+    Attributes:
+        label: The value choice it depends on, or ``None`` for a fixed count.
+        table: Pairs of (choice value, channel count).
+    """
+
+    label: str | None
+    table: tuple[tuple[Scalar, int], ...]
+
+    @classmethod
+    def fixed(cls, n: int) -> Channels:
+        if n < 1:
+            raise ValueError(f"channel count must be >= 1, got {n!r}")
+        return cls(None, ((None, int(n)),))
+
+    @classmethod
+    def scaled(cls, label: str, base: int, multipliers: Sequence[float]) -> Channels:
+        """``round(base * m)`` channels (at least 1) for each multiplier value ``m``."""
+        return cls(label, tuple((m, max(1, round(base * m))) for m in multipliers))
+
+    def times(self, factor: int) -> Channels:
+        """The same rule with every count multiplied (an expansion ratio)."""
+        return Channels(self.label, tuple((v, n * factor) for v, n in self.table))
+
+    @property
+    def max(self) -> int:
+        return max(n for _, n in self.table)
+
+    def __call__(self, arch: Mapping[str, Any]) -> int:
+        if self.label is None:
+            return self.table[0][1]
+        value = arch[self.label]
+        for v, n in self.table:
+            if v == value:
+                return n
+        raise ValueError(f"{value!r} is not a value of {self.label!r} known to this layer")
+
+
+class ElasticConv1d(SuperModule):
+    """``nn.Conv1d`` whose input and output widths follow the path.
+
+    Args:
+        in_channels: Input width rule.
+        out_channels: Output width rule.
+        kernel_size: Odd kernel size ("same" padding).
+        bias: Whether the layer has a bias.
+    """
+
+    def __init__(
+        self, in_channels: Channels, out_channels: Channels, kernel_size: int, bias: bool = False
+    ) -> None:
+        super().__init__()
+        if kernel_size < 1 or kernel_size % 2 == 0:
+            raise ValueError(f"kernel_size must be a positive odd int, got {kernel_size!r}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = kernel_size
+        self.conv = nn.Conv1d(
+            in_channels.max, out_channels.max, kernel_size, padding=kernel_size // 2, bias=bias
+        )
+
+    def _weights(self, arch: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        cin, cout = self.in_channels(arch), self.out_channels(arch)
+        w = self.conv.weight[:cout, :cin]  # (cout, cin, k)
+        b = self.conv.bias[:cout] if self.conv.bias is not None else None
+        return w, b
+
+    def forward(self, x: torch.Tensor, arch: Mapping[str, Any]) -> torch.Tensor:
+        w, b = self._weights(arch)
+        return F.conv1d(x, w, b, padding=self.kernel_size // 2)
+
+    def extract(self, arch: Mapping[str, Any]) -> nn.Conv1d:
+        w, b = self._weights(arch)
+        out = nn.Conv1d(
+            w.shape[1],
+            w.shape[0],
+            self.kernel_size,
+            padding=self.kernel_size // 2,
+            bias=b is not None,
+        )
+        with torch.no_grad():
+            out.weight.copy_(w)
+            if b is not None:
+                out.bias.copy_(b)
+        return out.to(w.device)
+
+
+class ElasticLinear(SuperModule):
+    """``nn.Linear`` whose input and output widths follow the path."""
+
+    def __init__(self, in_features: Channels, out_features: Channels, bias: bool = True) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.linear = nn.Linear(in_features.max, out_features.max, bias=bias)
+
+    def _weights(self, arch: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        fin, fout = self.in_features(arch), self.out_features(arch)
+        b = self.linear.bias[:fout] if self.linear.bias is not None else None
+        return self.linear.weight[:fout, :fin], b  # (fout, fin)
+
+    def forward(self, x: torch.Tensor, arch: Mapping[str, Any]) -> torch.Tensor:
+        w, b = self._weights(arch)
+        return F.linear(x, w, b)
+
+    def extract(self, arch: Mapping[str, Any]) -> nn.Linear:
+        w, b = self._weights(arch)
+        out = nn.Linear(w.shape[1], w.shape[0], bias=b is not None)
+        with torch.no_grad():
+            out.weight.copy_(w)
+            if b is not None:
+                out.bias.copy_(b)
+        return out.to(w.device)
+
+
+class ElasticBatchNorm1d(nn.BatchNorm1d, SuperModule):
+    """``nn.BatchNorm1d`` over the leading ``channels(arch)`` features.
+
+    Running statistics of a narrower path are slices of the full buffers; BN
+    recalibration (``recalibrate_bn``) resets and re-estimates them per path.
+    """
+
+    def __init__(self, channels: Channels, eps: float = 1e-5, momentum: float = 0.1) -> None:
+        super().__init__(channels.max, eps=eps, momentum=momentum)
+        self.channels = channels
+
+    def forward(self, x: torch.Tensor, arch: Mapping[str, Any]) -> torch.Tensor:  # type: ignore[override]
+        c = self.channels(arch)
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            momentum = (
+                1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+            )
+        else:
+            momentum = 0.0 if self.momentum is None else self.momentum
+        use_batch = self.training or self.running_mean is None
+        return F.batch_norm(
+            x,
+            self.running_mean[:c] if self.running_mean is not None else None,
+            self.running_var[:c] if self.running_var is not None else None,
+            self.weight[:c],
+            self.bias[:c],
+            use_batch,
+            momentum,
+            self.eps,
+        )
+
+    def extract(self, arch: Mapping[str, Any]) -> nn.BatchNorm1d:
+        c = self.channels(arch)
+        out = nn.BatchNorm1d(c, eps=self.eps, momentum=self.momentum)
+        with torch.no_grad():
+            out.weight.copy_(self.weight[:c])
+            out.bias.copy_(self.bias[:c])
+            out.running_mean.copy_(self.running_mean[:c])
+            out.running_var.copy_(self.running_var[:c])
+            out.num_batches_tracked.copy_(self.num_batches_tracked)
+        return out.to(self.weight.device)

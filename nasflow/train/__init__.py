@@ -1,0 +1,50 @@
+"""Training: supernet steps and trainer, plain loops, checkpoints."""
+
+from __future__ import annotations
+
+from nasflow.train._checkpoint import (
+    CheckpointError,
+    atomic_write,
+    load_checkpoint,
+    load_latest,
+    save_checkpoint,
+)
+from nasflow.train._loop import Batches, evaluate, make_optimizer, warmup_cosine
+from nasflow.train._standalone import (
+    EpochTrainer,
+    TrainConfig,
+    TrainResult,
+    measure_step_time,
+    train_standalone,
+)
+from nasflow.train._supernet import (
+    NonFiniteLossError,
+    OpCounter,
+    SupernetConfig,
+    SupernetResult,
+    SupernetTrainer,
+    supernet_step,
+)
+
+__all__ = [
+    "Batches",
+    "CheckpointError",
+    "EpochTrainer",
+    "NonFiniteLossError",
+    "OpCounter",
+    "SupernetConfig",
+    "SupernetResult",
+    "SupernetTrainer",
+    "TrainConfig",
+    "TrainResult",
+    "atomic_write",
+    "evaluate",
+    "load_checkpoint",
+    "load_latest",
+    "make_optimizer",
+    "measure_step_time",
+    "save_checkpoint",
+    "supernet_step",
+    "train_standalone",
+    "warmup_cosine",
+]

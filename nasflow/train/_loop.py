@@ -1,0 +1,140 @@
+"""Plain training utilities: batching, optimizer and schedule, evaluation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
+
+from nasflow.supernet import call
+
+
+def _as_tensors(dataset: Dataset) -> tuple[torch.Tensor, ...] | None:
+    """The tensors behind an in-memory dataset (``TensorDataset`` or a ``Subset`` of one)."""
+    if isinstance(dataset, TensorDataset):
+        return tuple(dataset.tensors)
+    if isinstance(dataset, Subset):
+        inner = _as_tensors(dataset.dataset)
+        if inner is not None:
+            idx = torch.as_tensor(dataset.indices, dtype=torch.long)
+            return tuple(t[idx] for t in inner)
+    return None
+
+
+class Batches:
+    """Reproducible mini-batches of a dataset: epoch ``e`` is shuffled with seed ``(seed, e)``.
+
+    In-memory datasets (``TensorDataset``/``Subset``) are sliced directly, which on small
+    data is several times faster than a ``DataLoader``; anything else goes through one.
+
+    Args:
+        dataset: Yields ``(x, y)``.
+        batch_size: Samples per batch.
+        shuffle: Shuffle every epoch.
+        seed: Base seed of the shuffling.
+        drop_last: Drop a last incomplete batch (training).
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        batch_size: int,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        self.dataset, self.batch_size = dataset, batch_size
+        self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
+        self._tensors = _as_tensors(dataset)
+
+    def __len__(self) -> int:
+        n = len(self.dataset)  # type: ignore[arg-type]
+        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+
+    def epoch(self, epoch: int, start: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """The batches of ``epoch``, from batch index ``start`` on."""
+        n = len(self.dataset)  # type: ignore[arg-type]
+        if self.shuffle:
+            g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+            order = torch.randperm(n, generator=g)
+        else:
+            order = torch.arange(n)
+        if self._tensors is not None:
+            for b in range(start, len(self)):
+                idx = order[b * self.batch_size : (b + 1) * self.batch_size]
+                yield self._tensors[0][idx], self._tensors[1][idx]
+            return
+        loader = DataLoader(
+            Subset(self.dataset, order.tolist()),
+            batch_size=self.batch_size,
+            shuffle=False,
+            drop_last=self.drop_last,
+        )
+        for b, batch in enumerate(loader):
+            if b >= start:
+                yield batch[0], batch[1]
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        return self.epoch(0)
+
+
+def make_optimizer(
+    params: Any, lr: float, weight_decay: float, name: str = "adamw"
+) -> torch.optim.Optimizer:
+    """AdamW (default) or SGD with Nesterov momentum."""
+    if not (lr > 0 and math.isfinite(lr)):
+        raise ValueError(f"learning rate must be a positive finite number, got {lr!r}")
+    if not weight_decay >= 0:
+        raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    if name == "sgd":
+        return torch.optim.SGD(
+            params, lr=lr, momentum=0.9, nesterov=True, weight_decay=weight_decay
+        )
+    raise ValueError(f"unknown optimizer {name!r}; choose 'adamw' or 'sgd'")
+
+
+def warmup_cosine(
+    optimizer: torch.optim.Optimizer, total_steps: int, warmup_steps: int = 0
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up then cosine decay to zero over ``total_steps``."""
+    total = max(1, total_steps)
+    warm = min(max(0, warmup_steps), total - 1)
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / (warm + 1)
+        progress = min(1.0, (step - warm) / max(1, total - warm))
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module,
+    batches: Batches,
+    arch: Mapping[str, Any] | None = None,
+    device: torch.device | str = "cpu",
+) -> tuple[float, float]:
+    """``(accuracy, mean cross-entropy)`` of a network (or a supernet path) in eval mode."""
+    model.eval()
+    correct, total, loss_sum = 0, 0, 0.0
+    for x, y in batches.epoch(0):
+        x, y = x.to(device), y.to(device)
+        logits = model(x) if arch is None else call(model, x, arch)
+        if logits.dim() == 3:  # (B, T, V) language model -> (B*T, V)
+            logits, y = logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
+        loss_sum += float(nn.functional.cross_entropy(logits, y, reduction="sum"))
+        correct += int((logits.argmax(-1) == y).sum())
+        total += y.numel()
+    if total == 0:
+        raise ValueError("evaluate got an empty dataset")
+    return correct / total, loss_sum / total

@@ -1,0 +1,165 @@
+"""Training one stand-alone network: fine-tuning candidates and retraining winners."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nasflow.train._loop import Batches, evaluate, make_optimizer, warmup_cosine
+from nasflow.train._supernet import NonFiniteLossError
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A stand-alone training recipe (the study's training budget).
+
+    Attributes:
+        epochs: Passes over the training split.
+        batch_size: Samples per optimizer step.
+        lr: Peak learning rate.
+        weight_decay: AdamW weight decay.
+        warmup_epochs: Linear warm-up before the cosine decay.
+        label_smoothing: Cross-entropy label smoothing.
+        seed: Seeds the data order.
+    """
+
+    epochs: int = 20
+    batch_size: int = 64
+    lr: float = 3e-3
+    weight_decay: float = 1e-2
+    warmup_epochs: float = 1.0
+    label_smoothing: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+
+
+def _loss(logits: torch.Tensor, y: torch.Tensor, smoothing: float) -> torch.Tensor:
+    if logits.dim() == 3:  # (B, T, V) -> (B*T, V)
+        logits, y = logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
+    return F.cross_entropy(logits, y, label_smoothing=smoothing)
+
+
+class EpochTrainer:
+    """Trains a plain network one epoch at a time (so Optuna can prune between epochs).
+
+    Args:
+        model: The network (trained in place).
+        train: Training split batches (``drop_last`` recommended).
+        config: The recipe; the schedule spans ``config.epochs``.
+        device: Where to train.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        train: Batches,
+        config: TrainConfig,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self.model, self.train, self.config = model.to(device), train, config
+        self.device = torch.device(device)
+        self.optimizer = make_optimizer(model.parameters(), config.lr, config.weight_decay)
+        steps = len(train)
+        self.scheduler = warmup_cosine(
+            self.optimizer, config.epochs * steps, int(config.warmup_epochs * steps)
+        )
+        self.epoch = 0
+        self.seconds = 0.0
+
+    def step(self, x: torch.Tensor, y: torch.Tensor) -> float:
+        """One optimizer step on one batch; raises ``NonFiniteLossError`` on NaN/inf."""
+        loss = _loss(self.model(x), y, self.config.label_smoothing)
+        if not torch.isfinite(loss):
+            raise NonFiniteLossError(f"loss is {loss.item()} at epoch {self.epoch + 1}")
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        self.scheduler.step()
+        return float(loss.detach())
+
+    def run_epoch(self) -> float:
+        """Train one more epoch; returns its mean loss."""
+        if self.epoch >= self.config.epochs:
+            raise RuntimeError(f"already trained the planned {self.config.epochs} epochs")
+        self.model.train()
+        t0 = time.perf_counter()
+        losses = [
+            self.step(x.to(self.device), y.to(self.device))
+            for x, y in self.train.epoch(self.epoch)
+        ]
+        self.seconds += time.perf_counter() - t0
+        self.epoch += 1
+        return sum(losses) / max(1, len(losses))
+
+
+@dataclass
+class TrainResult:
+    """Outcome of a stand-alone training run."""
+
+    val_accuracy: float
+    test_accuracy: float | None
+    seconds: float
+    losses: list[float] = field(default_factory=list)
+
+
+def train_standalone(
+    model: nn.Module,
+    train: Batches,
+    val: Batches,
+    config: TrainConfig,
+    test: Batches | None = None,
+    device: torch.device | str = "cpu",
+    on_epoch: Callable[[int, float], None] | None = None,
+) -> TrainResult:
+    """Train ``model`` from its current weights for ``config.epochs`` epochs.
+
+    ``seconds`` counts training steps only (the measured training cost); evaluation is
+    excluded.
+    """
+    trainer = EpochTrainer(model, train, config, device)
+    losses = []
+    for _ in range(config.epochs):
+        losses.append(trainer.run_epoch())
+        if on_epoch is not None:
+            on_epoch(trainer.epoch, losses[-1])
+    val_acc, _ = evaluate(model, val, device=device)
+    test_acc = evaluate(model, test, device=device)[0] if test is not None else None
+    return TrainResult(val_acc, test_acc, trainer.seconds, losses)
+
+
+def measure_step_time(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    repeats: int = 5,
+    warmup: int = 2,
+) -> float:
+    """Median seconds of one training step (forward, backward, AdamW update) of ``model``.
+
+    The model is trained on a deep copy so its weights are untouched.
+    """
+    import copy
+
+    net = copy.deepcopy(model).train()
+    opt = make_optimizer(net.parameters(), 1e-3, 0.0)
+    times = []
+    for i in range(warmup + repeats):
+        t0 = time.perf_counter()
+        loss = _loss(net(x), y, 0.0)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)

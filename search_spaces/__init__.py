@@ -1,0 +1,1 @@
+"""Ready-made search spaces. They import ``nasflow``; ``nasflow`` never imports them."""

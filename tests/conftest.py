@@ -1,0 +1,62 @@
+"""Shared fixtures. Under ``NASFLOW_REQUIRE_ALL=1`` (CI) a missing PostgreSQL server,
+browser or shared data file fails the test; elsewhere it skips with the reason."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+POSTGRES_URL = os.environ.get("NASFLOW_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def require_or_skip(condition: bool, reason: str) -> None:
+    """Fail (CI) or skip (elsewhere) when ``condition`` is false."""
+    if condition:
+        return
+    if os.environ.get("NASFLOW_REQUIRE_ALL") == "1":
+        pytest.fail(f"required by CI (NASFLOW_REQUIRE_ALL=1): {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def shared_data_file() -> Callable[[str], Path]:
+    """``shared_data_file("cifar10-jpg.zip")``: the path of a file of ``../shared/data``."""
+
+    def get(name: str) -> Path:
+        path = SHARED_DATA / name
+        require_or_skip(path.is_file(), f"shared data file {path} is missing")
+        return path
+
+    return get
+
+
+def _postgres_reachable(url: str) -> str | None:
+    try:
+        import sqlalchemy
+
+        engine = sqlalchemy.create_engine(url, connect_args={"connect_timeout": 3})
+        with engine.connect():
+            pass
+        engine.dispose()
+    except Exception as e:
+        return f"PostgreSQL at {url} is not reachable: {str(e).splitlines()[0]}"
+    return None
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """The test PostgreSQL URL (user postgres, trust auth, database test)."""
+    problem = _postgres_reachable(POSTGRES_URL)
+    require_or_skip(problem is None, problem or "")
+    yield POSTGRES_URL
+
+
+@pytest.fixture
+def unique_name() -> str:
+    """A study name no other test run uses (PostgreSQL is shared between runs)."""
+    return f"t{uuid.uuid4().hex[:10]}"

@@ -1,0 +1,62 @@
+"""Several real worker processes on the PostgreSQL server share one study."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+
+from tests.search._study_template import write_study
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _nasflow(*args: str) -> list[str]:
+    return [sys.executable, "-m", "nasflow.cli", *args]
+
+
+def test_three_workers_on_postgresql_share_one_study(tmp_path, postgres_url, unique_name) -> None:
+    n = 9
+    study_file = write_study(tmp_path, name=unique_name, n_trials=n, finetune=1)
+    out = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    common = ["--storage", postgres_url, "--out", str(out), "--no-progress"]
+    procs = [
+        subprocess.Popen(
+            _nasflow("search", str(study_file), "--no-retrain", *common)
+            if i == 0
+            else _nasflow("worker", str(study_file), *common),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+        for i in range(3)
+    ]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    try:
+        for p, text in zip(procs, outputs, strict=True):
+            assert p.returncode == 0, text
+        study = optuna.load_study(study_name=unique_name, storage=postgres_url)
+        trials = study.get_trials()
+        numbers = sorted(t.number for t in trials)
+        assert numbers == list(range(len(trials)))  # unique and gap-free
+        finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+        assert n <= len(finished) <= n + 2  # at most one trial in flight per other worker
+        assert all(t.state != TrialState.RUNNING for t in trials)
+        # No trial was run by two processes: each process lists the trials it ran.
+        ran = []
+        for text in outputs:
+            line = next(x for x in text.splitlines() if x.startswith("trials run by this process"))
+            ran.extend(int(v) for v in line.split(":", 1)[1].strip(" []").split(",") if v.strip())
+        assert sorted(ran) == numbers
+        # Only one process trained the supernet; the others loaded its checkpoint.
+        assert sorted(p.name for p in (out / unique_name / "supernet").iterdir()) == ["epoch-1.pt"]
+        assert sum("resumed supernet training from epoch 1" in text for text in outputs) == 2
+    finally:
+        optuna.delete_study(study_name=unique_name, storage=postgres_url)
