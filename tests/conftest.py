@@ -50,10 +50,25 @@ def _postgres_reachable(url: str) -> str | None:
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
-    """The test PostgreSQL URL (user postgres, trust auth, database test)."""
+    """A fresh, empty database on the test PostgreSQL server, dropped afterwards.
+
+    Every test starts from an empty schema, so concurrent workers always exercise
+    Optuna's first-time table creation (which races without nasflow's schema lock).
+    """
     problem = _postgres_reachable(POSTGRES_URL)
     require_or_skip(problem is None, problem or "")
-    yield POSTGRES_URL
+    import sqlalchemy
+
+    name = f"nasflow_{uuid.uuid4().hex[:12]}"
+    admin = sqlalchemy.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield POSTGRES_URL.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 @pytest.fixture

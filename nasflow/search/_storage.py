@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -118,7 +120,7 @@ def open_storage(spec: StorageSpec) -> optuna.storages.BaseStorage:
     if spec.kind == "postgresql":
         kwargs["engine_kwargs"] = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _schema_lock(spec):
             # Heartbeats and the retry callback are marked experimental; we rely on them.
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return optuna.storages.RDBStorage(
@@ -132,6 +134,38 @@ def open_storage(spec: StorageSpec) -> optuna.storages.BaseStorage:
         raise StorageError(
             f"cannot open storage {spec.safe_url!r}: {redact(str(e))[:300]}"
         ) from None
+
+
+#: Key of the PostgreSQL advisory lock that serialises Optuna's schema creation.
+_SCHEMA_LOCK_KEY = 0x6E6173666C6F77  # "nasflow"
+
+
+@contextlib.contextmanager
+def _schema_lock(spec: StorageSpec) -> Iterator[None]:
+    """Serialise ``RDBStorage`` construction between processes on one PostgreSQL database.
+
+    Optuna creates its tables (and PostgreSQL enum types) on first use without any lock, so
+    workers that start together on an empty database race and one of them fails with a
+    unique violation on ``pg_type``. A session-level advisory lock held while the storage is
+    constructed lets exactly one of them create the schema; the others then find it.
+    """
+    if spec.kind != "postgresql":
+        yield
+        return
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(spec.url, connect_args={"connect_timeout": 10})
+    try:
+        with engine.connect() as conn:
+            conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": _SCHEMA_LOCK_KEY})
+            try:
+                yield
+            finally:
+                conn.execute(
+                    sqlalchemy.text("SELECT pg_advisory_unlock(:k)"), {"k": _SCHEMA_LOCK_KEY}
+                )
+    finally:
+        engine.dispose()
 
 
 class SQLiteLock:

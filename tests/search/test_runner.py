@@ -65,18 +65,18 @@ def test_single_objective_study_uses_optunas_hyperband(tmp_path) -> None:
 
 
 def test_over_budget_candidates_are_recorded_and_skipped(tmp_path) -> None:
-    _spec, runner = _run(tmp_path, n_trials=8, finetune=1, max_params=2500)
+    _spec, runner = _run(tmp_path, n_trials=8, finetune=1, max_params=900)
     study = runner.run(retrain=False).study
     skipped = [t for t in study.trials if "skipped" in t.user_attrs]
     kept = [t for t in study.trials if t.state == TrialState.COMPLETE]
     assert skipped and kept
     for t in skipped:
         assert t.state == TrialState.PRUNED
-        assert t.user_attrs["params"] > 2500
+        assert t.user_attrs["params"] > 900
         assert "supernet_accuracy" not in t.user_attrs  # no evaluation, no training
         assert get_constraints(t)[0] > 0
     for t in kept:
-        assert t.user_attrs["params"] <= 2500 and get_constraints(t)[0] <= 0
+        assert t.user_attrs["params"] <= 900 and get_constraints(t)[0] <= 0
 
 
 def test_resume_continues_and_keeps_completed_trials(tmp_path) -> None:
