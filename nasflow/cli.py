@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
+from types import FrameType
 
 DEFAULT_STUDY = "mnist1d"
 
@@ -83,25 +87,81 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--storage", help="default: runs/NAME/study.db")
     p.add_argument("--out", default="runs")
 
+    p = sub.add_parser("report", help="write a study's offline HTML report")
+    p.add_argument("name", help="study name")
+    _add_storage(p)
+    p.add_argument("--out-file", help="the HTML file (default: OUT/NAME/report.html)")
+
+    p = sub.add_parser("dashboard", help="push the report's figures and serve optuna-dashboard")
+    p.add_argument("name", help="study name")
+    _add_storage(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: a free one)")
+
     sub.add_parser("spaces", help="list the registered search spaces")
+    _add_export_parsers(sub)
     return parser
+
+
+class _GracefulStop:
+    """SIGINT/SIGTERM handling of a running study.
+
+    The first signal sets ``event``: training finishes its current step, writes a
+    checkpoint, queues the trial in flight to be resumed, and the command exits with
+    128 + the signal's number. A second signal exits at once (a trial left RUNNING is
+    failed and retried by the next ``nasflow search``/``worker`` start-up).
+    """
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signum = 0
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self.event.is_set():
+            os.write(2, f"nasflow: second signal ({name}): exiting now\n".encode())
+            os._exit(128 + signum)
+        self.signum = signum
+        self.event.set()
+        # os.write, not print: a handler may run in the middle of another print.
+        os.write(
+            2,
+            f"nasflow: {name}: finishing the current step, checkpointing and stopping "
+            "(send it again to exit at once)\n".encode(),
+        )
 
 
 def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
     from nasflow.search import StudyRunner, load_study_file, summary_table
+    from nasflow.train import TrainingInterrupted
 
     spec = load_study_file(_study_path(args.study))
     if getattr(args, "seed", None) is not None:
         spec = spec.replace(seed=args.seed)
     if args.n_trials is not None and args.n_trials < 1:
         raise UsageError(f"--n-trials must be >= 1, got {args.n_trials}")
-    runner = StudyRunner(spec, args.storage, args.out, progress=not args.no_progress)
-    result = runner.run(
-        n_trials=args.n_trials,
-        timeout=args.timeout,
-        retrain=getattr(args, "retrain", False),
-        worker=worker,
-    )
+    stop = _GracefulStop()
+    try:  # bad NASFLOW_HEARTBEAT_INTERVAL / NASFLOW_GRACE_PERIOD values
+        runner = StudyRunner(
+            spec, args.storage, args.out, progress=not args.no_progress, stop=stop.event
+        )
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    stop.install()
+    try:
+        result = runner.run(
+            n_trials=args.n_trials,
+            timeout=args.timeout,
+            retrain=getattr(args, "retrain", False),
+            worker=worker,
+        )
+    except TrainingInterrupted as e:
+        print(f"nasflow: {e}; run the same command again to resume", file=sys.stderr)
+        return 128 + (stop.signum or signal.SIGINT)
     print(summary_table(result, spec))
     return 0
 
@@ -141,6 +201,108 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="export trials of a study as plain PyTorch and ONNX")
+    p.add_argument("name", help="study name")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--trial", type=int, help="export this trial number")
+    g.add_argument("--best", action="store_true", help="the most accurate Pareto trial (default)")
+    g.add_argument("--pareto", action="store_true", help="every Pareto trial, one folder each")
+    p.add_argument("--out", required=True, help="export directory to create")
+    p.add_argument("--storage", help="default: RUNS/NAME/study.db")
+    p.add_argument("--runs", default="runs", help="folder the search wrote to (default runs)")
+    p.add_argument("--study", help="study file or ready study with the data for BN statistics")
+    p.add_argument(
+        "--no-recalibrate", action="store_true", help="keep the supernet's BN statistics"
+    )
+    p.add_argument("--no-onnx", action="store_true", help="skip model.onnx")
+    p.add_argument("--force", action="store_true", help="replace an existing export at --out")
+
+    p = sub.add_parser("retrain", help="retrain an exported architecture from scratch")
+    p.add_argument("export_dir", help="a directory written by `nasflow export`")
+    p.add_argument("--epochs", type=int, help="epochs (default: the study's training budget)")
+    p.add_argument("--study", help="study file or ready study with the data and recipe")
+    p.add_argument("--no-progress", action="store_true", help="no per-epoch lines")
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from nasflow.export import export_study
+
+    which: str | int = "pareto" if args.pareto else "best"
+    if args.trial is not None:
+        if args.trial < 0:
+            raise UsageError(f"--trial must be a trial number >= 0, got {args.trial}")
+        which = args.trial
+    export_study(
+        args.name,
+        args.out,
+        which=which,
+        storage=args.storage,
+        runs=args.runs,
+        study_file=args.study,
+        recalibrate=not args.no_recalibrate,
+        onnx=not args.no_onnx,
+        force=args.force,
+    )
+    return 0
+
+
+def _cmd_retrain(args: argparse.Namespace) -> int:
+    from nasflow.export import retrain_exported
+
+    if args.epochs is not None and args.epochs < 1:
+        raise UsageError(f"--epochs must be >= 1, got {args.epochs}")
+
+    def on_epoch(epoch: int, loss: float) -> None:
+        if not args.no_progress:
+            print(f"epoch {epoch}: loss {loss:.4f}", flush=True)
+
+    done = retrain_exported(args.export_dir, args.epochs, args.study, on_epoch=on_epoch)
+    res, info = done.result, done.exported.info
+    print(
+        f"retrained {args.export_dir} from scratch for {done.recipe.epochs} epochs "
+        f"({done.data}): test accuracy {res.test_accuracy:.4f}, val accuracy "
+        f"{res.val_accuracy:.4f}, training cost measured {res.seconds:.1f}s"
+    )
+    if "train_cost" in info.metrics:
+        print(f"predicted training cost during search: {info.metrics['train_cost']:.1f}s")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from nasflow.report import load_stored_study, write_report
+
+    out = Path(args.out_file) if args.out_file else Path(args.out) / args.name / "report.html"
+    if out.is_dir():
+        raise UsageError(f"--out-file {str(out)!r} is a folder; give a file name")
+    try:
+        stored = load_stored_study(args.name, args.storage, args.out)
+        path = write_report(stored.study, out, storage_label=stored.spec.safe_url)
+    except ValueError as e:  # no such study or file, a malformed record
+        raise UsageError(str(e)) from None
+    print(f"report: {path}")
+    return 0
+
+
+def _cmd_dashboard(args: argparse.Namespace) -> int:
+    from nasflow.report import DashboardUnavailable, serve_dashboard
+
+    if not args.host:
+        raise UsageError("--host must not be empty (default 127.0.0.1)")
+    try:
+        serve_dashboard(
+            args.name,
+            args.storage,
+            args.out,
+            args.host,
+            args.port,
+            log=lambda line: print(line, flush=True),
+        )
+    except (ValueError, DashboardUnavailable) as e:  # no study, bad address, no extra
+        raise UsageError(str(e)) from None
+    return 0
+
+
 def _cmd_spaces() -> int:
     from importlib import import_module
 
@@ -154,6 +316,7 @@ def _cmd_spaces() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (2 for bad input, one line on stderr)."""
     args = build_parser().parse_args(argv)
+    from nasflow.export import ExportError
     from nasflow.search import StorageError, StudyFileError, StudyMismatchError
     from nasflow.train import CheckpointError
 
@@ -164,8 +327,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_studies(args)
         if args.command == "show":
             return _cmd_show(args)
+        if args.command == "report":
+            return _cmd_report(args)
+        if args.command == "dashboard":
+            return _cmd_dashboard(args)
+        if args.command == "export":
+            return _cmd_export(args)
+        if args.command == "retrain":
+            return _cmd_retrain(args)
         return _cmd_spaces()
-    except (UsageError, StudyFileError, StorageError, StudyMismatchError, CheckpointError) as e:
+    except (
+        UsageError,
+        StudyFileError,
+        StorageError,
+        StudyMismatchError,
+        CheckpointError,
+        ExportError,
+    ) as e:
         print(f"nasflow: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -84,9 +84,12 @@ class MNIST1DSpace(SearchSpace):
             choices,
             name="mnist1d",
             description="residual 1-D CNN for MNIST-1D: kernel/expansion/skip per layer, width",
+            # Every constructor argument, so that ``from_config`` re-creates the space.
             config={
                 "base_channels": base_channels,
                 "layers_per_stage": layers_per_stage,
+                "ops": list(ops),
+                "widths": list(widths),
                 "num_classes": num_classes,
                 "input_shape": [1, 40],
             },

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
+import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -12,6 +16,7 @@ import torch
 from torch import nn
 
 from nasflow.search._compat import set_constraints
+from nasflow.search._recovery import TrialInterrupted, original_number
 from nasflow.search._spec import StudySpec
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet, recalibrate_bn
@@ -19,9 +24,14 @@ from nasflow.train import (
     Batches,
     EpochTrainer,
     NonFiniteLossError,
+    Progress,
     TrainConfig,
+    TrainingInterrupted,
     evaluate,
+    list_checkpoints,
+    load_latest,
     measure_step_time,
+    save_checkpoint,
 )
 
 #: Hyper-parameter labels that override the training recipe when a space declares them.
@@ -30,6 +40,14 @@ RECIPE_KEYS = ("lr", "weight_decay", "batch_size")
 
 class CandidateError(RuntimeError):
     """A candidate failed (out of memory, or an error in its network); the study goes on."""
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is an allocation failure (CUDA OOM, ``MemoryError``, or the CPU
+    allocator's ``RuntimeError``, which torch does not type)."""
+    if isinstance(error, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    return isinstance(error, RuntimeError) and "can't allocate memory" in str(error)
 
 
 def recipe_for(arch: Arch, base: TrainConfig) -> TrainConfig:
@@ -64,6 +82,12 @@ class CandidateScorer:
         report: ``report(trial, values, step)`` hook given intermediate objective vectors;
             it raises ``optuna.TrialPruned`` to stop a trial.
         device: Where candidates run.
+        checkpoint_dir: Fine-tuning checkpoints go to ``checkpoint_dir/trial-N`` (``N`` the
+            original trial of a retry), so a retried or resumed trial continues where the
+            first attempt stopped; the folder is removed when the trial finishes.
+        should_stop: Polled after every fine-tuning step; when true the trial finishes the
+            step, checkpoints and raises ``TrialInterrupted``.
+        log: Line logger for fine-tuning progress.
     """
 
     spec: StudySpec
@@ -72,6 +96,11 @@ class CandidateScorer:
     val: Batches
     report: Callable[[optuna.Trial, Sequence[float], int], None]
     device: torch.device | str = "cpu"
+    checkpoint_dir: Path | None = None
+    should_stop: Callable[[], bool] | None = None
+    log: Callable[[str], None] | None = None
+    #: The number of the trial last stopped on request (set by ``__call__``).
+    interrupted: int | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         x, y = next(iter(self.train.epoch(0)))
@@ -93,16 +122,43 @@ class CandidateScorer:
         spec = self.spec
         arch = spec.space.suggest(trial)
         trial.set_user_attr("arch", arch.to_json())
+        folder = self._folder(trial)
+        keep = False
         try:
-            return self._score(trial, arch)
+            return self._score(trial, arch, folder)
+        except TrialInterrupted as e:
+            keep = True  # the queued resumption continues from the checkpoint
+            self.interrupted = e.trial_number
+            raise
         except NonFiniteLossError as e:
             trial.set_user_attr("fail_reason", f"non-finite loss: {e}")
             raise optuna.TrialPruned(f"non-finite loss: {e}") from None
-        except torch.OutOfMemoryError as e:
-            trial.set_user_attr("fail_reason", "out of memory")
-            raise CandidateError(f"trial {trial.number}: out of memory: {e}") from None
+        except optuna.TrialPruned:
+            raise
+        except Exception as e:
+            # Optuna keeps no reason for a failed trial: store it, with the traceback.
+            trial.set_user_attr("traceback", traceback.format_exc()[-8000:])
+            if is_out_of_memory(e):
+                trial.set_user_attr("fail_reason", f"out of memory: {str(e)[:300]}")
+                raise CandidateError(f"trial {trial.number}: out of memory: {e}") from None
+            trial.set_user_attr("fail_reason", f"{type(e).__name__}: {str(e)[:500]}")
+            raise
+        finally:
+            if folder is not None and not keep:
+                shutil.rmtree(folder, ignore_errors=True)
 
-    def _score(self, trial: optuna.Trial, arch: Arch) -> float | list[float]:
+    def _folder(self, trial: optuna.Trial) -> Path | None:
+        if self.checkpoint_dir is None or not self.spec.finetune_epochs:
+            return None
+        return self.checkpoint_dir / f"trial-{original_number(trial)}"
+
+    def _log(self, msg: str) -> None:
+        if self.log is not None:
+            self.log(msg)
+
+    def _score(
+        self, trial: optuna.Trial, arch: Arch, folder: Path | None
+    ) -> float | list[float]:
         spec = self.spec
         net = self.supernet.extract(spec.space.path(arch)).to(self.device)
         params = count_params(net)
@@ -122,18 +178,93 @@ class CandidateScorer:
         acc, _ = evaluate(net, self.val, device=self.device)
         trial.set_user_attr("supernet_accuracy", acc)
         if spec.finetune_epochs:
-            ft = recipe_for(arch, replace(spec.finetune, epochs=spec.finetune_epochs))
-            ft_batches = Batches(self.train.dataset, ft.batch_size, seed=spec.seed, drop_last=True)
-            trainer = EpochTrainer(net, ft_batches, ft, self.device)
-            for epoch in range(1, spec.finetune_epochs + 1):
-                trainer.run_epoch()
-                acc, _ = evaluate(net, self.val, device=self.device)
-                trial.set_user_attr("epochs_trained", epoch)
-                self.report(trial, self.values(acc, cost, params), epoch)
+            acc = self._finetune(trial, arch, net, cost, params, folder)
         if not math.isfinite(acc):
             raise NonFiniteLossError(f"validation accuracy is {acc}")
         values = self.values(acc, cost, params)
         return values[0] if len(values) == 1 else values
+
+    def _finetune(
+        self,
+        trial: optuna.Trial,
+        arch: Arch,
+        net: nn.Module,
+        cost: float,
+        params: int,
+        folder: Path | None,
+    ) -> float:
+        """Fine-tune with inherited weights, one Optuna step per epoch, checkpointing each
+        epoch (and on a stop request) so a retry or resumption continues exactly there."""
+        spec = self.spec
+        ft = recipe_for(arch, replace(spec.finetune, epochs=spec.finetune_epochs))
+        ft_batches = Batches(self.train.dataset, ft.batch_size, seed=spec.seed, drop_last=True)
+        trainer = EpochTrainer(net, ft_batches, ft, self.device)
+        history = self._restore(trial, arch, trainer, folder)
+        for epoch, values in enumerate(history, 1):  # the pruner judges resumed epochs too
+            self.report(trial, values, epoch)
+        acc = history[-1][0] if history else float("nan")
+        stop = self.should_stop or (lambda: False)
+        while trainer.epoch < spec.finetune_epochs:
+            try:
+                trainer.run_epoch(stop)
+            except TrainingInterrupted:
+                raise self._interrupted(trial, trainer, arch, history, folder) from None
+            acc, _ = evaluate(net, self.val, device=self.device)
+            history.append(self.values(acc, cost, params))
+            self._save(folder, trainer, arch, history)
+            trial.set_user_attr("epochs_trained", trainer.epoch)
+            self._log(f"trial {trial.number}: fine-tuned epoch {trainer.epoch}/{ft.epochs}")
+            self.report(trial, history[-1], trainer.epoch)
+            if trainer.epoch < spec.finetune_epochs and stop():
+                raise self._interrupted(trial, trainer, arch, history, folder)
+        return acc
+
+    def _interrupted(
+        self,
+        trial: optuna.Trial,
+        trainer: EpochTrainer,
+        arch: Arch,
+        history: list[list[float]],
+        folder: Path | None,
+    ) -> TrialInterrupted:
+        path = self._save(folder, trainer, arch, history)
+        trial.set_user_attr("fail_reason", "stopped on request; queued to be resumed")
+        where = f"epoch {trainer.epoch + 1}, batch {trainer.batch}"
+        return TrialInterrupted(trial.number, f"trial {trial.number} fine-tuning at {where}", path)
+
+    def _save(
+        self, folder: Path | None, trainer: EpochTrainer, arch: Arch, history: list[list[float]]
+    ) -> Path | None:
+        """Checkpoint fine-tuning; keep the newest two files (one as a fallback)."""
+        if folder is None:
+            return None
+        at = Progress(trainer.epoch, trainer.batch)
+        state = {"arch": arch.to_json(), "trainer": trainer.state_dict()}
+        path = save_checkpoint(folder / at.filename(), {**state, "history": json.dumps(history)})
+        for _, old in list_checkpoints(folder)[2:]:
+            old.unlink(missing_ok=True)
+        return path
+
+    def _restore(
+        self, trial: optuna.Trial, arch: Arch, trainer: EpochTrainer, folder: Path | None
+    ) -> list[list[float]]:
+        """Load the newest valid fine-tuning checkpoint of this trial; its report history."""
+        if folder is None:
+            return []
+        found = load_latest(folder, on_bad=lambda e: self._log(f"trial {trial.number}: {e}"))
+        if found is None:
+            return []
+        at, state = found
+        if state.get("arch") != arch.to_json():
+            self._log(f"trial {trial.number}: ignoring {folder}: it is for another architecture")
+            return []
+        trainer.load_state_dict(state["trainer"])
+        trial.set_user_attr("resumed_at", [at.epoch, at.batch])
+        self._log(
+            f"trial {trial.number}: resumed fine-tuning from {folder.name} at epoch "
+            f"{at.epoch}, batch {at.batch}"
+        )
+        return json.loads(state["history"])
 
 
 def make_reporter(

@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -16,6 +17,7 @@ import optuna
 import torch
 from optuna.trial import TrialState
 
+from nasflow.bench import TabularObjective, tabular_summary
 from nasflow.data import DataBundle
 from nasflow.search._compat import sampler_constraints_kwargs
 from nasflow.search._objective import (
@@ -27,6 +29,11 @@ from nasflow.search._objective import (
 )
 from nasflow.search._pareto import non_dominated_sort
 from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner
+from nasflow.search._recovery import (
+    heartbeat_settings,
+    requeue_interrupted,
+    sweep_zombies,
+)
 from nasflow.search._spec import StudySpec
 from nasflow.search._storage import (
     SQLiteLock,
@@ -38,10 +45,12 @@ from nasflow.search._storage import (
 )
 from nasflow.space import Arch
 from nasflow.supernet import Supernet
-from nasflow.train import Batches, SupernetTrainer, train_standalone
+from nasflow.train import Batches, SupernetTrainer, TrainingInterrupted, train_standalone
 
 #: Study user attributes that identify what a stored study searches.
 IDENTITY_KEYS = ("nasflow:space", "nasflow:fingerprint", "nasflow:objectives")
+#: Study user attribute holding the space's ``config`` as JSON.
+SPACE_CONFIG_KEY = "nasflow:space_config"
 
 
 class StudyMismatchError(ValueError):
@@ -137,6 +146,15 @@ class StudyRunner:
         log: Line logger.
         progress: Show progress bars.
         device: Training device.
+        stop: Set it (from a signal handler) to stop gracefully: the current training step
+            finishes, a checkpoint is written, a trial in flight is queued to be resumed,
+            and ``run`` raises ``TrainingInterrupted``.
+        heartbeat_interval: Seconds between trial heartbeats (RDB storages); default
+            ``$NASFLOW_HEARTBEAT_INTERVAL`` or 10.
+        grace_period: Seconds without a heartbeat before a trial's worker counts as dead
+            and the trial is failed and retried once; default ``$NASFLOW_GRACE_PERIOD`` or 30.
+        checkpoint_every: Also checkpoint the supernet every this many steps inside an
+            epoch (0: at epoch ends only).
     """
 
     def __init__(
@@ -147,11 +165,22 @@ class StudyRunner:
         log: Callable[[str], None] = print,
         progress: bool = True,
         device: str = "cpu",
+        stop: threading.Event | None = None,
+        heartbeat_interval: int | None = None,
+        grace_period: int | None = None,
+        checkpoint_every: int = 0,
     ) -> None:
         self.spec = spec
         self.out = Path(out_dir) / spec.name
         self.storage = resolve_storage(storage, self.out / "study.db")
         self.log, self.progress, self.device = log, progress, device
+        self.stop = stop if stop is not None else threading.Event()
+        self.heartbeat = heartbeat_settings(heartbeat_interval, grace_period)
+        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
+            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
+        if checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
+        self.checkpoint_every = checkpoint_every
         self._lock: SQLiteLock | None = None
         self.ran_trials: list[int] = []
         self._worker = False
@@ -176,7 +205,7 @@ class StudyRunner:
         if self.storage.kind == "sqlite":
             self._lock = SQLiteLock(self.storage.path)  # type: ignore[arg-type]
             self._lock.acquire()
-        storage = open_storage(self.storage)
+        storage = open_storage(self.storage, *self.heartbeat)
         directions = self.spec.directions
         names = {s.study_name for s in optuna.get_all_study_summaries(storage)}
         if self.spec.name in names:
@@ -194,6 +223,9 @@ class StudyRunner:
         if any(k not in study.user_attrs for k in IDENTITY_KEYS):
             for k, v in self._identity().items():
                 study.set_user_attr(k, v)
+            # Not part of the identity check (the fingerprint covers it): lets `nasflow
+            # export` re-create a space built with constructor arguments.
+            study.set_user_attr(SPACE_CONFIG_KEY, json.dumps(self.spec.space.config))
         self._check_identity(study, directions)
         return self._attach(study)
 
@@ -223,17 +255,8 @@ class StudyRunner:
             )
 
     def _sweep_zombies(self, study: optuna.Study) -> None:
-        """Fail trials left RUNNING by dead workers, and re-enqueue each once."""
-        if self.storage.kind == "sqlite":
-            # We hold the only lock on this file: any RUNNING trial has lost its worker.
-            storage = study._storage
-            for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-                storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-                self.log(f"trial {t.number} was left running by a dead worker: failed it")
-                if not t.system_attrs.get("nasflow:retry_of"):
-                    study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
-        else:
-            optuna.storages.fail_stale_trials(study)
+        """Fail trials left RUNNING by dead workers, and retry each at most once."""
+        sweep_zombies(study, self.storage.kind, self.heartbeat[1], self.log)
 
     def close(self) -> None:
         if self._lock is not None:
@@ -256,7 +279,14 @@ class StudyRunner:
         bar = self._bar(spec.supernet.epochs, "phase 1: supernet")
         with _file_lock(self.out / "supernet.lock"):
             trainer = SupernetTrainer(
-                spec.space, data.train, spec.supernet, ckpt, self.device, log=self._quiet_log
+                spec.space,
+                data.train,
+                spec.supernet,
+                ckpt,
+                self.device,
+                log=self._quiet_log,
+                checkpoint_every=self.checkpoint_every,
+                should_stop=self.stop.is_set,
             )
             result = trainer.fit(on_epoch=lambda e, loss: self._advance(bar, e, loss))
         self._close(bar)
@@ -274,18 +304,30 @@ class StudyRunner:
     def search(
         self,
         study: optuna.Study,
-        supernet: Supernet,
-        data: DataBundle,
+        supernet: Supernet | None,
+        data: DataBundle | None,
         n_trials: int | None,
         timeout: float | None,
     ) -> None:
-        """Phase 2: the Optuna study over supernet paths."""
+        """Phase 2: the Optuna study over supernet paths (or table lookups)."""
         spec = self.spec
-        train, val, _ = self._batches(data, spec.train.batch_size)
-        _, multi_pruner = make_pruner(spec)
-        scorer = CandidateScorer(
-            spec, supernet, train, val, make_reporter(spec, multi_pruner), self.device
-        )
+        scorer: Callable[[optuna.Trial], Any]
+        if spec.table is not None:  # tabular mode: scores are looked up, nothing trains
+            scorer = TabularObjective(spec.table)
+        else:
+            train, val, _ = self._batches(data, spec.train.batch_size)  # type: ignore[arg-type]
+            _, multi_pruner = make_pruner(spec)
+            scorer = CandidateScorer(
+                spec,
+                supernet,  # type: ignore[arg-type]
+                train,
+                val,
+                make_reporter(spec, multi_pruner),
+                self.device,
+                checkpoint_dir=self.out / "finetune",
+                should_stop=self.stop.is_set,
+                log=self._quiet_log,
+            )
         finished = len(
             study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
         )
@@ -301,13 +343,36 @@ class StudyRunner:
             self.ran_trials.append(trial.number)
             if not self.progress:
                 vals = ", ".join(f"{v:.4g}" for v in trial.values or [])
-                self.log(f"trial {trial.number} {trial.state.name.lower()} {vals}")
+                why = trial.user_attrs.get("fail_reason") if trial.state.is_finished() else None
+                why = f" ({why})" if why and trial.state != TrialState.COMPLETE else ""
+                self.log(f"trial {trial.number} {trial.state.name.lower()} {vals}{why}")
+            if self.stop.is_set():
+                study.stop()  # stop requested while no training step was running
 
+        try:
+            self._optimize(study, scorer, todo, timeout, target, after_trial)
+        finally:
+            # A trial stopped on request is FAIL now (even where ``catch`` swallowed the
+            # stop): queue it again with the same parameters, to resume from its checkpoint.
+            stopped = getattr(scorer, "interrupted", None)
+            if stopped is not None:
+                requeue_interrupted(study, stopped)
+                self.log(f"trial {stopped} stopped and queued to resume from its checkpoint")
+
+    def _optimize(
+        self,
+        study: optuna.Study,
+        scorer: Callable[[optuna.Trial], Any],
+        todo: int,
+        timeout: float | None,
+        target: int,
+        after_trial: Callable[[optuna.Study, optuna.trial.FrozenTrial], None],
+    ) -> None:
         study.optimize(
             scorer,
             n_trials=todo,
             timeout=timeout,
-            catch=(CandidateError,),
+            catch=(CandidateError, *self.spec.catch),
             callbacks=[
                 after_trial,
                 optuna.study.MaxTrialsCallback(
@@ -367,18 +432,22 @@ class StudyRunner:
         try:
             study = self.open_study(worker=worker)
             self.log(f"study {spec.name!r} in {self.storage.safe_url}")
-            data = spec.data()
             seconds: dict[str, float] = {}
-            t = time.perf_counter()
-            supernet = self.train_supernet(data)
-            seconds["supernet"] = time.perf_counter() - t
-            if not worker:
-                study.set_user_attr("nasflow:supernet", self._supernet_info)
+            data, supernet = None, None
+            if spec.table is None:  # tabular mode skips phases 1 and 3
+                data = spec.data()
+                t = time.perf_counter()
+                supernet = self.train_supernet(data)
+                seconds["supernet"] = time.perf_counter() - t
+                if not worker:
+                    study.set_user_attr("nasflow:supernet", self._supernet_info)
             t = time.perf_counter()
             self.search(study, supernet, data, n_trials, timeout)
             seconds["search"] = time.perf_counter() - t
+            if self.stop.is_set():
+                raise TrainingInterrupted("the search, between trials")
             winners: list[Winner] = []
-            if retrain and not worker:
+            if retrain and not worker and data is not None:
                 t = time.perf_counter()
                 winners = self.retrain(study, data)
                 seconds["retrain"] = time.perf_counter() - t
@@ -424,6 +493,11 @@ class StudyRunner:
 
 def summary_table(result: RunResult, spec: StudySpec) -> str:
     """The end-of-run text: the Pareto set, the winners, and where things were written."""
+    if spec.table is not None:  # tabular mode: the best found and its regret
+        lines = tabular_summary(result.study, spec.table)
+        lines.append(f"time: {result.seconds.get('total', 0.0):.1f}s")
+        lines.append(f"study: {result.storage.safe_url}")
+        return "\n".join(lines)
     lines = [f"Pareto set of study {spec.name!r} ({len(result.pareto)} trials):"]
     header = f"{'trial':>5}  {'val acc':>7}  {'pred. cost s':>12}  {'params':>8}  arch"
     lines.append(header)

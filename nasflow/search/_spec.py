@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nasflow.bench import TabularBenchmark
 from nasflow.data import DataBundle
 from nasflow.space import SearchSpace
 from nasflow.train import SupernetConfig, TrainConfig
@@ -57,7 +58,8 @@ class StudySpec:
     Attributes:
         name: Study name in the storage.
         space: The search space.
-        data: Returns the dataset bundle (called once, lazily).
+        data: Returns the dataset bundle (called once, lazily); may be ``None`` in a
+            tabular study.
         objectives: Names from ``OBJECTIVES``; the first must be ``"accuracy"``.
         supernet: Phase 1 recipe.
         n_trials: Phase 2 trials.
@@ -72,11 +74,17 @@ class StudySpec:
         budget: Limits on candidates.
         retrain_top: How many winners phase 3 retrains from scratch.
         seed: Seed of the sampler, the supernet and the data order.
+        table: Tabular mode: score each architecture by looking it up in this table
+            instead of training (no supernet, no retraining; one objective, "accuracy",
+            the table's searched metric). The run reports the regret to its optimum.
+        catch: Exception types raised by the space's code in a trial (for example in a
+            network's ``forward``) after which the study goes on; the trial fails with
+            its traceback stored either way. Out-of-memory always lets the study go on.
     """
 
     name: str
     space: SearchSpace
-    data: Callable[[], DataBundle]
+    data: Callable[[], DataBundle] | None = None
     objectives: tuple[str, ...] = ("accuracy", "train_cost")
     supernet: SupernetConfig = field(default_factory=SupernetConfig)
     n_trials: int = 40
@@ -89,13 +97,15 @@ class StudySpec:
     budget: Budget = field(default_factory=Budget)
     retrain_top: int = 1
     seed: int = 0
+    table: TabularBenchmark | None = None
+    catch: tuple[type[Exception], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.space, SearchSpace):
             raise StudyFileError(
                 f"study {self.name!r}: space must be a SearchSpace, got {self.space!r}"
             )
-        if not callable(self.data):
+        if self.table is None and not callable(self.data):
             raise StudyFileError(
                 f"study {self.name!r}: data must be a callable returning a DataBundle"
             )
@@ -128,6 +138,37 @@ class StudySpec:
         if not isinstance(self.finetune_epochs, int) or self.finetune_epochs < 0:
             raise StudyFileError(
                 f"finetune_epochs must be an int >= 0, got {self.finetune_epochs!r}"
+            )
+        catch = tuple(self.catch)
+        object.__setattr__(self, "catch", catch)
+        for c in catch:
+            if not (isinstance(c, type) and issubclass(c, Exception)):
+                raise StudyFileError(f"catch must hold Exception subclasses, got {c!r}")
+        if self.table is not None:
+            self._check_tabular()
+
+    def _check_tabular(self) -> None:
+        """A tabular study scores one objective from its table, for its own space."""
+        table = self.table
+        if not isinstance(table, TabularBenchmark):
+            raise StudyFileError(
+                f"study {self.name!r}: table must be a TabularBenchmark, got {table!r}"
+            )
+        if table.space.fingerprint() != self.space.fingerprint():
+            raise StudyFileError(
+                f"study {self.name!r}: the table was loaded for space {table.space.name!r} "
+                f"{table.space.config}, the study searches {self.space.name!r} "
+                f"{self.space.config}; give both the same space"
+            )
+        if self.objectives != ("accuracy",):
+            raise StudyFileError(
+                f"study {self.name!r}: a tabular study has one objective, ('accuracy',) "
+                f"(the table's {table.metric!r}), got {self.objectives!r}"
+            )
+        if self.finetune_epochs:
+            raise StudyFileError(
+                f"study {self.name!r}: finetune_epochs={self.finetune_epochs!r}, but a tabular "
+                "study trains nothing; use 0"
             )
 
     @property

@@ -104,8 +104,18 @@ def check_reachable(spec: StorageSpec) -> None:
         raise StorageError(f"cannot reach storage {spec.safe_url!r}: {reason}") from None
 
 
-def open_storage(spec: StorageSpec) -> optuna.storages.BaseStorage:
-    """The Optuna storage: RDB with heartbeats and one retry of stale trials, or a journal."""
+def open_storage(
+    spec: StorageSpec,
+    heartbeat_interval: int = HEARTBEAT_INTERVAL,
+    grace_period: int = GRACE_PERIOD,
+) -> optuna.storages.BaseStorage:
+    """The Optuna storage: RDB with heartbeats and one retry of stale trials, or a journal.
+
+    Args:
+        spec: The resolved storage.
+        heartbeat_interval: Seconds between heartbeats of a running trial (RDB only).
+        grace_period: Seconds without a heartbeat before a trial counts as dead (RDB only).
+    """
     if spec.kind == "journal":
         assert spec.path is not None
         spec.path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,8 +135,8 @@ def open_storage(spec: StorageSpec) -> optuna.storages.BaseStorage:
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return optuna.storages.RDBStorage(
                 spec.url,
-                heartbeat_interval=HEARTBEAT_INTERVAL,
-                grace_period=GRACE_PERIOD,
+                heartbeat_interval=heartbeat_interval,
+                grace_period=grace_period,
                 **retry_callback_kwargs(max_retry=1),
                 **kwargs,
             )

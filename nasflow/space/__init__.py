@@ -13,6 +13,7 @@ from nasflow.space._choices import (
     op_choice,
     value_choice,
 )
+from nasflow.space._registry import rebuild_space, registered_spaces, space_class
 from nasflow.space._space import SearchSpace
 
 __all__ = [
@@ -25,5 +26,8 @@ __all__ = [
     "edge_choices",
     "hyper_choice",
     "op_choice",
+    "rebuild_space",
+    "registered_spaces",
+    "space_class",
     "value_choice",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import itertools
 import json
 import math
@@ -34,7 +35,11 @@ class SearchSpace(ABC):
         name: Registry name of the space (``"mnist1d"``).
         description: One line shown by ``nasflow spaces``.
         config: JSON-serializable settings that change the networks (base width, number
-            of classes...). They enter the fingerprint.
+            of classes...). They enter the fingerprint. Record every constructor argument
+            here under its parameter name: ``from_config`` passes those keys back to the
+            constructor, which is how a stored study or an exported architecture re-creates
+            the space. An ``input_shape`` key (one sample, no batch dimension) lets the
+            space's networks be exported.
     """
 
     def __init__(
@@ -162,6 +167,28 @@ class SearchSpace(ABC):
         """A stable hash of the definition: same choices and config, same fingerprint."""
         blob = json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> SearchSpace:
+        """Re-create a space from its ``config`` (as stored with a study or an export).
+
+        The default calls the constructor with the config keys that are parameters of
+        ``cls.__init__``; other keys are derived facts (``input_shape``) and are left out.
+        A space whose constructor takes something that its config does not record under
+        the parameter's name overrides this. Callers compare the fingerprint of the result
+        with the recorded one, so a config that does not re-create the same space is caught.
+
+        Raises:
+            ValueError: ``config`` is not a mapping, or the constructor rejects it.
+        """
+        if not isinstance(config, Mapping):
+            raise ValueError(f"a space config must be a mapping, got {config!r}")
+        params = inspect.signature(cls.__init__).parameters
+        kwargs = {k: v for k, v in config.items() if k in params and k != "self"}
+        try:
+            return cls(**kwargs)
+        except TypeError as e:
+            raise ValueError(f"{cls.__name__} does not accept config {kwargs!r}: {e}") from None
 
     def validate(self, arch: Mapping[str, Any], *, path_only: bool = False) -> Arch:
         """Check that ``arch`` is a point of this space and return it as an ``Arch``.

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from nasflow.train._checkpoint import (
     CheckpointError,
+    Progress,
     atomic_write,
+    list_checkpoints,
     load_checkpoint,
     load_latest,
     save_checkpoint,
@@ -23,6 +25,7 @@ from nasflow.train._supernet import (
     SupernetConfig,
     SupernetResult,
     SupernetTrainer,
+    TrainingInterrupted,
     supernet_step,
 )
 
@@ -32,13 +35,16 @@ __all__ = [
     "EpochTrainer",
     "NonFiniteLossError",
     "OpCounter",
+    "Progress",
     "SupernetConfig",
     "SupernetResult",
     "SupernetTrainer",
     "TrainConfig",
     "TrainResult",
+    "TrainingInterrupted",
     "atomic_write",
     "evaluate",
+    "list_checkpoints",
     "load_checkpoint",
     "load_latest",
     "make_optimizer",

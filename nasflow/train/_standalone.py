@@ -6,13 +6,15 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow.train._checkpoint import rng_state, set_rng_state
 from nasflow.train._loop import Batches, evaluate, make_optimizer, warmup_cosine
-from nasflow.train._supernet import NonFiniteLossError
+from nasflow.train._supernet import NonFiniteLossError, TrainingInterrupted
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,9 @@ class EpochTrainer:
             self.optimizer, config.epochs * steps, int(config.warmup_epochs * steps)
         )
         self.epoch = 0
+        self.batch = 0  # batches done in the current epoch
         self.seconds = 0.0
+        self._losses: list[float] = []  # of the current epoch so far
 
     def step(self, x: torch.Tensor, y: torch.Tensor) -> float:
         """One optimizer step on one batch; raises ``NonFiniteLossError`` on NaN/inf."""
@@ -88,19 +92,56 @@ class EpochTrainer:
         self.scheduler.step()
         return float(loss.detach())
 
-    def run_epoch(self) -> float:
-        """Train one more epoch; returns its mean loss."""
+    def run_epoch(self, should_stop: Callable[[], bool] | None = None) -> float:
+        """Train the rest of the current epoch; returns its mean loss.
+
+        Args:
+            should_stop: Polled after every step but an epoch's last; when it returns true
+                the step is finished and ``TrainingInterrupted`` is raised, leaving the
+                trainer consistent so ``state_dict()`` can be checkpointed.
+        """
         if self.epoch >= self.config.epochs:
             raise RuntimeError(f"already trained the planned {self.config.epochs} epochs")
         self.model.train()
+        steps = len(self.train)
         t0 = time.perf_counter()
-        losses = [
-            self.step(x.to(self.device), y.to(self.device))
-            for x, y in self.train.epoch(self.epoch)
-        ]
-        self.seconds += time.perf_counter() - t0
-        self.epoch += 1
+        try:
+            for x, y in self.train.epoch(self.epoch, start=self.batch):
+                self._losses.append(self.step(x.to(self.device), y.to(self.device)))
+                self.batch += 1
+                if should_stop is not None and self.batch < steps and should_stop():
+                    raise TrainingInterrupted(
+                        f"training at epoch {self.epoch + 1}, batch {self.batch}"
+                    )
+        finally:
+            self.seconds += time.perf_counter() - t0
+        losses, self._losses = self._losses, []
+        self.epoch, self.batch = self.epoch + 1, 0
         return sum(losses) / max(1, len(losses))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly here: weights, optimizer, schedule,
+        position, the global generators."""
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "epoch": self.epoch,
+            "batch": self.batch,
+            "seconds": self.seconds,
+            "losses": list(self._losses),
+            "rng": rng_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a ``state_dict()``."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.epoch, self.batch = int(state["epoch"]), int(state["batch"])
+        self.seconds = float(state["seconds"])
+        self._losses = [float(v) for v in state["losses"]]
+        set_rng_state(state["rng"])
 
 
 @dataclass

@@ -17,12 +17,33 @@ from torch import nn
 from nasflow.sampling import make_sampler
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet
-from nasflow.train._checkpoint import CheckpointError, load_latest, save_checkpoint
+from nasflow.train._checkpoint import (
+    CheckpointError,
+    Progress,
+    list_checkpoints,
+    load_latest,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
 from nasflow.train._loop import Batches, make_optimizer, warmup_cosine
 
 
 class NonFiniteLossError(FloatingPointError):
     """A training loss was NaN or infinite."""
+
+
+class TrainingInterrupted(Exception):
+    """Training stopped on request after finishing a step; that point was checkpointed.
+
+    Attributes:
+        checkpoint: The checkpoint written on the way out (``None`` when none is kept).
+    """
+
+    def __init__(self, what: str, checkpoint: Path | None = None) -> None:
+        where = f"; checkpoint {str(checkpoint)!r}" if checkpoint is not None else ""
+        super().__init__(f"stopped on request: {what}{where}")
+        self.checkpoint = checkpoint
 
 
 class OpCounter:
@@ -121,9 +142,15 @@ class SupernetConfig:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
 
 
+
 @dataclass
 class SupernetResult:
-    """What supernet training produced."""
+    """What supernet training produced.
+
+    Attributes:
+        resumed_from: Whole epochs done by the checkpoint training resumed from.
+        resumed_at: Exactly where it resumed (epoch and batch), or ``None``.
+    """
 
     supernet: Supernet
     op_counts: OpCounter
@@ -131,18 +158,29 @@ class SupernetResult:
     seconds: float
     losses: list[float] = field(default_factory=list)
     resumed_from: int | None = None
+    resumed_at: Progress | None = None
 
 
 class SupernetTrainer:
-    """Trains a space's supernet, checkpointing every epoch and resuming from the last one.
+    """Trains a space's supernet with exact checkpoint/resume.
+
+    A checkpoint holds the model, optimizer, scheduler, the global torch generators, the
+    op counters and the position in training. Paths are a pure function of
+    ``(seed, step)`` and the data order of ``(seed, epoch)``, so a run resumed from any
+    checkpoint (mid-epoch included) continues bit-identically on CPU.
 
     Args:
         space: The space.
         train_set: Training split yielding ``(x, y)``.
         config: Training settings.
-        checkpoint_dir: Folder for ``epoch-N.pt`` checkpoints; ``None`` keeps none.
+        checkpoint_dir: Folder for ``epoch-N.pt`` / ``epoch-N-batch-B.pt`` checkpoints;
+            ``None`` keeps none.
         device: Where to train.
         log: Called with one-line progress messages.
+        checkpoint_every: Also checkpoint every this many steps inside an epoch (0: only
+            at epoch ends). Older mid-epoch files are deleted, keeping one as a fallback.
+        should_stop: Polled after every step; when it returns true the trainer finishes
+            that step, checkpoints and raises ``TrainingInterrupted``.
     """
 
     def __init__(
@@ -153,81 +191,148 @@ class SupernetTrainer:
         checkpoint_dir: os.PathLike | str | None = None,
         device: torch.device | str = "cpu",
         log: Callable[[str], None] | None = None,
+        checkpoint_every: int = 0,
+        should_stop: Callable[[], bool] | None = None,
     ) -> None:
+        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
+            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
+        if checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
         self.space = space
         self.config = config or SupernetConfig()
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
         self.device = torch.device(device)
         self.log = log or (lambda _msg: None)
+        self.checkpoint_every = checkpoint_every
+        self.should_stop = should_stop or (lambda: False)
         self.batches = Batches(
             train_set, self.config.batch_size, shuffle=True, seed=self.config.seed, drop_last=True
         )
         self.sampler = make_sampler(self.config.sampler, space, self.config.seed)
 
-    def _identity(self) -> dict[str, Any]:
-        return {"space": self.space.fingerprint(), "config": asdict(self.config)}
+    def _identity(self) -> str:
+        return json.dumps(
+            {"space": self.space.fingerprint(), "config": asdict(self.config)}, sort_keys=True
+        )
+
+    def _resume(self, run: _Run) -> Progress | None:
+        """Load the newest valid checkpoint into ``run``; its position, or ``None``."""
+        if self.checkpoint_dir is None:
+            return None
+        found = load_latest(self.checkpoint_dir, on_bad=lambda e: self.log(f"skipping {e}"))
+        if found is None:
+            return None
+        at, state = found
+        path = self.checkpoint_dir / at.filename()
+        if state.get("identity") != self._identity():
+            raise CheckpointError(path, "written for another space or supernet configuration")
+        run.supernet.load_state_dict(state["model"])
+        run.optimizer.load_state_dict(state["optimizer"])
+        run.scheduler.load_state_dict(state["scheduler"])
+        run.counter.load_state_dict(json.loads(state["op_counts"]))
+        run.losses = [float(v) for v in state["losses"]]
+        run.epoch_loss = float(state.get("epoch_loss", 0.0))
+        if "rng" in state:
+            set_rng_state(state["rng"])
+        return at
+
+    def _save(self, run: _Run, at: Progress) -> Path | None:
+        """Checkpoint ``run`` at ``at`` and delete mid-epoch files it makes redundant."""
+        if self.checkpoint_dir is None:
+            return None
+        path = save_checkpoint(
+            self.checkpoint_dir / at.filename(),
+            {
+                "identity": self._identity(),
+                "progress": list(at),
+                "step": at.epoch * len(self.batches) + at.batch,
+                "model": run.supernet.state_dict(),
+                "optimizer": run.optimizer.state_dict(),
+                "scheduler": run.scheduler.state_dict(),
+                "rng": rng_state(),
+                "op_counts": json.dumps(run.counter.state_dict()),
+                "losses": list(run.losses),
+                "epoch_loss": run.epoch_loss,
+            },
+        )
+        older = [p for p, _ in list_checkpoints(self.checkpoint_dir) if p < at and p.batch]
+        # Keep the newest older mid-epoch file as a fallback unless an epoch file now is.
+        for p in older[1:] if at.batch else older:
+            (self.checkpoint_dir / p.filename()).unlink(missing_ok=True)
+        return path
 
     def fit(self, on_epoch: Callable[[int, float], None] | None = None) -> SupernetResult:
         """Train (or resume) to ``config.epochs`` epochs.
 
         Args:
             on_epoch: Called with ``(epoch, mean loss)`` after each epoch.
+
+        Raises:
+            TrainingInterrupted: ``should_stop`` asked to stop (a checkpoint was written).
+            NonFiniteLossError: A loss was NaN or infinite.
+            CheckpointError: The newest valid checkpoint belongs to another configuration.
         """
         cfg = self.config
-        torch.manual_seed(cfg.seed)
-        supernet = self.space.supernet().to(self.device)
-        optimizer = make_optimizer(supernet.parameters(), cfg.lr, cfg.weight_decay)
         steps_per_epoch = len(self.batches)
         if steps_per_epoch == 0:
             raise ValueError(f"training split has fewer samples than batch_size={cfg.batch_size}")
+        torch.manual_seed(cfg.seed)
+        supernet = self.space.supernet().to(self.device)
+        optimizer = make_optimizer(supernet.parameters(), cfg.lr, cfg.weight_decay)
         scheduler = warmup_cosine(
             optimizer, cfg.epochs * steps_per_epoch, int(cfg.warmup_epochs * steps_per_epoch)
         )
-        counter = OpCounter(self.space)
-        start, resumed, losses = 0, None, []
-        if self.checkpoint_dir is not None:
-            found = load_latest(self.checkpoint_dir, on_bad=lambda e: self.log(f"skipping {e}"))
-            if found is not None:
-                epoch, state = found
-                if state.get("identity") != json.dumps(self._identity(), sort_keys=True):
-                    raise CheckpointError(
-                        self.checkpoint_dir / f"epoch-{epoch}.pt",
-                        "written for another space or supernet configuration",
-                    )
-                supernet.load_state_dict(state["model"])
-                optimizer.load_state_dict(state["optimizer"])
-                scheduler.load_state_dict(state["scheduler"])
-                counter.load_state_dict(json.loads(state["op_counts"]))
-                losses = list(state["losses"])
-                start = resumed = epoch
-                self.log(f"resumed supernet training from epoch {epoch}")
+        run = _Run(supernet, optimizer, scheduler, OpCounter(self.space))
+        at = self._resume(run)
+        if at is not None:
+            where = f"epoch {at.epoch}" + (f", batch {at.batch}" if at.batch else "")
+            self.log(f"resumed supernet training from {where}")
+        start = at or Progress(0, 0)
         t0 = time.perf_counter()
-        for epoch in range(start, cfg.epochs):
+        for epoch in range(start.epoch, cfg.epochs):
             supernet.train()
-            epoch_loss = 0.0
-            for b, (x, y) in enumerate(self.batches.epoch(epoch)):
+            first = start.batch if epoch == start.epoch else 0
+            for b, (x, y) in enumerate(self.batches.epoch(epoch, start=first), start=first):
                 step = epoch * steps_per_epoch + b
                 paths = self.sampler.paths(step)
                 x, y = x.to(self.device), y.to(self.device)
-                epoch_loss += supernet_step(supernet, paths, x, y, optimizer)
+                run.epoch_loss += supernet_step(supernet, paths, x, y, optimizer)
                 scheduler.step()
-                counter.update(paths)
-            losses.append(epoch_loss / steps_per_epoch)
-            if self.checkpoint_dir is not None:
-                save_checkpoint(
-                    self.checkpoint_dir / f"epoch-{epoch + 1}.pt",
-                    {
-                        "identity": json.dumps(self._identity(), sort_keys=True),
-                        "model": supernet.state_dict(),
-                        "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(),
-                        "op_counts": json.dumps(counter.state_dict()),
-                        "losses": losses,
-                    },
-                )
-            self.log(f"supernet epoch {epoch + 1}/{cfg.epochs}: loss {losses[-1]:.4f}")
+                run.counter.update(paths)
+                if b + 1 == steps_per_epoch:
+                    break  # the epoch checkpoint below covers this step
+                stop = self.should_stop()
+                every = self.checkpoint_every
+                if stop or (every and (step + 1) % every == 0):
+                    path = self._save(run, Progress(epoch, b + 1))
+                if stop:
+                    raise TrainingInterrupted(f"supernet training at epoch {epoch + 1}", path)
+            run.losses.append(run.epoch_loss / steps_per_epoch)
+            run.epoch_loss = 0.0
+            path = self._save(run, Progress(epoch + 1, 0))
+            self.log(f"supernet epoch {epoch + 1}/{cfg.epochs}: loss {run.losses[-1]:.4f}")
             if on_epoch is not None:
-                on_epoch(epoch + 1, losses[-1])
+                on_epoch(epoch + 1, run.losses[-1])
+            if epoch + 1 < cfg.epochs and self.should_stop():
+                raise TrainingInterrupted(f"supernet training after epoch {epoch + 1}", path)
         return SupernetResult(
-            supernet, counter, cfg.epochs, time.perf_counter() - t0, losses, resumed
+            supernet,
+            run.counter,
+            cfg.epochs,
+            time.perf_counter() - t0,
+            list(run.losses),
+            at.epoch if at is not None else None,
+            at,
         )
+
+
+@dataclass
+class _Run:
+    """The mutable state of one supernet training run."""
+
+    supernet: Supernet
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    counter: OpCounter
+    losses: list[float] = field(default_factory=list)
+    epoch_loss: float = 0.0

@@ -1,0 +1,27 @@
+"""Tabular benchmarks: score architectures by table lookup instead of training.
+
+A study whose ``StudySpec.table`` is set skips supernet training and retraining: each
+trial's architecture is looked up in the table, so samplers can be compared over hundreds
+of trials in seconds, and the run ends with the regret to the table's optimum.
+"""
+
+from __future__ import annotations
+
+from nasflow.bench._objective import (
+    TabularObjective,
+    TabularOutcome,
+    best_so_far,
+    tabular_outcome,
+    tabular_summary,
+)
+from nasflow.bench._table import TableError, TabularBenchmark
+
+__all__ = [
+    "TableError",
+    "TabularBenchmark",
+    "TabularObjective",
+    "TabularOutcome",
+    "best_so_far",
+    "tabular_outcome",
+    "tabular_summary",
+]

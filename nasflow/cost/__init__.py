@@ -1,0 +1,46 @@
+"""Hardware-aware cost model: analytic FLOPs, parameters and activation memory, and a
+measured per-op training-latency table for the current device (SQLAlchemy), from which
+``CostModel`` predicts any candidate's training-step time."""
+
+from __future__ import annotations
+
+from nasflow.cost._accuracy import (
+    AccuracyReport,
+    Agreement,
+    agreement,
+    evaluate_accuracy,
+    kendall_tau_b,
+)
+from nasflow.cost._analytic import FlopCount, activation_bytes, count_flops, count_params
+from nasflow.cost._cover import covering_archs, fit_line
+from nasflow.cost._fingerprint import PRECISIONS, DeviceFingerprint
+from nasflow.cost._measure import OpTiming, time_ops, time_steps
+from nasflow.cost._model import CostModel, CostStats, MissingLatencyError
+from nasflow.cost._table import Calibration, LatencyTable, default_cache_path
+from nasflow.cost._units import OpInstance
+
+__all__ = [
+    "PRECISIONS",
+    "AccuracyReport",
+    "Agreement",
+    "Calibration",
+    "CostModel",
+    "CostStats",
+    "DeviceFingerprint",
+    "FlopCount",
+    "LatencyTable",
+    "MissingLatencyError",
+    "OpInstance",
+    "OpTiming",
+    "activation_bytes",
+    "agreement",
+    "count_flops",
+    "count_params",
+    "covering_archs",
+    "default_cache_path",
+    "evaluate_accuracy",
+    "fit_line",
+    "kendall_tau_b",
+    "time_ops",
+    "time_steps",
+]

@@ -1,0 +1,88 @@
+"""The device fingerprint that keys every measured latency row."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+#: Training precisions the latency table knows: plain fp32, or autocast to bfloat16.
+PRECISIONS: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def check_precision(precision: str) -> str:
+    """Return ``precision`` if it is a known precision name, else raise ``ValueError``."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; accepted: {sorted(PRECISIONS)}")
+    return precision
+
+
+def cpu_model() -> str:
+    """The CPU model name (``/proc/cpuinfo`` on Linux, ``platform`` elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown-cpu"
+
+
+@dataclass(frozen=True)
+class DeviceFingerprint:
+    """What a latency measurement depends on besides the op itself.
+
+    Rows measured under one fingerprint are never used under another: a new torch
+    version, another CPU or GPU, another thread count or another precision starts a new
+    table.
+
+    Attributes:
+        torch_version: ``torch.__version__``.
+        device_type: ``"cpu"``, ``"cuda"``...
+        device_name: The CPU model for ``cpu``, the GPU name for ``cuda``.
+        cpu: The host CPU model (also recorded for GPU devices: it runs the Python side).
+        threads: ``torch.get_num_threads()`` when the fingerprint was taken.
+        precision: ``"fp32"`` or ``"bf16"`` (autocast).
+    """
+
+    torch_version: str
+    device_type: str
+    device_name: str
+    cpu: str
+    threads: int
+    precision: str
+
+    @classmethod
+    def current(
+        cls, device: torch.device | str = "cpu", precision: str = "fp32"
+    ) -> DeviceFingerprint:
+        """The fingerprint of ``device`` in this process, now."""
+        dev = torch.device(device)
+        check_precision(precision)
+        host = cpu_model()
+        if dev.type == "cuda":
+            name = torch.cuda.get_device_name(dev)
+        elif dev.type == "cpu":
+            name = host
+        else:
+            name = dev.type
+        return cls(torch.__version__, dev.type, name, host, torch.get_num_threads(), precision)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def key(self) -> str:
+        """A stable 24-hex-digit hash of every field."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()[:24]
+
+    def describe(self) -> str:
+        """One human-readable line."""
+        return (
+            f"{self.device_name} ({self.device_type}, {self.threads} threads, "
+            f"{self.precision}, torch {self.torch_version})"
+        )

@@ -1,0 +1,416 @@
+"""``CostModel``: predicted training-step seconds of any path, from a measured op table.
+
+Prediction: ``step(arch) = slope * sum(op seconds on the path) + intercept``. An op's
+seconds are its *marginal* cost in a step, taken from the latency table: its measured
+forward+backward minus that of an identity at the same input (the harness's own
+overhead), plus its AdamW step minus an AdamW step over a single scalar (the call's
+fixed overhead). ``slope`` and ``intercept`` are fitted by least squares on a few
+whole-network steps measured on this device; the intercept is the per-step overhead
+(loss, one optimizer call, what containers do between ops). Once the table and the
+calibration exist a prediction runs nothing on the device: a ``meta``-device shape pass
+and a dictionary look-up per op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from nasflow.cost._analytic import (
+    FlopCount,
+    activation_bytes,
+    check_shape,
+    count_flops,
+    count_params,
+)
+from nasflow.cost._cover import covering_archs, fit_line, spread_indices
+from nasflow.cost._fingerprint import DeviceFingerprint
+from nasflow.cost._measure import OpTiming, check_count, time_ops, time_steps
+from nasflow.cost._table import Calibration, LatencyTable
+from nasflow.cost._units import OpInstance, make_instance, path_units, unit_nodes
+from nasflow.space import Arch, SearchSpace
+from nasflow.supernet import Supernet
+
+#: Path architectures whose op instances are kept in memory.
+_UNIT_CACHE = 4096
+
+
+class MissingLatencyError(LookupError):
+    """An op instance is not in the table and the model may not measure it."""
+
+
+@dataclass
+class CostStats:
+    """What a model has spent on the device so far (in this process)."""
+
+    measured_ops: int = 0
+    measured_steps: int = 0
+    seconds_measuring: float = 0.0
+
+
+def _null_unit(shape: tuple[int, ...], grad: bool, dtype: torch.dtype) -> OpInstance:
+    """An identity at ``shape``: the timing harness's own overhead."""
+    return make_instance("null", "null", nn.Identity(), shape, grad, dtype)
+
+
+def _null_optimizer_unit() -> OpInstance:
+    """A one-element linear layer: its AdamW step is the optimizer call's fixed overhead."""
+    with torch.device("meta"):
+        module = nn.Linear(1, 1, bias=False)
+    return make_instance("null-optimizer", "null", module, (1, 1), False, torch.float32)
+
+
+def _meta_supernet(space: SearchSpace) -> Supernet:
+    try:
+        with torch.device("meta"):
+            return space.supernet()
+    except Exception:  # an init that needs real data: build on CPU, then drop the data
+        return space.supernet().to("meta")
+
+
+class CostModel:
+    """Predicts a path's training-step seconds on one device from measured op latencies.
+
+    Use ``CostModel.for_space(...)``, then ``fit()`` once (it measures only what the table
+    lacks), then ``predict_step_seconds(arch)`` for each candidate.
+
+    Args:
+        space: The search space.
+        input_shape: One sample's shape (no batch dimension), e.g. ``(1, 40)``.
+        batch_size: Samples per training step.
+        table: The latency table (shared by every model on this database).
+        device: Where the candidates train.
+        precision: ``"fp32"`` or ``"bf16"`` (autocast).
+        input_dtype: Input dtype (``torch.long`` for token ids).
+        measure_missing: Measure op instances missing from the table when a prediction
+            needs them (else raise ``MissingLatencyError``).
+        rounds: Visits per op instance when measuring (see ``time_ops``).
+        iters: Timed iterations per visit.
+        seed: Seeds the measuring order and the calibration paths.
+    """
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        input_shape: Sequence[int],
+        batch_size: int,
+        table: LatencyTable,
+        device: torch.device | str = "cpu",
+        precision: str = "fp32",
+        *,
+        input_dtype: torch.dtype = torch.float32,
+        measure_missing: bool = True,
+        rounds: int = 5,
+        iters: int = 3,
+        seed: int = 0,
+    ) -> None:
+        if not isinstance(space, SearchSpace):
+            raise ValueError(f"space must be a SearchSpace, got {type(space).__name__}")
+        self.space = space
+        self.input_shape = check_shape(input_shape)
+        self.batch_size = check_count("batch_size", batch_size, 1)
+        self.rounds = check_count("rounds", rounds, 1)
+        self.iters = check_count("iters", iters, 1)
+        self.table, self.device = table, torch.device(device)
+        self.input_dtype, self.measure_missing, self.seed = input_dtype, measure_missing, seed
+        self.fingerprint = DeviceFingerprint.current(self.device, precision)
+        self.precision = precision
+        self.stats = CostStats()
+        self._supernet = _meta_supernet(space)
+        self._nodes = unit_nodes(self._supernet)
+        self._units: OrderedDict[Arch, list[OpInstance]] = OrderedDict()
+        self._timings: dict[str, OpTiming] = {}
+        self._null_opt = _null_optimizer_unit()
+        self.calibration = table.load_calibration(self.fingerprint, self.context_key)
+
+    @classmethod
+    def for_space(
+        cls,
+        space: SearchSpace,
+        input_shape: Sequence[int] | None = None,
+        batch_size: int = 64,
+        storage_url: str | None = None,
+        device: torch.device | str = "cpu",
+        precision: str = "fp32",
+        **kwargs: Any,
+    ) -> CostModel:
+        """A cost model over a table in ``storage_url`` (a study's SQLite or PostgreSQL
+        URL) or, when ``None``, in the local cache file.
+
+        Args:
+            space: The search space.
+            input_shape: One sample's shape; default ``space.config["input_shape"]``.
+            batch_size: Samples per training step.
+            storage_url: ``None``, a file path, ``sqlite:///FILE`` or ``postgresql://...``.
+            device: Where the candidates train.
+            precision: ``"fp32"`` or ``"bf16"``.
+            **kwargs: Passed to ``CostModel``.
+        """
+        if input_shape is None:
+            input_shape = space.config.get("input_shape")
+            if input_shape is None:
+                raise ValueError(
+                    f"space {space.name!r} has no config['input_shape']; pass input_shape"
+                )
+        return cls(
+            space, input_shape, batch_size, LatencyTable(storage_url), device, precision, **kwargs
+        )
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def context_key(self) -> str:
+        """What a calibration is valid for: this space, input and batch size."""
+        blob = json.dumps(
+            [self.space.fingerprint(), list(self.input_shape), self.batch_size],
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        return (self.batch_size, *self.input_shape)
+
+    def _path(self, arch: Mapping[str, Any]) -> Arch:
+        if len(arch) == len(self.space.path_choices):
+            return self.space.validate(arch, path_only=True)
+        return self.space.path(arch)
+
+    def network(self, arch: Mapping[str, Any]) -> nn.Module:
+        """The stand-alone network of ``arch`` on the ``meta`` device (shapes only)."""
+        with torch.device("meta"):
+            return self._supernet.extract(self._path(arch))
+
+    def units(self, arch: Mapping[str, Any]) -> list[OpInstance]:
+        """The op instances a training step of ``arch`` runs, in execution order."""
+        path = self._path(arch)
+        if path in self._units:
+            self._units.move_to_end(path)
+            return self._units[path]
+        units = path_units(
+            self._supernet, self._nodes, path, self.batch_shape, dtype=self.input_dtype
+        )
+        self._units[path] = units
+        if len(self._units) > _UNIT_CACHE:
+            self._units.popitem(last=False)
+        return units
+
+    def _with_nulls(self, units: Iterable[OpInstance]) -> list[OpInstance]:
+        out = {u.key: u for u in units}
+        for u in list(out.values()):
+            null = _null_unit(u.input_shape, u.input_requires_grad, u.input_dtype)
+            out.setdefault(null.key, null)
+        out.setdefault(self._null_opt.key, self._null_opt)
+        return list(out.values())
+
+    # ------------------------------------------------------------------ the table
+    def ensure(self, archs: Iterable[Mapping[str, Any]]) -> int:
+        """Make sure every op instance of ``archs`` has a latency (measuring only the ones
+        no stored row has).
+
+        Returns:
+            The number of op instances measured now.
+        """
+        needed = self._with_nulls(u for a in archs for u in self.units(a))
+        missing = [u for u in needed if u.key not in self._timings]
+        if missing:
+            self._timings.update(self.table.lookup(self.fingerprint, [u.key for u in missing]))
+            missing = [u for u in missing if u.key not in self._timings]
+        if not missing:
+            return 0
+        t0 = time.perf_counter()
+        measured = time_ops(
+            missing,
+            self.device,
+            self.precision,
+            rounds=self.rounds,
+            iters=self.iters,
+            seed=self.seed,
+        )
+        rows = {}
+        for u in missing:
+            flops = count_flops(
+                u.module,
+                u.input_shape,
+                input_requires_grad=u.input_requires_grad,
+                input_dtype=u.input_dtype,
+            )
+            t = measured[u.key]
+            rows[u.key] = OpTiming(
+                t.fwd_bwd,
+                t.optimizer,
+                t.spread,
+                t.samples,
+                flops.total,
+                count_params(u.module),
+                f"{u.name} in={list(u.input_shape)} grad={int(u.input_requires_grad)}: "
+                f"{u.module!r}"[:2000],
+            )
+        self.table.store(self.fingerprint, rows)
+        self._timings.update(rows)
+        self.stats.measured_ops += len(missing)
+        self.stats.seconds_measuring += time.perf_counter() - t0
+        return len(missing)
+
+    def measure_space(self) -> int:
+        """Measure the op instances of a pairwise covering set of paths (see
+        ``covering_archs``). Returns the number measured now."""
+        return self.ensure(covering_archs(self.space, self.seed))
+
+    def op_seconds(self, arch: Mapping[str, Any]) -> float:
+        """Sum of the marginal op seconds on the path (uncalibrated)."""
+        units = self.units(arch)
+        needed = self._with_nulls(units)
+        if any(u.key not in self._timings for u in needed):
+            if not self.measure_missing:
+                self._timings.update(self.table.lookup(self.fingerprint, [u.key for u in needed]))
+                absent = [u.name for u in needed if u.key not in self._timings]
+                if absent:
+                    raise MissingLatencyError(
+                        f"no latency stored for {absent[:3]} on {self.fingerprint.describe()}; "
+                        "call fit() or allow measure_missing"
+                    )
+            else:
+                self.ensure([arch])
+        return sum(self.marginal_seconds(u) for u in units)
+
+    def marginal_seconds(self, unit: OpInstance) -> float:
+        """One op instance's seconds in a step: its timing minus the harness overheads."""
+        t = self._timings[unit.key]
+        if unit.is_identity:
+            return 0.0
+        null = self._timings[
+            _null_unit(unit.input_shape, unit.input_requires_grad, unit.input_dtype).key
+        ]
+        seconds = max(0.0, t.fwd_bwd - null.fwd_bwd)
+        if t.params:
+            seconds += max(0.0, t.optimizer - self._timings[self._null_opt.key].optimizer)
+        return seconds
+
+    # ------------------------------------------------------------------ calibration
+    def measure_steps(
+        self,
+        archs: Sequence[Mapping[str, Any]],
+        *,
+        rounds: int = 3,
+        iters: int = 3,
+        warmup: int = 2,
+        seed: int = 0,
+    ) -> np.ndarray:
+        """Measured training-step seconds of ``archs`` (fresh ``space.build`` networks),
+        interleaved in rounds: an array ``(rounds, len(archs))`` of per-visit medians."""
+        paths = [self._path(a) for a in archs]
+        out_shape = self.network(paths[0])(
+            torch.empty(self.batch_shape, device="meta", dtype=self.input_dtype)
+        ).shape
+        gen = torch.Generator().manual_seed(seed)
+        if self.input_dtype.is_floating_point:
+            x = torch.randn(self.batch_shape, generator=gen)
+        else:
+            x = torch.zeros(self.batch_shape, dtype=self.input_dtype)
+        y = torch.randint(0, out_shape[-1], tuple(out_shape[:-1]), generator=gen)
+        t0 = time.perf_counter()
+        result = time_steps(
+            [lambda p=p: self.space.build(p) for p in paths],
+            (x, y),
+            self.device,
+            self.precision,
+            warmup=warmup,
+            rounds=rounds,
+            iters=iters,
+            seed=seed,
+        )
+        self.stats.measured_steps += result.size * (iters + 1) + len(paths) * warmup
+        self.stats.seconds_measuring += time.perf_counter() - t0
+        return result
+
+    def calibrate(
+        self, n: int = 8, pool: int = 48, *, rounds: int = 3, iters: int = 3
+    ) -> Calibration:
+        """Fit ``slope`` and ``intercept`` on ``n`` measured whole-network steps and store
+        the fit in the table (replacing an older one of this context).
+
+        The ``n`` paths are picked from ``pool`` random ones at evenly spaced ranks of
+        their summed op seconds, so the fit spans the space from its cheapest to its
+        most expensive paths.
+        """
+        check_count("n", n, 2)
+        check_count("pool", pool, n)
+        rng = np.random.default_rng(self.seed + 7919)
+        candidates = list(
+            dict.fromkeys(self.space.path(self.space.sample(rng)) for _ in range(pool))
+        )
+        self.ensure(candidates)
+        sums = [self.op_seconds(a) for a in candidates]
+        picked = [candidates[i] for i in spread_indices(sums, n)]
+        ops = [sums[candidates.index(a)] for a in picked]
+        measured = np.median(self.measure_steps(picked, rounds=rounds, iters=iters), axis=0)
+        slope, intercept = fit_line(ops, measured)
+        points = tuple(
+            {"arch": a.to_json(), "ops": float(o), "measured": float(m)}
+            for a, o, m in zip(picked, ops, measured, strict=True)
+        )
+        self.calibration = Calibration(slope, intercept, points)
+        self.table.store_calibration(self.fingerprint, self.context_key, self.calibration)
+        return self.calibration
+
+    def fit(self, *, recalibrate: bool = False, n: int = 8) -> CostModel:
+        """Measure what the table lacks for this space, and calibrate unless a stored
+        calibration exists (or ``recalibrate``). Returns ``self``."""
+        self._timings.update(self.table.lookup(self.fingerprint))
+        self.measure_space()
+        if self.calibration is None or recalibrate:
+            self.calibrate(n=n)
+        return self
+
+    # ------------------------------------------------------------------ predictions
+    def predict_step_seconds(self, arch: Mapping[str, Any]) -> float:
+        """Predicted seconds of one training step of ``arch`` on this device.
+
+        Raises:
+            RuntimeError: No calibration yet (call ``fit()``).
+        """
+        if self.calibration is None:
+            raise RuntimeError(
+                f"cost model of space {self.space.name!r} on {self.fingerprint.describe()} "
+                "has no calibration; call fit() or calibrate() first"
+            )
+        return max(0.0, self.calibration.predict(self.op_seconds(arch)))
+
+    def predict_train_seconds(self, arch: Mapping[str, Any], steps: int) -> float:
+        """Predicted seconds of ``steps`` training steps of ``arch`` (its training cost)."""
+        check_count("steps", steps, 0)
+        return self.predict_step_seconds(arch) * steps
+
+    def flops(self, arch: Mapping[str, Any]) -> FlopCount:
+        """Forward and backward FLOPs of one training step of ``arch``."""
+        return count_flops(self.network(arch), self.batch_shape, input_dtype=self.input_dtype)
+
+    def params(self, arch: Mapping[str, Any]) -> int:
+        """Trainable parameter elements of ``arch``'s stand-alone network."""
+        return count_params(self.network(arch))
+
+    def activation_bytes(self, arch: Mapping[str, Any]) -> int:
+        """Estimated bytes of activations kept for the backward pass (see
+        ``activation_bytes``); proportional to the batch size."""
+        return activation_bytes(self.network(arch), self.batch_shape, input_dtype=self.input_dtype)
+
+    def memory_bytes(self, arch: Mapping[str, Any]) -> int:
+        """Estimated training memory: activations plus fp32 weights, gradients and AdamW's
+        two moments (4 copies of the parameters)."""
+        return self.activation_bytes(arch) + 4 * 4 * self.params(arch)
+
+    def __repr__(self) -> str:
+        calibrated = "calibrated" if self.calibration is not None else "not calibrated"
+        return (
+            f"CostModel(space={self.space.name!r}, batch={self.batch_shape}, "
+            f"device={self.fingerprint.describe()!r}, {calibrated}, table={self.table.safe_url!r})"
+        )

@@ -1,0 +1,30 @@
+"""Exporting winners as plain models, and loading them back without pickle.
+
+An export directory holds ``arch.json`` (space, fingerprint, config, choices, metrics),
+``model.safetensors``, a ``torch.export`` program (``model.pt2``), an ONNX file checked
+with onnxruntime (``model.onnx``) and a ``README.md``. ``load_exported`` rebuilds the
+network from ``arch.json`` and ``model.safetensors`` only.
+"""
+
+from __future__ import annotations
+
+from nasflow.export._format import FORMAT_VERSION, ExportError, ExportInfo
+from nasflow.export._loader import Exported, load_exported, read_export
+from nasflow.export._retrain import Retrained, retrain_exported
+from nasflow.export._study import export_study, select_trials, study_space
+from nasflow.export._writer import export_arch
+
+__all__ = [
+    "FORMAT_VERSION",
+    "ExportError",
+    "ExportInfo",
+    "Exported",
+    "Retrained",
+    "export_arch",
+    "export_study",
+    "load_exported",
+    "read_export",
+    "retrain_exported",
+    "select_trials",
+    "study_space",
+]

@@ -1,0 +1,223 @@
+"""The export directory format: file names, ``arch.json`` and the checks made on reading.
+
+An export directory holds:
+
+- ``arch.json``: what the network is (space name, fingerprint and config, the choices)
+  and where it came from (study, trial, metrics, checksums);
+- ``model.safetensors``: the weights, the only file ``load_exported`` reads besides
+  ``arch.json``;
+- ``model.pt2``: a ``torch.export`` program (``torch.export.load`` unpickles: trusted
+  files only);
+- ``model.onnx``: the same network in ONNX, checked with onnxruntime when written;
+- ``README.md``: how to load it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nasflow.space import Arch
+
+FORMAT = "nasflow-export"
+FORMAT_VERSION = 1
+
+ARCH_FILE = "arch.json"
+WEIGHTS_FILE = "model.safetensors"
+PROGRAM_FILE = "model.pt2"
+ONNX_FILE = "model.onnx"
+README_FILE = "README.md"
+#: Every file an export may hold at its top level.
+EXPECTED_FILES = frozenset({ARCH_FILE, WEIGHTS_FILE, PROGRAM_FILE, ONNX_FILE, README_FILE})
+
+#: Suffixes of files that are (or usually are) pickles, ``torch.save`` archives included.
+PICKLE_SUFFIXES = frozenset(
+    {".pt", ".pth", ".pkl", ".pickle", ".bin", ".ckpt", ".joblib", ".dill", ".npy", ".npz"}
+)
+#: ``arch.json`` larger than this is refused before it is parsed.
+MAX_ARCH_BYTES = 1 << 20
+
+
+class ExportError(ValueError):
+    """An export cannot be written, or a directory is not a loadable, untampered export."""
+
+
+def sha256_file(path: os.PathLike | str) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _looks_pickled(path: Path) -> bool:
+    """Whether a file starts like a pickle (protocol 2+) or a ``torch.save`` zip."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:
+        return False
+    return (len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5) or head == b"PK\x03\x04"
+
+
+def refuse_pickles(folder: Path) -> None:
+    """Raise ``ExportError`` if ``folder`` holds a file that could be a pickle.
+
+    The expected top-level files are skipped (they are never unpickled by nasflow); any
+    other file is refused when its suffix is a pickle suffix or its first bytes are a
+    pickle or ``torch.save`` header. Nothing is unpickled to find out.
+    """
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root) / name
+            rel = path.relative_to(folder)
+            if rel.parent == Path(".") and name in EXPECTED_FILES:
+                continue
+            if path.suffix.lower() in PICKLE_SUFFIXES or _looks_pickled(path):
+                raise ExportError(
+                    f"export {str(folder)!r} contains {str(rel)!r}, which may be a pickle; "
+                    "nasflow loads exports from arch.json and model.safetensors only and "
+                    "refuses directories carrying pickles: remove the file if you trust it"
+                )
+
+
+def _finite_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k, v in metrics.items():
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise ExportError(f"metric {k!r} is {v!r}; metrics must be finite numbers")
+        out[str(k)] = float(v)
+    return out
+
+
+@dataclass(frozen=True)
+class ExportInfo:
+    """The content of ``arch.json``.
+
+    Attributes:
+        space: Name of the space (its registry name).
+        fingerprint: The space's fingerprint when exported.
+        space_config: The space's ``config``; ``SearchSpace.from_config`` re-creates it.
+        arch: The full architecture (path and hyper-parameters).
+        input_shape: Shape of one input sample, without the batch dimension.
+        metrics: The trial's numbers (objectives, parameter count, retrain results...).
+        study: Where the trial came from: study name, storage (password-free), trial
+            number, objectives. Empty for an export made outside a study.
+        weights: SHA-256 of ``model.safetensors``, where the weights came from and how
+            batch-norm statistics were obtained.
+        checks: Results of the checks made while writing (ONNX and program deviations).
+        files: SHA-256 of every other file written.
+    """
+
+    space: str
+    fingerprint: str
+    space_config: dict[str, Any]
+    arch: Arch
+    input_shape: tuple[int, ...]
+    metrics: dict[str, float] = field(default_factory=dict)
+    study: dict[str, Any] = field(default_factory=dict)
+    weights: dict[str, Any] = field(default_factory=dict)
+    checks: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        data = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "space": {
+                "name": self.space,
+                "fingerprint": self.fingerprint,
+                "config": self.space_config,
+            },
+            "arch": self.arch.to_dict(),
+            "input_shape": list(self.input_shape),
+            "metrics": self.metrics,
+            "study": self.study,
+            "weights": self.weights,
+            "checks": self.checks,
+            "files": self.files,
+        }
+        return json.dumps(data, indent=2, sort_keys=False) + "\n"
+
+    @classmethod
+    def read(cls, folder: Path) -> ExportInfo:
+        """Parse and check the shape of ``folder/arch.json`` (not yet against the space).
+
+        Raises:
+            ExportError: Missing, too large, not JSON, another format or version, or a
+                field of the wrong type; the message names it.
+        """
+        path = folder / ARCH_FILE
+        if not path.is_file():
+            trials = sorted(p.name for p in folder.glob("trial-*") if (p / ARCH_FILE).is_file())
+            hint = f"; it holds one export per trial: {trials}" if trials else ""
+            raise ExportError(f"{str(folder)!r} has no {ARCH_FILE}{hint}")
+        if path.stat().st_size > MAX_ARCH_BYTES:
+            raise ExportError(f"{str(path)!r} is larger than {MAX_ARCH_BYTES} bytes")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ExportError(f"{str(path)!r} is not valid JSON: {e}") from None
+        return cls.from_dict(data, str(path))
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = ARCH_FILE) -> ExportInfo:
+        """Build from parsed ``arch.json`` content, checking every field's type."""
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ExportError(f'{where} is not a nasflow export (no "format": {FORMAT!r})')
+        version = data.get("format_version")
+        if version != FORMAT_VERSION:
+            raise ExportError(
+                f"{where} has format_version {version!r}; this nasflow reads {FORMAT_VERSION}"
+            )
+        space = data.get("space")
+        if not isinstance(space, dict):
+            raise ExportError(f'{where}: "space" must be an object, got {space!r}')
+        name, fp, config = space.get("name"), space.get("fingerprint"), space.get("config")
+        if not isinstance(name, str) or not name:
+            raise ExportError(f"{where}: space name must be a non-empty string, got {name!r}")
+        if not isinstance(fp, str) or not fp:
+            raise ExportError(f"{where}: space fingerprint must be a string, got {fp!r}")
+        if not isinstance(config, dict):
+            raise ExportError(f"{where}: space config must be an object, got {config!r}")
+        if not isinstance(data.get("arch"), dict):
+            raise ExportError(f'{where}: "arch" must be an object, got {data.get("arch")!r}')
+        try:
+            arch = Arch(data["arch"])
+        except ValueError as e:
+            raise ExportError(f"{where}: {e}") from None
+        shape = data.get("input_shape")
+        if not (
+            isinstance(shape, list)
+            and shape
+            and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape)
+        ):
+            raise ExportError(
+                f"{where}: input_shape must be a list of positive ints, got {shape!r}"
+            )
+        parts = {}
+        for key in ("metrics", "study", "weights", "checks", "files"):
+            value = data.get(key, {})
+            if not isinstance(value, dict):
+                raise ExportError(f"{where}: {key!r} must be an object, got {value!r}")
+            parts[key] = value
+        return cls(
+            name,
+            fp,
+            config,
+            arch,
+            tuple(shape),
+            metrics=_finite_metrics(parts["metrics"]),
+            study=parts["study"],
+            weights=parts["weights"],
+            checks=parts["checks"],
+            files={str(k): str(v) for k, v in parts["files"].items()},
+        )

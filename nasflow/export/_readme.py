@@ -1,0 +1,94 @@
+"""The ``README.md`` written into every export directory."""
+
+from __future__ import annotations
+
+from nasflow.export._format import ExportInfo
+from nasflow.space import SearchSpace
+
+
+def _arch_table(info: ExportInfo) -> str:
+    rows = ["| choice | value |", "|---|---|"]
+    rows += [f"| `{k}` | `{v}` |" for k, v in info.arch.items()]
+    return "\n".join(rows)
+
+
+def _metrics(info: ExportInfo) -> str:
+    if not info.metrics:
+        return "No metrics were recorded."
+    return "\n".join(f"- {k}: {v:.6g}" for k, v in info.metrics.items())
+
+
+def readme(info: ExportInfo, space: SearchSpace, onnx: bool) -> str:
+    """Markdown that says what the export is and how to load each file."""
+    origin = ""
+    if info.study:
+        origin = (
+            f"Trial {info.study.get('trial')} of study `{info.study.get('name')}` "
+            f"({info.study.get('storage', '')}).\n\n"
+        )
+    shape = ", ".join(str(n) for n in info.input_shape)
+    onnx_part = (
+        f"""
+## ONNX
+
+```python
+import numpy as np
+import onnxruntime as ort
+
+session = ort.InferenceSession("model.onnx")
+logits = session.run(["logits"], {{"input": np.zeros((8, {shape}), np.float32)}})[0]
+```
+
+Checked with onnxruntime when written: largest difference from PyTorch
+{info.checks.get("onnx_max_abs_diff", float("nan")):.3g} (tolerance
+{info.checks.get("onnx_tolerance", float("nan")):.0e}).
+"""
+        if onnx
+        else "\nNo ONNX file was written (exported with `--no-onnx`).\n"
+    )
+    return f"""# Exported architecture: space `{info.space}`
+
+{origin}A plain PyTorch network (no nasflow supernet code) with the weights it had in the
+search. Batch norm: {info.weights.get("batch_norm", "?")}.
+
+Input: a float tensor of shape `(batch, {shape})`; output: logits.
+
+## Load it (PyTorch)
+
+```python
+import torch
+import nasflow
+
+model = nasflow.load_exported("path/to/this/directory")  # eval mode, CPU
+logits = model(torch.randn(8, {shape}))
+```
+
+`load_exported` reads only `arch.json` and `model.safetensors`: it re-creates the space
+`{info.space}` (fingerprint `{info.fingerprint}`) from the installed nasflow spaces and
+the recorded config, checks the architecture against it, builds the network and loads the
+weights after checking their SHA-256. It never unpickles anything, and it refuses a
+directory that carries a pickle (`*.pt`, `*.pkl`, `*.bin`, ...).
+
+## torch.export program
+
+```python
+program = torch.export.load("model.pt2")  # unpickles: only for files you trust
+logits = program.module()(torch.randn(8, {shape}))
+```
+{onnx_part}
+## Retrain from scratch
+
+```bash
+nasflow retrain path/to/this/directory --epochs 20
+```
+
+## Architecture
+
+{_arch_table(info)}
+
+## Metrics
+
+{_metrics(info)}
+
+Space description: {space.description or space.name}.
+"""

@@ -1,0 +1,269 @@
+"""Writing an export directory, all or nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from nasflow.export import _programs
+from nasflow.export._format import (
+    ARCH_FILE,
+    ONNX_FILE,
+    PROGRAM_FILE,
+    README_FILE,
+    WEIGHTS_FILE,
+    ExportError,
+    ExportInfo,
+    sha256_file,
+)
+from nasflow.export._loader import Exported, build_with_weights, load_weights
+from nasflow.export._readme import readme
+from nasflow.space import SearchSpace
+from nasflow.supernet import Supernet, recalibrate_bn
+
+#: Largest allowed |loaded - exported| on the check input (same ops, same weights).
+ROUND_TRIP_TOLERANCE = 1e-6
+
+
+def _is_export(folder: Path) -> bool:
+    return (folder / ARCH_FILE).is_file() or any(folder.glob(f"trial-*/{ARCH_FILE}"))
+
+
+def check_target(out: Path, force: bool) -> None:
+    """Refuse an output path that is a file, or a non-empty directory without ``force``.
+
+    ``force`` replaces only a directory that is itself an export (it holds ``arch.json``
+    or ``trial-*/arch.json``), so a mistyped ``--out`` never deletes unrelated files.
+    """
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"--out {str(out)!r} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise ExportError(
+                f"--out {str(out)!r} exists and is not empty; pass --force to replace it"
+            )
+        if not _is_export(out):
+            raise ExportError(
+                f"--out {str(out)!r} is not empty and is not a nasflow export; "
+                "refusing to replace it even with --force"
+            )
+
+
+def _normal_permissions(folder: Path) -> None:
+    """Give ``folder`` and its content the modes of ordinary new files (temporary
+    directories are created private, some writers create private files)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(folder, 0o777 & ~umask)
+    for root, dirs, files in os.walk(folder):
+        for d in dirs:
+            os.chmod(Path(root) / d, 0o777 & ~umask)
+        for f in files:
+            os.chmod(Path(root) / f, 0o666 & ~umask)
+
+
+@contextlib.contextmanager
+def atomic_dir(out: os.PathLike | str, force: bool = False) -> Iterator[Path]:
+    """Yield a fresh temporary directory next to ``out`` that becomes ``out`` on success.
+
+    On any failure the temporary directory (and any parent folder created for it) is
+    removed and an existing ``out`` is left as it was.
+    """
+    out = Path(out)
+    check_target(out, force)
+    created = [p for p in reversed(out.parents) if not p.exists()]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        yield tmp
+        _normal_permissions(tmp)
+        if out.is_dir() and any(out.iterdir()):
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+            os.replace(out, old / "x")
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            if out.is_dir():
+                out.rmdir()
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for p in reversed(created):
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise
+
+
+def example_input(input_shape: Sequence[int], batch: int = 2, seed: int = 0) -> torch.Tensor:
+    """A reproducible float input of ``(batch, *input_shape)``."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn((batch, *input_shape), generator=g)
+
+
+def input_shape_of(space: SearchSpace, fallback: Sequence[int] | None = None) -> tuple[int, ...]:
+    """The space's ``config["input_shape"]``, else ``fallback`` (the study data's)."""
+    shape = space.config.get("input_shape", fallback)
+    if shape is None:
+        raise ExportError(
+            f"space {space.name!r} records no config['input_shape'] and no study data gives "
+            "one; export needs the shape of one input sample"
+        )
+    return tuple(int(n) for n in shape)
+
+
+def write_export(
+    folder: Path,
+    space: SearchSpace,
+    net: nn.Module,
+    info: ExportInfo,
+    onnx: bool = True,
+) -> ExportInfo:
+    """Write every file of an export of ``net`` into the empty ``folder``.
+
+    The weights are read back through the loader and must reproduce ``net`` exactly; the
+    ONNX file must match within ``ONNX_TOLERANCE`` under onnxruntime.
+    """
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    net = net.eval()
+    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    save_file(state, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
+    weights = {**info.weights, "sha256": sha256_file(folder / WEIGHTS_FILE)}
+    info = dataclasses.replace(info, weights=weights)
+    x = example_input(info.input_shape, batch=2)
+    check = example_input(info.input_shape, batch=3, seed=1)
+    loaded = build_with_weights(
+        Exported(folder, info, space, info.arch), load_weights(folder, info)
+    )
+    with torch.no_grad():
+        gap = float((loaded(check) - net(check)).abs().max())
+    if not gap <= ROUND_TRIP_TOLERANCE:
+        raise ExportError(
+            f"space {space.name!r}: build(arch) with the exported weights differs from the "
+            f"extracted network by {gap:.3g}; its build() and supernet().extract() disagree"
+        )
+    checks: dict[str, Any] = {"reload_max_abs_diff": gap}
+    program = _programs.export_program(net, x)
+    _programs.save_program(program, folder / PROGRAM_FILE)
+    checks["program_max_abs_diff"] = _programs.program_deviation(program, net, check)
+    files = {PROGRAM_FILE: sha256_file(folder / PROGRAM_FILE)}
+    if onnx:
+        _programs.save_onnx(program, x, folder / ONNX_FILE)
+        checks["onnx_max_abs_diff"] = _programs.onnx_deviation(folder / ONNX_FILE, net, check)
+        checks["onnx_tolerance"] = _programs.ONNX_TOLERANCE
+        files[ONNX_FILE] = sha256_file(folder / ONNX_FILE)
+    info = dataclasses.replace(info, checks=checks, files=files)
+    (folder / ARCH_FILE).write_text(info.to_json(), encoding="utf-8")
+    (folder / README_FILE).write_text(readme(info, space, onnx), encoding="utf-8")
+    return info
+
+
+def prepare_export(
+    space: SearchSpace,
+    supernet: Supernet,
+    arch: Mapping[str, Any],
+    *,
+    metrics: Mapping[str, float] | None = None,
+    study: Mapping[str, Any] | None = None,
+    calibration: Iterable[Any] | None = None,
+    bn_batches: int = 10,
+    input_shape: Sequence[int] | None = None,
+    source: str = "supernet",
+) -> tuple[nn.Module, ExportInfo]:
+    """The stand-alone network of ``arch`` (BN recalibrated if asked) and its record.
+
+    Arguments as for ``export_arch``.
+    """
+    try:
+        full = space.validate(arch)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
+    if supernet.space.fingerprint() != space.fingerprint():
+        raise ExportError(
+            f"the supernet is of a space with fingerprint {supernet.space.fingerprint()!r}, "
+            f"not {space.fingerprint()!r}"
+        )
+    shape = input_shape_of(space, input_shape)
+    net = supernet.extract(space.path(full)).cpu().eval()
+    bn = "supernet running statistics (not recalibrated)"
+    if calibration is not None:
+        used = recalibrate_bn(net, calibration, bn_batches, device="cpu")
+        bn = f"recalibrated on {used} training batches"
+    info = ExportInfo(
+        space.name,
+        space.fingerprint(),
+        dict(space.config),
+        full,
+        shape,
+        metrics=dict(metrics or {}),
+        study=dict(study or {}),
+        weights={"source": source, "batch_norm": bn},
+    )
+    return net, info
+
+
+def export_arch(
+    space: SearchSpace,
+    supernet: Supernet,
+    arch: Mapping[str, Any],
+    out: os.PathLike | str,
+    *,
+    metrics: Mapping[str, float] | None = None,
+    study: Mapping[str, Any] | None = None,
+    calibration: Iterable[Any] | None = None,
+    bn_batches: int = 10,
+    input_shape: Sequence[int] | None = None,
+    onnx: bool = True,
+    force: bool = False,
+    source: str = "supernet",
+) -> ExportInfo:
+    """Export one architecture with its supernet weights into the directory ``out``.
+
+    Args:
+        space: The space ``arch`` belongs to.
+        supernet: The trained supernet of ``space`` (not modified).
+        arch: A full architecture of ``space`` (hyper-parameters included).
+        out: The export directory; created, or replaced with ``force`` (an export only).
+        metrics: Numbers to record (objective values, parameter count...).
+        study: Provenance to record (study name, storage, trial number...).
+        calibration: Training batches to re-estimate batch-norm statistics for this path
+            (what the search scores with); ``None`` keeps the supernet's statistics.
+        bn_batches: How many calibration batches to use.
+        input_shape: One sample's shape when the space's config records none.
+        onnx: Also write and check ``model.onnx`` (needs the ``onnx`` extra).
+        force: Replace an existing export at ``out``.
+        source: Where the weights come from, for the record.
+
+    Returns:
+        The record written to ``arch.json``.
+
+    Raises:
+        ExportError: Bad arguments, a failed check, or a missing optional dependency;
+            nothing is left at ``out``.
+    """
+    if onnx:
+        _programs.require_onnx()
+    check_target(Path(out), force)
+    net, info = prepare_export(
+        space,
+        supernet,
+        arch,
+        metrics=metrics,
+        study=study,
+        calibration=calibration,
+        bn_batches=bn_batches,
+        input_shape=input_shape,
+        source=source,
+    )
+    with atomic_dir(out, force) as tmp:
+        return write_export(tmp, space, net, info, onnx)

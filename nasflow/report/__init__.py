@@ -1,0 +1,110 @@
+"""Reports: figure data (pure functions), plotly drawing, the offline HTML report and the
+optuna-dashboard push.
+
+Each figure's data comes from a pure function of the study that returns a NamedTuple
+(``tradeoff_data``, ``history_data``, ``budget_data``, ``fairness_data``,
+``costmodel_data``, ``stack_data``, ``pareto_table``); ``_figures.py`` draws them.
+"""
+
+from __future__ import annotations
+
+from nasflow.report._dashboard import (
+    DashboardUnavailable,
+    dashboard_server,
+    is_loopback,
+    push_figures,
+    require_dashboard,
+    serve_dashboard,
+)
+from nasflow.report._figures import (
+    not_measured,
+    plot_budget,
+    plot_costmodel,
+    plot_fairness,
+    plot_history,
+    plot_pareto_table,
+    plot_stack,
+    plot_tradeoff,
+)
+from nasflow.report._html import render_html, write_atomic, write_report
+from nasflow.report._records import (
+    STACK_ATTR,
+    CostModelData,
+    FairnessData,
+    LabelCounts,
+    StackData,
+    StackLayer,
+    costmodel_data,
+    fairness_data,
+    retrain_records,
+    stack_data,
+)
+from nasflow.report._report import ReportData, ReportFigure, report_data, report_figures
+from nasflow.report._study import (
+    ReportError,
+    StoredStudy,
+    generic_summary,
+    load_stored_study,
+    summarizer,
+)
+from nasflow.report._trials import (
+    BudgetData,
+    HistoryData,
+    ParetoRow,
+    ParetoTable,
+    TradeoffData,
+    TrialPoint,
+    budget_data,
+    history_data,
+    pareto_table,
+    tradeoff_data,
+)
+
+__all__ = [
+    "STACK_ATTR",
+    "BudgetData",
+    "CostModelData",
+    "DashboardUnavailable",
+    "FairnessData",
+    "HistoryData",
+    "LabelCounts",
+    "ParetoRow",
+    "ParetoTable",
+    "ReportData",
+    "ReportError",
+    "ReportFigure",
+    "StackData",
+    "StackLayer",
+    "StoredStudy",
+    "TradeoffData",
+    "TrialPoint",
+    "budget_data",
+    "costmodel_data",
+    "dashboard_server",
+    "fairness_data",
+    "generic_summary",
+    "history_data",
+    "is_loopback",
+    "load_stored_study",
+    "not_measured",
+    "pareto_table",
+    "plot_budget",
+    "plot_costmodel",
+    "plot_fairness",
+    "plot_history",
+    "plot_pareto_table",
+    "plot_stack",
+    "plot_tradeoff",
+    "push_figures",
+    "render_html",
+    "report_data",
+    "report_figures",
+    "require_dashboard",
+    "retrain_records",
+    "serve_dashboard",
+    "stack_data",
+    "summarizer",
+    "tradeoff_data",
+    "write_atomic",
+    "write_report",
+]

@@ -1,0 +1,364 @@
+"""Drawing: plotly figures from the figure data of ``_trials.py`` and ``_records.py``.
+
+Nothing here reads a study; every function takes one figure-data NamedTuple. A figure's
+explanation is its subtitle, so the HTML report and optuna-dashboard show the same text.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import textwrap
+
+import plotly.graph_objects as go
+
+from nasflow.report._records import CostModelData, FairnessData, StackData
+from nasflow.report._trials import (
+    COMPLETED,
+    DOMINATED,
+    FAILED,
+    FRONT,
+    INFEASIBLE,
+    OVER_BUDGET,
+    PRUNED,
+    SKIPPED,
+    BudgetData,
+    HistoryData,
+    ParetoTable,
+    TradeoffData,
+    TrialPoint,
+)
+
+BLUE, GREY, DARK, RED, GOLD = "#1f77b4", "#b8b8b8", "#6e6e6e", "#d62728", "#ffb000"
+_STATE_COLORS = {COMPLETED: BLUE, PRUNED: "#ff7f0e", SKIPPED: RED, FAILED: DARK}
+
+
+def _layout(fig: go.Figure, title: str, caption: str, height: int = 480) -> go.Figure:
+    lines = textwrap.wrap(caption, 120) or [""]
+    fig.update_layout(
+        title={
+            "text": html.escape(title),
+            "x": 0.01,
+            "subtitle": {"text": "<br>".join(html.escape(s) for s in lines)},
+        },
+        margin={"t": 70 + 17 * len(lines), "l": 70, "r": 30, "b": 60},
+        height=height + 17 * len(lines),
+        template="plotly_white",
+        legend={"orientation": "h", "y": -0.18},
+    )
+    return fig
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return "" if v is None else format(v, spec)
+
+
+def not_measured(title: str, why: str) -> go.Figure:
+    """A panel with no data, saying so: ``not measured`` and why."""
+    fig = go.Figure()
+    fig.add_annotation(
+        text="<b>not measured</b>",
+        x=0.5,
+        y=0.6,
+        xref="paper",
+        yref="paper",
+        showarrow=False,
+        font={"size": 28, "color": DARK},
+    )
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return _layout(fig, title, why, height=300)
+
+
+def _hover(p: TrialPoint, x_title: str) -> str:
+    acc = "not evaluated" if p.accuracy is None else f"{p.accuracy:.4f}"
+    x = f"{p.x:,.0f}" if x_title == "parameters" else f"{p.x:.4g}"
+    lines = [f"trial {p.number}" + (" (retrained winner)" if p.winner else "")]
+    lines += [f"accuracy {acc}", f"{x_title} {x}", f"arch {html.escape(p.arch)}"]
+    if p.note:
+        lines.append(html.escape(p.note))
+    return "<br>".join(lines)
+
+
+def plot_tradeoff(data: TradeoffData, title: str) -> go.Figure:
+    """Accuracy against cost or parameters: front, dominated, violators, winner."""
+    if not data.points:
+        return not_measured(title, "no completed trial records this quantity yet")
+    evaluated = [p.accuracy for p in data.points if p.accuracy is not None]
+    lo, hi = (min(evaluated), max(evaluated)) if evaluated else (0.0, 1.0)
+    floor = lo - 0.08 * max(hi - lo, 0.01)  # where trials without an accuracy are drawn
+    fig = go.Figure()
+    styles = {
+        DOMINATED: ("dominated", GREY, "circle"),
+        INFEASIBLE: ("violates a constraint", DARK, "x"),
+        OVER_BUDGET: ("over budget: skipped, not evaluated (drawn at the bottom)", RED, "x"),
+        FRONT: ("Pareto front (in this plane)", BLUE, "circle"),
+    }
+    for status, (name, color, symbol) in styles.items():
+        pts = sorted((p for p in data.points if p.status == status), key=lambda p: p.x)
+        if not pts:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=[p.x for p in pts],
+                y=[floor if p.accuracy is None else p.accuracy for p in pts],
+                mode="lines+markers" if status == FRONT else "markers",
+                line={"shape": "hv", "color": color} if status == FRONT else None,
+                marker={"color": color, "symbol": symbol, "size": 9},
+                name=name,
+                text=[_hover(p, data.x_title) for p in pts],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    wins = [p for p in data.points if p.winner]
+    if wins:
+        fig.add_trace(
+            go.Scatter(
+                x=[p.x for p in wins],
+                y=[p.accuracy for p in wins],
+                mode="markers",
+                marker={"color": GOLD, "symbol": "star", "size": 18, "line": {"width": 1}},
+                name="winner (retrained from scratch)",
+                text=[_hover(p, data.x_title) for p in wins],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    xs = [p.x for p in data.points]
+    wide = min(xs) > 0 and max(xs) / min(xs) > 20  # spans more than a decade or so
+    fig.update_xaxes(title=data.x_title, type="log" if wide else "linear")
+    fig.update_yaxes(title="validation accuracy (supernet weights)")
+    caption = (
+        f"{len(data.points)} trials. The front is the set of completed trials that no other "
+        f"is better than in both accuracy and {data.x_title} (in this plane, which can differ "
+        "from the study's own objectives). Hover a point for its architecture."
+    )
+    if data.left_out:
+        caption += f" {data.left_out} trials without a {data.x_attr} record are left out."
+    return _layout(fig, title, caption)
+
+
+def plot_history(data: HistoryData) -> go.Figure:
+    """Accuracy of each completed trial and the best so far."""
+    title = "Optimization history"
+    if not data.numbers:
+        return not_measured(title, "no completed trial yet")
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=data.numbers,
+                y=data.accuracy,
+                mode="markers",
+                name="trial",
+                marker={"color": BLUE},
+            ),
+            go.Scatter(
+                x=data.numbers,
+                y=data.best,
+                mode="lines",
+                line={"shape": "hv", "color": RED},
+                name="best so far",
+            ),
+        ]
+    )
+    fig.update_xaxes(title="trial")
+    fig.update_yaxes(title="validation accuracy")
+    caption = "Validation accuracy of every completed trial in the order they finished."
+    return _layout(fig, title, caption)
+
+
+def plot_budget(data: BudgetData) -> go.Figure:
+    """Fine-tuning epochs per trial, coloured by how the trial ended."""
+    title = "Budget each trial received"
+    if not data.numbers:
+        return not_measured(title, "no finished trial yet")
+    fig = go.Figure()
+    for state, color in _STATE_COLORS.items():
+        idx = [i for i, s in enumerate(data.states) if s == state]
+        if idx:
+            fig.add_trace(
+                go.Bar(
+                    x=[data.numbers[i] for i in idx],
+                    y=[data.epochs[i] for i in idx],
+                    name=state,
+                    marker={"color": color},
+                    text=[str(data.epochs[i]) for i in idx],
+                    textposition="outside",
+                    cliponaxis=False,
+                )
+            )
+    fig.update_xaxes(title="trial")
+    fig.update_yaxes(title="epochs fine-tuned", rangemode="tozero", dtick=1)
+    n_pruned = data.states.count(PRUNED)
+    caption = (
+        "Epochs of fine-tuning with inherited weights each trial got before it completed or "
+        f"the pruner (Hyperband/ASHA, or Pareto successive halving) stopped it; {n_pruned} "
+        "pruned. 0 epochs: scored from the supernet only. Skipped trials were over budget "
+        "and never trained."
+    )
+    return _layout(fig, title, caption)
+
+
+def plot_fairness(data: FairnessData) -> go.Figure:
+    """Per-op training counts of the supernet with the strict-fair bounds."""
+    title = "Supernet per-op training counts (fairness)"
+    if not data.labels:
+        return not_measured(title, "no supernet record (study user attribute nasflow:supernet)")
+    fig = go.Figure()
+    for i, lab in enumerate(data.labels):
+        xs = [f"{lab.label}={v}" for v in lab.values]
+        fig.add_trace(
+            go.Bar(
+                x=xs,
+                y=lab.counts,
+                name=lab.label,
+                marker={"color": BLUE if i % 2 == 0 else "#6baed6"},
+                showlegend=False,
+                hovertemplate="%{x}: trained %{y} times<extra></extra>",
+            )
+        )
+        if lab.low is not None:
+            for bound, name in ((lab.low, "rule floor"), (lab.high, "rule ceiling")):
+                fig.add_trace(
+                    go.Scatter(
+                        x=xs,
+                        y=[bound] * len(xs),
+                        mode="markers",
+                        marker={
+                            "symbol": "line-ew",
+                            "size": 22,
+                            "line": {"width": 3, "color": RED},
+                        },
+                        name=name,
+                        legendgroup=name,
+                        showlegend=i == 0,
+                        hovertemplate=f"{name}: %{{y}}<extra></extra>",
+                    )
+                )
+    fig.update_yaxes(title="paths that trained the op", rangemode="tozero")
+    if data.sampler == "fair":
+        ok = sum(1 for lab in data.labels if lab.within_rule)
+        caption = (
+            f"Strictly fair sampling: M = {data.paths_per_step} paths per step over "
+            f"{data.steps} steps. A layer with m choices trains each choice floor(M/m) or "
+            "ceil(M/m) times per step, so with unequal choice counts the counts of a smaller "
+            "layer may differ by up to S steps (red marks: S*floor(M/m) and S*ceil(M/m)); "
+            f"with equal counts all bars of a layer are equal. {ok} of {len(data.labels)} "
+            "labels lie within the rule."
+        )
+    else:
+        caption = (
+            f"{data.sampler} sampling: {data.paths_per_step} path(s) per step; counts are "
+            "random, no balance rule applies (strict fairness would use the floor/ceil(M/m) "
+            "rule)."
+        )
+    return _layout(fig, title, caption)
+
+
+def plot_costmodel(data: CostModelData) -> go.Figure:
+    """Predicted against measured training cost of the retrained winners."""
+    title = "Cost model: predicted vs measured training cost"
+    if not data.points:
+        return not_measured(
+            title, "no winner was retrained from scratch (run nasflow search with --retrain)"
+        )
+    ends = [v for p in data.points for v in (p.predicted, p.measured)]
+    lo, hi = min(ends) * 0.8, max(ends) * 1.2
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=[lo, hi],
+                y=[lo, hi],
+                mode="lines",
+                line={"dash": "dash", "color": GREY},
+                name="measured = predicted",
+                hoverinfo="skip",
+            ),
+            go.Scatter(
+                x=[p.predicted for p in data.points],
+                y=[p.measured for p in data.points],
+                mode="markers+text",
+                text=[f"trial {p.number}" for p in data.points],
+                textposition="top center",
+                marker={"color": GOLD, "size": 12, "line": {"width": 1}},
+                name="retrained winner",
+                customdata=[p.ratio for p in data.points],
+                hovertemplate="predicted %{x:.3g}s, measured %{y:.3g}s "
+                "(x%{customdata:.2f})<extra></extra>",
+            ),
+        ]
+    )
+    fig.update_xaxes(title="predicted training cost (s)", type="log")
+    fig.update_yaxes(title="measured training cost (s)", type="log")
+    ratios = ", ".join(f"trial {p.number} x{p.ratio:.2f}" for p in data.points)
+    caption = (
+        "Predicted: measured median training-step time of the candidate times the recipe's "
+        f"steps (during search). Measured: the from-scratch retrain. measured/predicted: {ratios}."
+    )
+    return _layout(fig, title, caption)
+
+
+def plot_stack(data: StackData) -> go.Figure:
+    """The speedup-multiplier waterfall (log scale), or a "not measured" panel."""
+    title = "Speedup stack: measured multipliers"
+    if not data.measured or not data.layers:
+        return not_measured(
+            title,
+            "No speedup-stack measurement is stored with this study (study user attribute "
+            "nasflow:stack). nasflow shows only multipliers measured on this workload, never "
+            "an assumed one.",
+        )
+    names = [x.name for x in data.layers] + ["product of layers"]
+    measure = ["relative"] * len(data.layers) + ["total"]
+    y = [math.log(x.alone) for x in data.layers] + [0.0]
+    text = [f"x{x.alone:.2f}" for x in data.layers] + [f"x{data.product:.2f}"]
+    if data.end_to_end is not None and data.interaction is not None:
+        names += ["interaction", "measured end-to-end"]
+        measure += ["relative", "total"]
+        y += [math.log(data.interaction), 0.0]
+        text += [f"x{data.interaction:.2f}", f"x{data.end_to_end:.2f}"]
+    fig = go.Figure(
+        go.Waterfall(
+            x=names, y=y, measure=measure, text=text, textposition="outside", name="multiplier"
+        )
+    )
+    cum = [(x.name, x.cumulative) for x in data.layers if x.cumulative is not None]
+    if cum:
+        fig.add_trace(
+            go.Scatter(
+                x=[n for n, _ in cum],
+                y=[math.log(c) for _, c in cum],
+                mode="markers",
+                marker={"color": RED, "symbol": "diamond", "size": 10},
+                name="measured cumulative",
+                text=[f"x{c:.2f}" for _, c in cum],
+                hovertemplate="%{x}: cumulative %{text}<extra></extra>",
+            )
+        )
+    ticks = [0.25, 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100]
+    fig.update_yaxes(
+        title="multiplier (log scale)",
+        tickvals=[math.log(t) for t in ticks],
+        ticktext=[f"x{t:g}" for t in ticks],
+    )
+    e2e = "not measured" if data.end_to_end is None else f"x{data.end_to_end:.2f}"
+    caption = (
+        f"Each layer alone vs {data.baseline} ({data.device}), same work, same run; their "
+        f"product x{data.product:.2f} against the measured end-to-end {e2e}; the difference "
+        "is the interaction between layers."
+    )
+    return _layout(fig, title, caption)
+
+
+def plot_pareto_table(data: ParetoTable) -> go.Figure:
+    """The Pareto set as a plotly table (the HTML report uses a plain table instead)."""
+    title = "Pareto set"
+    header = ["trial", *data.objectives, "params", "test acc", "measured cost s", "arch"]
+    cols: list[list[str]] = [[str(r.number) for r in data.rows]]
+    for j in range(len(data.objectives)):
+        cols.append([f"{r.values[j]:.4g}" for r in data.rows])
+    cols.append([_fmt(r.params, ",") for r in data.rows])
+    cols.append([_fmt(r.test_accuracy, ".4f") for r in data.rows])
+    cols.append([_fmt(r.measured_train_cost, ".3g") for r in data.rows])
+    cols.append([html.escape(r.arch) for r in data.rows])
+    fig = go.Figure(go.Table(header={"values": header}, cells={"values": cols, "align": "left"}))
+    return _layout(fig, title, "Non-dominated completed trials over the study's objectives.")

@@ -1,0 +1,164 @@
+"""The offline HTML report: one file, plotly.js inlined once, nothing fetched."""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+
+import nasflow
+from nasflow.report._figures import _fmt
+from nasflow.report._report import ReportData, ReportFigure, report_data, report_figures
+from nasflow.report._study import objective_names
+from nasflow.report._trials import ParetoTable
+from nasflow.space import SearchSpace
+
+#: The page may run its own inline scripts and styles and nothing else: no request leaves it.
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+    "img-src data: blob:; font-src data:"
+)
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1200px;
+       color: #222; padding: 0 16px; }
+h1 { font-size: 1.5em; margin-bottom: 4px; }
+.meta { color: #555; font-size: 0.9em; line-height: 1.5; }
+section { margin: 28px 0; border-top: 1px solid #ddd; padding-top: 8px; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border-bottom: 1px solid #e3e3e3; padding: 4px 10px; text-align: right; }
+td.arch, th.arch { text-align: left; font-family: ui-monospace, monospace; }
+"""
+
+
+def _table_html(table: ParetoTable) -> str:
+    heads = ["trial", *table.objectives, "params", "test accuracy", "measured cost (s)"]
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in heads) + '<th class="arch">arch</th>'
+    rows = [f"<tr>{cells}</tr>"]
+    for r in table.rows:
+        tds = [str(r.number), *(f"{v:.4g}" for v in r.values)]
+        tds += [_fmt(r.params, ","), _fmt(r.test_accuracy, ".4f")]
+        tds.append(_fmt(r.measured_train_cost, ".3g"))
+        row = "".join(f"<td>{html.escape(t)}</td>" for t in tds)
+        rows.append(f'<tr>{row}<td class="arch">{html.escape(r.arch)}</td></tr>')
+    if not table.rows:
+        rows.append(f'<tr><td colspan="{len(heads) + 1}">no completed trial yet</td></tr>')
+    return '<table id="nasflow-pareto-table">' + "".join(rows) + "</table>"
+
+
+def _meta_html(study: optuna.Study, storage_label: str) -> str:
+    names = objective_names(study)
+    pairs = zip(names, study.directions, strict=True)
+    dirs = ", ".join(f"{n} ({d.name.lower()})" for n, d in pairs)
+    states = [t.state for t in study.get_trials(deepcopy=False)]
+    counts = ", ".join(f"{states.count(s)} {s.name.lower()}" for s in TrialState if s in states)
+    lines = [
+        f"storage: {storage_label}" if storage_label else "",
+        f"space: {study.user_attrs.get('nasflow:space', '?')} "
+        f"(fingerprint {study.user_attrs.get('nasflow:fingerprint', '?')})",
+        f"objectives: {dirs}",
+        f"trials: {counts or 'none'}",
+    ]
+    sup = study.user_attrs.get("nasflow:supernet")
+    if isinstance(sup, dict):
+        lines.append(
+            f"supernet: {sup.get('sampler')} sampling, {sup.get('epochs')} epochs, "
+            f"{float(sup.get('seconds', 0.0)):.1f} s"
+        )
+    secs = study.user_attrs.get("nasflow:seconds")
+    if isinstance(secs, dict):
+        lines.append("time: " + ", ".join(f"{k} {float(v):.1f} s" for k, v in secs.items()))
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines.append(f"generated {when} by nasflow {nasflow.__version__}")
+    return "<br>".join(html.escape(s) for s in lines if s)
+
+
+def render_html(
+    study: optuna.Study, data: ReportData, figures: list[ReportFigure], storage_label: str = ""
+) -> str:
+    """The whole page; plotly.js is inlined with the first figure only, no MathJax."""
+    parts = []
+    first = True
+    for f in figures:
+        if f.key == "table":
+            continue  # drawn as a plain HTML table below
+        div = f.figure.to_html(
+            full_html=False,
+            include_plotlyjs=first,
+            include_mathjax=False,
+            div_id=f"nasflow-{f.key}",
+            config={"displaylogo": False, "responsive": True},
+        )
+        first = False
+        parts.append(
+            f'<section class="figure" data-has-data="{str(f.has_data).lower()}">{div}</section>'
+        )
+    parts.append(f"<section><h2>Pareto set</h2>{_table_html(data.table)}</section>")
+    name = html.escape(study.study_name)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f"<title>nasflow report: {name}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>nasflow report: study {name}</h1>"
+        f'<p class="meta">{_meta_html(study, storage_label)}</p>'
+        + "".join(parts)
+        + "</body></html>\n"
+    )
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temp file in the same folder, fsync, replace."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # make the rename durable where the OS allows it
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def write_report(
+    study: optuna.Study,
+    path: os.PathLike | str,
+    *,
+    space: SearchSpace | None = None,
+    storage_label: str = "",
+) -> Path:
+    """Write the self-contained HTML report of ``study`` to ``path`` (atomically).
+
+    Args:
+        study: The study.
+        path: The HTML file; its folder is created if needed.
+        space: The study's space, for architecture summaries (optional).
+        storage_label: Where the study lives, as shown in the header (never a password).
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: ``path`` is an existing folder, or a study record is malformed.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"report path {str(path)!r} is a folder; give a file name")
+    data = report_data(study, space)
+    page = render_html(study, data, report_figures(data), storage_label)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, page)
+    return path

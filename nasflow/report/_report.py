@@ -1,0 +1,107 @@
+"""The report's contents: every figure's data, then its drawing, in report order."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import optuna
+import plotly.graph_objects as go
+
+from nasflow.report._figures import (
+    plot_budget,
+    plot_costmodel,
+    plot_fairness,
+    plot_history,
+    plot_pareto_table,
+    plot_stack,
+    plot_tradeoff,
+)
+from nasflow.report._records import (
+    CostModelData,
+    FairnessData,
+    StackData,
+    costmodel_data,
+    fairness_data,
+    stack_data,
+)
+from nasflow.report._study import summarizer
+from nasflow.report._trials import (
+    BudgetData,
+    HistoryData,
+    ParetoTable,
+    TradeoffData,
+    budget_data,
+    history_data,
+    pareto_table,
+    tradeoff_data,
+)
+from nasflow.space import SearchSpace
+
+
+class ReportData(NamedTuple):
+    """The data of every figure of a report (pure; tests assert on it)."""
+
+    pareto: TradeoffData
+    params: TradeoffData
+    history: HistoryData
+    budget: BudgetData
+    fairness: FairnessData
+    costmodel: CostModelData
+    stack: StackData
+    table: ParetoTable
+
+
+def report_data(study: optuna.Study, space: SearchSpace | None = None) -> ReportData:
+    """Read everything the report shows from a study.
+
+    Args:
+        study: The study.
+        space: Its space, for architecture summaries (found from the registry otherwise).
+
+    Raises:
+        ReportError: ``space`` is not the study's space.
+        ValueError: A malformed ``nasflow:stack`` record.
+    """
+    summarize = summarizer(study, space)
+    return ReportData(
+        pareto=tradeoff_data(study, "train_cost", summarize),
+        params=tradeoff_data(study, "params", summarize),
+        history=history_data(study),
+        budget=budget_data(study),
+        fairness=fairness_data(study),
+        costmodel=costmodel_data(study),
+        stack=stack_data(study),
+        table=pareto_table(study, summarize),
+    )
+
+
+class ReportFigure(NamedTuple):
+    """One drawn figure; ``key`` names its HTML element and its dashboard graph id."""
+
+    key: str
+    figure: go.Figure
+    has_data: bool
+
+
+def report_figures(data: ReportData) -> list[ReportFigure]:
+    """Draw every figure (the Pareto table is drawn as a figure for optuna-dashboard)."""
+    return [
+        ReportFigure(
+            "pareto",
+            plot_tradeoff(data.pareto, "Pareto front: accuracy vs training cost"),
+            bool(data.pareto.points),
+        ),
+        ReportFigure(
+            "params",
+            plot_tradeoff(data.params, "Accuracy vs parameters"),
+            bool(data.params.points),
+        ),
+        ReportFigure("history", plot_history(data.history), bool(data.history.numbers)),
+        ReportFigure("budget", plot_budget(data.budget), bool(data.budget.numbers)),
+        ReportFigure("fairness", plot_fairness(data.fairness), bool(data.fairness.labels)),
+        ReportFigure("costmodel", plot_costmodel(data.costmodel), bool(data.costmodel.points)),
+        ReportFigure(
+            "stack", plot_stack(data.stack), data.stack.measured and bool(data.stack.layers)
+        ),
+        ReportFigure("table", plot_pareto_table(data.table), bool(data.table.rows)),
+    ]

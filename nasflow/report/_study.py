@@ -1,0 +1,124 @@
+"""Finding a stored study by name, and naming its architectures in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from importlib import import_module
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import NamedTuple
+
+import optuna
+
+from nasflow.search import arch_summary
+from nasflow.search._storage import StorageSpec, check_reachable, open_storage, resolve_storage
+from nasflow.space import Arch, SearchSpace
+
+#: ``summarize(arch_json) -> str``: the one-line view of an architecture shown on hover.
+Summarizer = Callable[[str], str]
+
+
+class ReportError(ValueError):
+    """A report or dashboard cannot be made: no such study, file or record (one line)."""
+
+
+class StoredStudy(NamedTuple):
+    """A loaded study, its Optuna storage and where that storage lives."""
+
+    study: optuna.Study
+    storage: optuna.storages.BaseStorage
+    spec: StorageSpec
+
+
+def load_stored_study(
+    name: str, storage: str | None = None, out_dir: os.PathLike | str = "runs"
+) -> StoredStudy:
+    """Load study ``name`` without creating anything.
+
+    Args:
+        name: Study name.
+        storage: ``--storage`` URL; ``None`` means ``OUT_DIR/NAME/study.db``.
+        out_dir: Folder holding one sub-folder per study.
+
+    Raises:
+        ReportError: No study file at the path, or no study of that name in the storage.
+        StorageError: Malformed URL or unreachable database.
+    """
+    spec = resolve_storage(storage, Path(out_dir) / name / "study.db")
+    if spec.path is not None and not spec.path.is_file():
+        raise ReportError(f"no study file at {str(spec.path)!r} (give --storage URL)")
+    check_reachable(spec)
+    store = open_storage(spec)
+    names = sorted(s.study_name for s in optuna.get_all_study_summaries(store))
+    if name not in names:
+        raise ReportError(f"no study {name!r} in {spec.safe_url!r}; studies there: {names}")
+    return StoredStudy(optuna.load_study(study_name=name, storage=store), store, spec)
+
+
+def _registered_space(study: optuna.Study) -> SearchSpace | None:
+    """The study's space rebuilt from the registry with its default arguments, if that
+    gives the recorded fingerprint; ``None`` otherwise (a custom or resized space)."""
+    name = study.user_attrs.get("nasflow:space")
+    targets = {ep.name: ep.value for ep in entry_points(group="nasflow.spaces")}
+    if name not in targets:
+        return None
+    module, _, attr = targets[name].partition(":")
+    try:
+        space = getattr(import_module(module), attr)()
+    except Exception:  # an optional space whose extra is missing: fall back, never fail
+        return None
+    if not isinstance(space, SearchSpace):
+        return None
+    return space if space.fingerprint() == study.user_attrs.get("nasflow:fingerprint") else None
+
+
+def generic_summary(arch_json: str) -> str:
+    """``arch_summary``'s layout without the space: string choices (ops) in label order,
+    then ``label=value`` for the numbers."""
+    arch = Arch.from_json(arch_json)
+    ops = [str(v) for v in arch.values() if isinstance(v, str)]
+    rest = [
+        f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in arch.items()
+        if not isinstance(v, str)
+    ]
+    return " ".join(ops + rest)
+
+
+def summarizer(study: optuna.Study, space: SearchSpace | None = None) -> Summarizer:
+    """How the report names an architecture.
+
+    Args:
+        study: The study (its ``nasflow:space`` and ``nasflow:fingerprint`` records).
+        space: The study's space, when the caller has it; else the registered space of that
+            name is used if its default arguments give the recorded fingerprint, else
+            :func:`generic_summary`.
+
+    Raises:
+        ReportError: ``space`` is not the space the study was created with.
+    """
+    recorded = study.user_attrs.get("nasflow:fingerprint")
+    if space is not None and recorded is not None and space.fingerprint() != recorded:
+        raise ReportError(
+            f"space {space.name!r} has fingerprint {space.fingerprint()!r}, but study "
+            f"{study.study_name!r} was created with {recorded!r}"
+        )
+    space = space or _registered_space(study)
+    if space is None:
+        return generic_summary
+
+    def summarize(arch_json: str) -> str:
+        return arch_summary(space, Arch.from_json(arch_json))
+
+    return summarize
+
+
+def objective_names(study: optuna.Study) -> list[str]:
+    """The study's objective names (``nasflow:objectives``), else ``objective 0..``."""
+    raw = study.user_attrs.get("nasflow:objectives")
+    names = json.loads(raw) if isinstance(raw, str) else raw
+    if isinstance(names, list) and len(names) == len(study.directions):
+        return [str(n) for n in names]
+    return [f"objective {i}" for i in range(len(study.directions))]

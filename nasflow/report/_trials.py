@@ -1,0 +1,200 @@
+"""Figure data from the study's trials: trade-offs, history, budgets, the Pareto table.
+
+Every function here is pure: it reads a study and returns a NamedTuple; the drawing lives
+in ``_figures.py`` (the split Optuna's ``visualization`` package uses).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from nasflow.report._records import retrain_records
+from nasflow.report._study import Summarizer, generic_summary, objective_names
+from nasflow.search import non_dominated_sort, pareto_trials
+from nasflow.search._compat import get_constraints
+
+#: Point statuses of a trade-off figure.
+FRONT, DOMINATED, INFEASIBLE, OVER_BUDGET = "front", "dominated", "infeasible", "over budget"
+
+#: Trade-off axes: trial user attribute -> axis title.
+AXES = {"train_cost": "predicted training cost (s)", "params": "parameters"}
+
+
+class TrialPoint(NamedTuple):
+    """One trial on an accuracy trade-off plane.
+
+    Attributes:
+        number: Trial number.
+        accuracy: Validation accuracy; ``None`` for a trial skipped before evaluation.
+        x: The trade-off value (``train_cost`` or ``params`` user attribute).
+        status: ``FRONT``, ``DOMINATED``, ``INFEASIBLE`` (evaluated, violates a constraint)
+            or ``OVER_BUDGET`` (skipped before any training).
+        winner: The trial was retrained from scratch in phase 3.
+        arch: One-line architecture summary.
+        note: Why a trial was skipped (empty otherwise).
+    """
+
+    number: int
+    accuracy: float | None
+    x: float
+    status: str
+    winner: bool
+    arch: str
+    note: str
+
+
+class TradeoffData(NamedTuple):
+    """Accuracy against ``x_attr``; the front is the non-dominated set in this plane."""
+
+    x_attr: str
+    x_title: str
+    points: list[TrialPoint]
+    left_out: int
+
+
+def _violates(trial: FrozenTrial) -> bool:
+    values = get_constraints(trial)
+    return values is not None and any(v > 0 for v in values)
+
+
+def _arch(trial: FrozenTrial, summarize: Summarizer) -> str:
+    raw = trial.user_attrs.get("arch")
+    return summarize(raw) if isinstance(raw, str) else ""
+
+
+def tradeoff_data(
+    study: optuna.Study, x_attr: str = "train_cost", summarize: Summarizer = generic_summary
+) -> TradeoffData:
+    """Completed trials (and over-budget skipped ones) on the accuracy vs ``x_attr`` plane.
+
+    Args:
+        study: The study.
+        x_attr: ``"train_cost"`` (predicted seconds) or ``"params"``.
+        summarize: Names an architecture from its JSON.
+
+    Raises:
+        ValueError: ``x_attr`` is not one of ``AXES``.
+    """
+    if x_attr not in AXES:
+        raise ValueError(f"x_attr must be one of {sorted(AXES)}, got {x_attr!r}")
+    winners = set(retrain_records(study))
+    points: list[TrialPoint] = []
+    left_out = 0
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
+        x = t.user_attrs.get(x_attr)
+        skipped = t.user_attrs.get("skipped")
+        if t.state == TrialState.PRUNED and not skipped:
+            continue  # stopped early by the pruner: shown in the budget figure
+        if not isinstance(x, (int, float)) or (t.state == TrialState.COMPLETE and not t.values):
+            left_out += 1
+            continue
+        arch = _arch(t, summarize)
+        if t.state == TrialState.PRUNED:
+            points.append(TrialPoint(t.number, None, float(x), OVER_BUDGET, False, arch, skipped))
+            continue
+        status = INFEASIBLE if _violates(t) else DOMINATED
+        acc = float(t.values[0])
+        points.append(TrialPoint(t.number, acc, float(x), status, t.number in winners, arch, ""))
+    feasible = [i for i, p in enumerate(points) if p.status == DOMINATED]
+    if feasible:
+        values = np.array([[points[i].accuracy, points[i].x] for i in feasible])  # (N, 2)
+        ranks = non_dominated_sort(values, ["maximize", "minimize"])
+        for i, rank in zip(feasible, ranks, strict=True):
+            if rank == 0:
+                points[i] = points[i]._replace(status=FRONT)
+    return TradeoffData(x_attr, AXES[x_attr], points, left_out)
+
+
+class HistoryData(NamedTuple):
+    """Accuracy of completed trials in trial order, and the best so far."""
+
+    numbers: list[int]
+    accuracy: list[float]
+    best: list[float]
+
+
+def history_data(study: optuna.Study) -> HistoryData:
+    """Optimization history of the first objective (accuracy, maximized)."""
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    done = sorted((t for t in done if t.values), key=lambda t: t.number)
+    numbers = [t.number for t in done]
+    acc = [float(t.values[0]) for t in done]
+    best = np.maximum.accumulate(acc).tolist() if acc else []
+    return HistoryData(numbers, acc, best)
+
+
+#: Budget-figure trial states.
+COMPLETED, PRUNED, SKIPPED, FAILED = "completed", "pruned", "skipped (over budget)", "failed"
+
+
+class BudgetData(NamedTuple):
+    """Fine-tuning epochs each trial received before it finished or was pruned."""
+
+    numbers: list[int]
+    epochs: list[int]
+    states: list[str]
+
+
+def budget_data(study: optuna.Study) -> BudgetData:
+    """Epochs trained (user attribute ``epochs_trained``; 0 when never fine-tuned)."""
+    states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+    numbers, epochs, labels = [], [], []
+    for t in sorted(study.get_trials(deepcopy=False, states=states), key=lambda t: t.number):
+        numbers.append(t.number)
+        epochs.append(int(t.user_attrs.get("epochs_trained", 0)))
+        if t.state == TrialState.COMPLETE:
+            labels.append(COMPLETED)
+        elif t.state == TrialState.FAIL:
+            labels.append(FAILED)
+        else:
+            labels.append(SKIPPED if t.user_attrs.get("skipped") else PRUNED)
+    return BudgetData(numbers, epochs, labels)
+
+
+class ParetoRow(NamedTuple):
+    """One trial of the study's Pareto set, with its retraining record if any."""
+
+    number: int
+    values: list[float]
+    train_cost: float | None
+    params: int | None
+    arch: str
+    test_accuracy: float | None
+    measured_train_cost: float | None
+
+
+class ParetoTable(NamedTuple):
+    """The study's Pareto set over its own objectives, best accuracy first."""
+
+    objectives: list[str]
+    rows: list[ParetoRow]
+
+
+def _num(record: dict[str, Any], key: str) -> float | None:
+    v = record.get(key)
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def pareto_table(study: optuna.Study, summarize: Summarizer = generic_summary) -> ParetoTable:
+    """The non-dominated completed trials (``nasflow.search.pareto_trials``)."""
+    records = retrain_records(study)
+    rows = []
+    for t in pareto_trials(study):
+        rec = records.get(t.number, {})
+        cost, params = t.user_attrs.get("train_cost"), t.user_attrs.get("params")
+        rows.append(
+            ParetoRow(
+                t.number,
+                [float(v) for v in t.values],
+                float(cost) if isinstance(cost, (int, float)) else None,
+                int(params) if isinstance(params, int) else None,
+                _arch(t, summarize),
+                _num(rec, "test_accuracy"),
+                _num(rec, "measured_train_cost"),
+            )
+        )
+    return ParetoTable(objective_names(study), rows)

@@ -1,0 +1,170 @@
+"""Trials whose worker died or was stopped: heartbeat settings, zombie sweep, retry, resume.
+
+A trial is retried *at most once* after its worker died (Optuna's retry-history
+convention: the retry's ``system_attrs["failed_trial"]`` is the original number and
+``retry_history`` lists the failed attempts). A trial stopped on request (SIGINT/SIGTERM)
+is not a failure: it is queued again with the same parameters without spending its retry,
+and resumes from its fine-tuning checkpoint, which is keyed by the original number.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from nasflow.search._compat import retry_callback_kwargs
+from nasflow.search._storage import GRACE_PERIOD, HEARTBEAT_INTERVAL
+from nasflow.train import TrainingInterrupted
+
+#: Environment variables that override the heartbeat settings of a run.
+ENV_HEARTBEAT_INTERVAL = "NASFLOW_HEARTBEAT_INTERVAL"
+ENV_GRACE_PERIOD = "NASFLOW_GRACE_PERIOD"
+
+#: User attributes of a finished attempt that must not leak into its retry.
+_PER_ATTEMPT_ATTRS = ("fail_reason", "traceback")
+
+
+class TrialInterrupted(TrainingInterrupted):
+    """A trial stopped on request; it was checkpointed and must be queued again.
+
+    Attributes:
+        trial_number: The stopped trial.
+    """
+
+    def __init__(self, trial_number: int, what: str, checkpoint: Path | None = None) -> None:
+        super().__init__(what, checkpoint)
+        self.trial_number = trial_number
+
+
+def heartbeat_settings(
+    interval: int | None = None, grace_period: int | None = None
+) -> tuple[int, int]:
+    """``(heartbeat interval, grace period)`` in seconds: arguments, else the environment
+    (``NASFLOW_HEARTBEAT_INTERVAL``, ``NASFLOW_GRACE_PERIOD``), else the defaults.
+
+    Raises:
+        ValueError: A value is not an int >= 1, or the grace period is not longer than
+            the interval (live trials would be failed).
+    """
+    values = []
+    for given, env, default in (
+        (interval, ENV_HEARTBEAT_INTERVAL, HEARTBEAT_INTERVAL),
+        (grace_period, ENV_GRACE_PERIOD, GRACE_PERIOD),
+    ):
+        raw = given if given is not None else os.environ.get(env, default)
+        try:
+            value = int(raw)
+        except (TypeError, ValueError):
+            value = -1
+        if isinstance(raw, bool) or value < 1 or str(value) != str(raw).strip():
+            raise ValueError(f"{env.lower().split('_', 1)[1]} must be an int >= 1, got {raw!r}")
+        values.append(value)
+    if values[1] <= values[0]:
+        raise ValueError(
+            f"grace period {values[1]}s must be longer than the heartbeat interval {values[0]}s"
+        )
+    return values[0], values[1]
+
+
+def original_number(trial: FrozenTrial | optuna.Trial) -> int:
+    """The number of the first attempt of a (possibly retried or resumed) trial."""
+    if isinstance(trial, optuna.Trial):
+        attrs = trial.study._storage.get_trial_system_attrs(trial._trial_id)
+    else:
+        attrs = trial.system_attrs
+    return int(attrs.get("failed_trial", trial.number))
+
+
+def _retry_once(study: optuna.Study, trial: FrozenTrial) -> None:
+    """Queue a failed trial again unless it already was retried (Optuna's own callback)."""
+    callback = next(iter(retry_callback_kwargs(max_retry=1).values()))
+    callback(study, trial)
+
+
+def _fail(study: optuna.Study, trial_id: int) -> bool:
+    """Mark a RUNNING trial FAIL; ``False`` when another process finished it first."""
+    try:
+        return study._storage.set_trial_state_values(trial_id, TrialState.FAIL)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        return False
+
+
+def _silent_trial_ids(study: optuna.Study, grace_period: int) -> list[int]:
+    """RUNNING trials of an RDB study whose heartbeat is older than the grace period, or
+    that never sent one and started longer ago (their worker died right after ``ask``)."""
+    from optuna.storages._rdb import models
+    from optuna.storages._rdb.storage import _create_scoped_session
+
+    storage = study._storage
+    stale = set(storage._get_stale_trial_ids(study._study_id))  # type: ignore[attr-defined]
+    limit = datetime.datetime.now() - datetime.timedelta(seconds=grace_period)
+    with _create_scoped_session(storage.scoped_session) as session:  # type: ignore[attr-defined]
+        for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            if t._trial_id in stale or t.datetime_start is None or t.datetime_start > limit:
+                continue
+            if models.TrialHeartbeatModel.where_trial_id(t._trial_id, session) is None:
+                stale.add(t._trial_id)
+    return sorted(stale)
+
+
+def sweep_zombies(
+    study: optuna.Study, kind: str, grace_period: int, log: Callable[[str], None]
+) -> list[int]:
+    """Fail trials left RUNNING by dead workers and retry each at most once.
+
+    Args:
+        study: The loaded study.
+        kind: Storage kind. On ``"sqlite"`` the caller holds the file's only lock, so every
+            RUNNING trial has lost its worker. On ``"postgresql"`` a trial is dead when its
+            heartbeat is older than ``grace_period`` or it never sent one in that time.
+            Journal files keep no heartbeats: nothing is swept there.
+        grace_period: Seconds of silence after which a trial's worker counts as dead.
+        log: Line logger.
+
+    Returns:
+        The numbers of the trials failed here.
+    """
+    if kind == "sqlite":
+        ids = [t._trial_id for t in study.get_trials(states=(TrialState.RUNNING,))]
+    elif kind == "postgresql":
+        ids = _silent_trial_ids(study, grace_period)
+    else:
+        return []
+    failed = []
+    for trial_id in ids:
+        if not _fail(study, trial_id):
+            continue
+        trial = study._storage.get_trial(trial_id)
+        failed.append(trial.number)
+        tries = len(trial.system_attrs.get("retry_history", [])) + 1
+        again = "retrying it once" if tries <= 1 else "not retrying it again"
+        log(f"trial {trial.number} was left running by a dead worker: failed it, {again}")
+        _retry_once(study, trial)
+    return failed
+
+
+def requeue_interrupted(study: optuna.Study, trial_number: int) -> None:
+    """Queue a trial stopped on request again, with the same parameters, to be resumed.
+
+    The new trial points at the original (``failed_trial``) so it finds the fine-tuning
+    checkpoint, and keeps the retry history: a stop does not spend the trial's retry.
+    """
+    [trial] = [t for t in study.get_trials(deepcopy=False) if t.number == trial_number]
+    system_attrs = {**trial.system_attrs, "failed_trial": original_number(trial)}
+    system_attrs.setdefault("retry_history", [])
+    system_attrs["nasflow:stops"] = int(system_attrs.get("nasflow:stops", 0)) + 1
+    user_attrs = {k: v for k, v in trial.user_attrs.items() if k not in _PER_ATTEMPT_ATTRS}
+    study.add_trial(
+        optuna.trial.create_trial(
+            state=TrialState.WAITING,
+            params=trial.params,
+            distributions=trial.distributions,
+            user_attrs=user_attrs,
+            system_attrs=system_attrs,
+        )
+    )

@@ -1,0 +1,64 @@
+"""The speedup stack: independent training-step layers, each measured, never assumed.
+
+``Stack()`` is plain fp32 eager training; each field switches one layer on. A stack
+builds a ``StackStep`` (one call per batch) for a network and its optimizer::
+
+    step = Stack(amp="bf16", accumulation=2).build(model, optimizer, schedule=Schedule(n))
+    for x, y in batches:
+        loss = step(x, y)  # a supernet: step(x, y, paths)
+
+``bench_stack`` measures every layer alone and cumulatively against the baseline in one
+interleaved run, and ``auto_stack`` keeps only the layers that measurably pay off here.
+"""
+
+from __future__ import annotations
+
+from nasflow.train.stack._accumulation import (
+    Accumulation,
+    AdaptiveAccumulation,
+    FixedAccumulation,
+    Schedule,
+    adaptive_k,
+    schedule_factor,
+)
+from nasflow.train.stack._base import StackLayer
+from nasflow.train.stack._checkpointing import Checkpointing
+from nasflow.train.stack._compile import Compile, CompileCounter, CompiledBlocks
+from nasflow.train.stack._config import LAYERS, Stack
+from nasflow.train.stack._ddp import (
+    GradReducer,
+    broadcast_module,
+    ddp_supernet_step,
+    init_from_env,
+    is_rank_zero,
+    launch,
+    shard,
+)
+from nasflow.train.stack._precision import FlushDenormal, MixedPrecision
+from nasflow.train.stack._step import StackStep
+
+__all__ = [
+    "LAYERS",
+    "Accumulation",
+    "AdaptiveAccumulation",
+    "Checkpointing",
+    "Compile",
+    "CompileCounter",
+    "CompiledBlocks",
+    "FixedAccumulation",
+    "FlushDenormal",
+    "GradReducer",
+    "MixedPrecision",
+    "Schedule",
+    "Stack",
+    "StackLayer",
+    "StackStep",
+    "adaptive_k",
+    "broadcast_module",
+    "ddp_supernet_step",
+    "init_from_env",
+    "is_rank_zero",
+    "launch",
+    "schedule_factor",
+    "shard",
+]

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from nasflow.cli import main
+from nasflow.export import ExportError, retrain_exported
+from tests.export.conftest import TinyRun
+
+_CELL_STUDY = """
+import torch
+from torch.utils.data import TensorDataset
+
+from nasflow.data import DataBundle
+from nasflow.search import StudySpec
+from tests._spaces import CellSpace
+
+
+def data():
+    x, y = torch.randn(64, 1, 40), torch.randint(0, 10, (64,))
+    return DataBundle(*(TensorDataset(x, y),) * 3, (1, 40), 10, "noise")
+
+
+study = StudySpec(name="cells", space=CellSpace(), data=data)
+"""
+
+
+def test_retrain_prints_test_accuracy_and_measured_cost(tiny_run: TinyRun, exported, capsys):
+    argv = ["retrain", str(exported), "--epochs", "1", "--study", str(tiny_run.study_file)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    m = re.search(r"for 1 epochs .*test accuracy (\d\.\d+), .*measured (\d+\.\d)s", out)
+    assert m is not None, out
+    assert 0.0 <= float(m.group(1)) <= 1.0 and float(m.group(2)) > 0
+    assert "epoch 1: loss" in out and "predicted training cost during search" in out
+
+
+def test_retrain_uses_the_study_recipe_and_fresh_weights(tiny_run: TinyRun, exported) -> None:
+    done = retrain_exported(exported, epochs=1, study_file=str(tiny_run.study_file))
+    assert done.recipe.epochs == 1
+    assert done.recipe.batch_size == tiny_run.spec.train.batch_size
+    assert done.result.seconds > 0 and len(done.result.losses) == 1
+    again = retrain_exported(exported, epochs=1, study_file=str(tiny_run.study_file))
+    assert again.result.losses == done.result.losses  # seeded by the study, reproducible
+
+
+def test_retrain_refuses_a_study_of_another_space(tiny_run: TinyRun, exported, tmp_path) -> None:
+    study = tmp_path / "cells.py"
+    study.write_text(_CELL_STUDY)
+    with pytest.raises(ExportError, match="searches space 'test-cell', the export is of"):
+        retrain_exported(exported, epochs=1, study_file=str(study))
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--epochs", "0"], "--epochs must be >= 1, got 0"),
+        (["--study", "no/such/study.py"], "does not exist"),
+    ],
+)
+def test_retrain_cli_errors(tiny_run: TinyRun, exported, capsys, extra, message) -> None:
+    assert main(["retrain", str(exported), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_retrain_refuses_a_tampered_export(tiny_run: TinyRun, exported, tmp_path, capsys):
+    copy = Path(shutil.copytree(exported, tmp_path / "e"))
+    data = json.loads((copy / "arch.json").read_text())
+    data["arch"]["width"] = 3.0
+    (copy / "arch.json").write_text(json.dumps(data))
+    argv = ["retrain", str(copy), "--epochs", "1", "--study", str(tiny_run.study_file)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "value 3.0 for 'width' is not in space" in err

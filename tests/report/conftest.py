@@ -1,0 +1,51 @@
+"""A real tiny study (supernet, search with pruning and a budget, one retrained winner),
+run once per session and shared read-only by the report tests; copy it to change it."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from nasflow.search import StudyRunner, load_study_file
+from tests.search._study_template import write_study
+
+
+class TinyStudy(NamedTuple):
+    """Where the shared study lives: ``out / name / "study.db"``."""
+
+    name: str
+    out: Path
+
+    @property
+    def db(self) -> Path:
+        return self.out / self.name / "study.db"
+
+    @property
+    def url(self) -> str:
+        return f"sqlite:///{self.db}"
+
+
+@pytest.fixture(scope="session")
+def tiny_study(tmp_path_factory: pytest.TempPathFactory) -> TinyStudy:
+    folder = tmp_path_factory.mktemp("report-study")
+    spec = load_study_file(write_study(folder, n_trials=6, finetune=2, max_params=900))
+    out = folder / "runs"
+    StudyRunner(spec, out_dir=out, progress=False, log=lambda _: None).run()
+    return TinyStudy(spec.name, out)
+
+
+@pytest.fixture
+def study_copy(tiny_study: TinyStudy, tmp_path: Path) -> Callable[[], TinyStudy]:
+    """``study_copy()``: a private copy of the shared study under ``tmp_path``."""
+
+    def copy() -> TinyStudy:
+        out = tmp_path / "runs"
+        (out / tiny_study.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(tiny_study.db, out / tiny_study.name / "study.db")
+        return TinyStudy(tiny_study.name, out)
+
+    return copy

@@ -1,0 +1,121 @@
+"""The report opened in headless Chromium with networking cut off: every figure renders,
+the console stays clean, nothing is requested, and a screenshot is kept.
+
+Chromium is Debian's ``chromium`` package (``.ci/run`` installs it); without it the test
+skips here and fails in CI.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+
+from nasflow.report import load_stored_study, write_report
+from tests.conftest import require_or_skip
+from tests.report._cdp import Browser, chromium_binary
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+DATA_FIGURES = ("pareto", "params", "history", "budget", "fairness", "costmodel")
+
+#: Per plot div: whether plotly drew its SVG, how many data points (markers, bars) it has,
+#: and its visible text.
+_PROBE = """
+Array.from(document.querySelectorAll('.js-plotly-plot')).map(d => ({
+  id: d.id,
+  svg: d.querySelector('svg.main-svg') !== null,
+  points: d.querySelectorAll('.point').length,
+  traces: d.querySelectorAll('.scatterlayer .trace, .barlayer .trace, .waterfalllayer .trace')
+    .length,
+  text: d.innerText || d.textContent
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory):
+    binary = chromium_binary()
+    require_or_skip(binary is not None, "chromium is not installed (apt-get install chromium)")
+    pytest.importorskip("websocket", reason="websocket-client (the dev extra) is missing")
+    b = Browser(binary, tmp_path_factory.mktemp("chromium-profile"))
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def _rendered(browser: Browser, expected: int, timeout: float = 60.0) -> dict[str, dict]:
+    """The probe once every plot div has its SVG (bounded wait)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        divs = browser.evaluate(_PROBE) or []
+        if len(divs) == expected and all(d["svg"] for d in divs):
+            return {d["id"].removeprefix("nasflow-"): d for d in divs}
+        if time.monotonic() > deadline:
+            raise AssertionError(f"figures did not render within {timeout}s: {divs}")
+        time.sleep(0.2)
+
+
+def _assert_offline_and_clean(browser: Browser, page: Path) -> None:
+    assert browser.errors() == []
+    requested = browser.requested_urls()
+    assert requested and all(u == page.as_uri() or u.startswith("data:") for u in requested), (
+        requested
+    )
+
+
+def test_report_renders_every_figure_offline(browser, tiny_study, tmp_path) -> None:
+    stored = load_stored_study(tiny_study.name, tiny_study.url)
+    page = write_report(stored.study, tmp_path / "report.html")
+    browser.open(page.as_uri())
+    divs = _rendered(browser, expected=len(DATA_FIGURES) + 1)
+    for key in DATA_FIGURES:
+        assert divs[key]["points"] > 0 and divs[key]["traces"] > 0, (key, divs[key])
+    # The stack has no measurement in this study: a labelled panel, and no bar at all.
+    assert "not measured" in divs["stack"]["text"] and divs["stack"]["points"] == 0
+    winner = browser.evaluate("document.getElementById('nasflow-pareto').innerText")
+    assert "winner" in winner
+    rows = browser.evaluate("document.querySelectorAll('#nasflow-pareto-table tr').length")
+    assert rows >= 2  # header and at least one Pareto trial
+    _assert_offline_and_clean(browser, page)
+    browser.screenshot(ARTIFACTS / "report.png")
+    assert (ARTIFACTS / "report.png").stat().st_size > 10_000
+
+
+def test_a_measured_stack_renders_as_a_waterfall(browser, study_copy) -> None:
+    copy = study_copy()
+    study = optuna.load_study(study_name=copy.name, storage=copy.url)
+    # Test data for the drawing only; a real record comes from the stack's measurement.
+    study.set_user_attr(
+        "nasflow:stack",
+        {
+            "baseline": "fp32 eager (test record)",
+            "device": "test",
+            "layers": [{"name": "layer a", "alone": 1.25, "cumulative": 1.25}],
+            "end_to_end": 1.2,
+        },
+    )
+    page = write_report(study, copy.out / "report.html")
+    browser.open(page.as_uri())
+    divs = _rendered(browser, expected=len(DATA_FIGURES) + 1)
+    assert divs["stack"]["points"] > 0 and "not measured" not in divs["stack"]["text"]
+    assert "x1.25" in divs["stack"]["text"]
+    _assert_offline_and_clean(browser, page)
+    browser.screenshot(ARTIFACTS / "report-stack.png")
+
+
+def test_the_checks_catch_console_errors_and_outside_requests(browser, tmp_path) -> None:
+    # The page must not pass silently: a request to the network and a console error are
+    # both seen (and the request goes nowhere: networking is cut off).
+    page = tmp_path / "bad.html"
+    page.write_text(
+        '<html><body><img src="http://example.com/x.png">'
+        '<script>console.error("boom")</script></body></html>'
+    )
+    browser.open(page.as_uri())
+    assert any("boom" in e for e in browser.errors())
+    assert "http://example.com/x.png" in browser.requested_urls()
+    loaded = browser.evaluate("document.images[0].complete && document.images[0].naturalWidth")
+    assert not loaded

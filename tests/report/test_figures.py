@@ -1,0 +1,124 @@
+"""Drawing: each figure shows its data, labels what is missing, and escapes user text."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from nasflow.report import (
+    fairness_data,
+    plot_fairness,
+    plot_stack,
+    plot_tradeoff,
+    report_data,
+    report_figures,
+    stack_data,
+    tradeoff_data,
+)
+from tests.report._studies import arch_json, make_study, mixed_study
+
+
+def _texts(fig) -> str:
+    """Every human-readable string of a figure: titles, annotations, trace names."""
+    parts = [fig.layout.title.text or "", fig.layout.title.subtitle.text or ""]
+    parts += [a.text for a in fig.layout.annotations]
+    parts += [t.name or "" for t in fig.data]
+    return " ".join(parts).replace("<br>", " ")
+
+
+def test_pareto_figure_draws_each_status_and_highlights_the_winner() -> None:
+    fig = plot_tradeoff(tradeoff_data(mixed_study()), "Pareto front")
+    names = [t.name for t in fig.data]
+    assert names[0] == "dominated" and names[-1] == "winner (retrained from scratch)"
+    assert any(n.startswith("over budget") for n in names)
+    assert "violates a constraint" in names and "Pareto front (in this plane)" in names
+    winner = fig.data[-1]
+    assert list(winner.x) == [2.0] and list(winner.y) == [0.90]
+    assert "arch k5 k3 width=1" in winner.text[0]
+    skipped = next(t for t in fig.data if t.name.startswith("over budget"))
+    assert skipped.y[0] < 0.70  # drawn below every evaluated accuracy, not at a made-up one
+    assert "not evaluated" in skipped.text[0]
+
+
+def test_hover_text_escapes_html_from_the_study() -> None:
+    evil = '{"s1/l0":"<img src=x onerror=alert(1)>"}'
+    study = make_study([{"values": [0.5, 1.0], "attrs": {"train_cost": 1.0, "arch": evil}}])
+    fig = plot_tradeoff(tradeoff_data(study), "t")
+    hover = " ".join(t.text[0] for t in fig.data)
+    assert "<img" not in hover and "&lt;img" in hover
+
+
+def test_stack_without_measurements_is_a_labelled_empty_panel() -> None:
+    fig = plot_stack(stack_data(make_study([])))
+    assert len(fig.data) == 0
+    text = _texts(fig)
+    assert "not measured" in text and "nasflow:stack" in text
+    assert not re.search(r"x\d", text)  # no multiplier of any kind
+
+
+def test_stack_waterfall_compounds_layers_and_shows_the_interaction() -> None:
+    record = {
+        "baseline": "fp32 eager",
+        "device": "cpu",
+        "layers": [{"name": "a", "alone": 1.5}, {"name": "b", "alone": 2.0}],
+        "end_to_end": 2.4,
+    }
+    fig = plot_stack(stack_data(make_study([], user_attrs={"nasflow:stack": record})))
+    wf = fig.data[0]
+    assert list(wf.x) == ["a", "b", "product of layers", "interaction", "measured end-to-end"]
+    assert list(wf.text) == ["x1.50", "x2.00", "x3.00", "x0.80", "x2.40"]
+    # Relative steps are log-multipliers, so the running sum at the end is log(end-to-end).
+    relative = [y for y, m in zip(wf.y, wf.measure, strict=True) if m == "relative"]
+    assert math.isclose(sum(relative), math.log(2.4))
+    assert "product x3.00" in _texts(fig) and "measured end-to-end x2.40" in _texts(fig)
+
+
+def test_fairness_figure_states_the_floor_ceil_rule() -> None:
+    record = {
+        "sampler": "fair",
+        "paths_per_step": 3,
+        "op_counts": [["op", "a", 2], ["op", "b", 2], ["op", "c", 2], ["w", 1, 4], ["w", 2, 2]],
+    }
+    fig = plot_fairness(fairness_data(make_study([], user_attrs={"nasflow:supernet": record})))
+    text = _texts(fig)
+    assert "floor(M/m)" in text and "ceil(M/m)" in text and "unequal choice counts" in text
+    assert "2 of 2 labels lie within the rule" in text
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert [list(b.y) for b in bars] == [[2, 2, 2], [4, 2]]
+
+
+def test_every_report_figure_is_drawn_and_empty_ones_say_so() -> None:
+    full = report_figures(report_data(mixed_study()))
+    assert [f.key for f in full] == [
+        "pareto",
+        "params",
+        "history",
+        "budget",
+        "fairness",
+        "costmodel",
+        "stack",
+        "table",
+    ]
+    missing = {f.key for f in full if not f.has_data}
+    assert missing == {"fairness", "stack"}  # no supernet record, no stack measurement
+    for f in full:
+        if f.has_data:
+            assert len(f.figure.data) > 0
+        else:
+            assert len(f.figure.data) == 0 and "not measured" in _texts(f.figure)
+    empty = report_figures(report_data(make_study([])))
+    assert all(not f.has_data for f in empty)
+
+
+def test_params_axis_is_logarithmic_only_for_wide_ranges() -> None:
+    def study(params: list[int]):
+        return make_study(
+            [
+                {"values": [0.5, 1.0], "attrs": {"params": p, "arch": arch_json(["k3"])}}
+                for p in params
+            ]
+        )
+
+    narrow = plot_tradeoff(tradeoff_data(study([300, 900]), "params"), "t")
+    wide = plot_tradeoff(tradeoff_data(study([300, 90_000]), "params"), "t")
+    assert narrow.layout.xaxis.type == "linear" and wide.layout.xaxis.type == "log"
