@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 DEFAULT_STUDY = "mnist1d"
 
@@ -201,8 +202,20 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_line_errors(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Make argparse report a bad command line in one stderr line (exit code 2)."""
+
+    def error(message: str) -> NoReturn:
+        p.exit(2, f"nasflow: error: {p.prog}: {message} (see --help)\n")
+
+    p.error = error  # type: ignore[method-assign]
+    return p
+
+
 def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="export trials of a study as plain PyTorch and ONNX")
+    p = _one_line_errors(
+        sub.add_parser("export", help="export trials of a study as plain PyTorch and ONNX")
+    )
     p.add_argument("name", help="study name")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--trial", type=int, help="export this trial number")
@@ -218,7 +231,9 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-onnx", action="store_true", help="skip model.onnx")
     p.add_argument("--force", action="store_true", help="replace an existing export at --out")
 
-    p = sub.add_parser("retrain", help="retrain an exported architecture from scratch")
+    p = _one_line_errors(
+        sub.add_parser("retrain", help="retrain an exported architecture from scratch")
+    )
     p.add_argument("export_dir", help="a directory written by `nasflow export`")
     p.add_argument("--epochs", type=int, help="epochs (default: the study's training budget)")
     p.add_argument("--study", help="study file or ready study with the data and recipe")

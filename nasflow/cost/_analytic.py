@@ -116,7 +116,8 @@ def activation_bytes(
 
     Counted with ``torch.autograd.graph.saved_tensors_hooks`` on the ``meta`` device: each
     distinct tensor saved by autograd counts once at its full size. Parameters saved by
-    an op (a linear layer saves its weight) are not activations and are left out. It is
+    an op (a linear layer saves its weight) and buffers (batch-norm running statistics) are not
+    activations and are left out. It is
     an estimate: two saved views of one storage count twice, and the caching allocator's
     fragmentation and the temporaries that live only inside one op are not included.
 
@@ -129,7 +130,7 @@ def activation_bytes(
     shape = check_shape(input_shape)
     meta = on_meta(module)
     meta.train()
-    params = {id(p) for p in meta.parameters()}
+    params = {id(t) for t in (*meta.parameters(), *meta.buffers())}
     seen: dict[int, torch.Tensor] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:

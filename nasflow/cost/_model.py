@@ -13,6 +13,7 @@ and a dictionary look-up per op.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -36,7 +37,8 @@ from nasflow.cost._cover import covering_archs, fit_line, spread_indices
 from nasflow.cost._fingerprint import DeviceFingerprint
 from nasflow.cost._measure import OpTiming, check_count, time_ops, time_steps
 from nasflow.cost._table import Calibration, LatencyTable
-from nasflow.cost._units import OpInstance, make_instance, path_units, unit_nodes
+from nasflow.cost._trace import PathTracer
+from nasflow.cost._units import OpInstance, make_instance
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet
 
@@ -57,6 +59,7 @@ class CostStats:
     seconds_measuring: float = 0.0
 
 
+@functools.lru_cache(maxsize=1024)
 def _null_unit(shape: tuple[int, ...], grad: bool, dtype: torch.dtype) -> OpInstance:
     """An identity at ``shape``: the timing harness's own overhead."""
     return make_instance("null", "null", nn.Identity(), shape, grad, dtype)
@@ -126,7 +129,7 @@ class CostModel:
         self.precision = precision
         self.stats = CostStats()
         self._supernet = _meta_supernet(space)
-        self._nodes = unit_nodes(self._supernet)
+        self._tracer = PathTracer(self._supernet)
         self._units: OrderedDict[Arch, list[OpInstance]] = OrderedDict()
         self._timings: dict[str, OpTiming] = {}
         self._null_opt = _null_optimizer_unit()
@@ -195,9 +198,7 @@ class CostModel:
         if path in self._units:
             self._units.move_to_end(path)
             return self._units[path]
-        units = path_units(
-            self._supernet, self._nodes, path, self.batch_shape, dtype=self.input_dtype
-        )
+        units = self._tracer.units(path, self.batch_shape, self.input_dtype)
         self._units[path] = units
         if len(self._units) > _UNIT_CACHE:
             self._units.popitem(last=False)

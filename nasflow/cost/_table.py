@@ -304,19 +304,22 @@ class LatencyTable:
     ) -> None:
         """Store (or replace) the calibration of a context on a device."""
         self.register(device)
-        with Session(self.engine) as s, s.begin():
-            s.execute(
-                sa.delete(CalibrationRow).where(
-                    CalibrationRow.device_key == device.key,
-                    CalibrationRow.context_key == context,
+        try:
+            with Session(self.engine) as s, s.begin():
+                s.execute(
+                    sa.delete(CalibrationRow).where(
+                        CalibrationRow.device_key == device.key,
+                        CalibrationRow.context_key == context,
+                    )
                 )
-            )
-            s.add(
-                CalibrationRow(
-                    device_key=device.key,
-                    context_key=context,
-                    slope=float(calibration.slope),
-                    intercept=float(calibration.intercept),
-                    points=json.dumps(list(calibration.points)),
+                s.add(
+                    CalibrationRow(
+                        device_key=device.key,
+                        context_key=context,
+                        slope=float(calibration.slope),
+                        intercept=float(calibration.intercept),
+                        points=json.dumps(list(calibration.points)),
+                    )
                 )
-            )
+        except sa.exc.IntegrityError:
+            pass  # another worker stored its calibration of this context at the same moment

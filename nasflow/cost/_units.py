@@ -5,24 +5,20 @@ as a plain module) and every maximal part of the network that holds no choice (t
 a transition, the head), with runs of such parts inside a ``SuperSequential`` merged into
 one unit. Each unit is identified by its structure (the extracted module's ``repr`` and
 parameter shapes) and its input (shape, and whether the input needs a gradient); two
-layers running the same op at the same shape share one table row. The input shapes are
-found by a forward pass on the ``meta`` device, which computes shapes and nothing else.
-Whatever a container does between its units (a residual sum, a cell's node sums) is not
-a unit: the calibrated per-step overhead absorbs it.
+layers running the same op at the same shape share one table row. Whatever a container
+does between its units (a residual sum, a cell's node sums) is not a unit: the calibrated
+per-step overhead absorbs it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import nn
 
-from nasflow.cost._analytic import check_shape
-from nasflow.supernet import LayerChoice, SuperModule, SuperSequential, extract_module
+from nasflow.supernet import LayerChoice, SuperSequential
 
 
 @dataclass(frozen=True)
@@ -113,52 +109,3 @@ def unit_nodes(root: nn.Module, prefix: str = "") -> list[_Node]:
     for child_name, child in root.named_children():
         nodes.extend(unit_nodes(child, f"{prefix}.{child_name}" if prefix else child_name))
     return nodes
-
-
-def _extract(node: _Node, arch: Mapping[str, Any]) -> nn.Module:
-    with torch.device("meta"):
-        parts = [extract_module(m, arch) for m in node.modules]
-    return parts[0] if len(parts) == 1 else nn.Sequential(*parts)
-
-
-def path_units(
-    supernet: SuperModule,
-    nodes: list[_Node],
-    arch: Mapping[str, Any],
-    input_shape: tuple[int, ...],
-    dtype: torch.dtype = torch.float32,
-) -> list[OpInstance]:
-    """The op instances that a training step of path ``arch`` runs, in execution order.
-
-    Args:
-        supernet: A supernet on the ``meta`` device.
-        nodes: ``unit_nodes(supernet)``.
-        arch: A validated path of the supernet's space.
-        input_shape: Network input shape, batch dimension included.
-        dtype: Network input dtype.
-    """
-    shape = check_shape(input_shape)
-    calls: list[tuple[_Node, tuple[int, ...], bool, torch.dtype]] = []
-    handles = []
-    for node in nodes:
-
-        def hook(_m: nn.Module, args: tuple[Any, ...], node: _Node = node) -> None:
-            x = args[0]
-            calls.append((node, tuple(x.shape), bool(x.requires_grad), x.dtype))
-
-        handles.append(node.modules[0].register_forward_pre_hook(hook))
-    try:
-        supernet.train()
-        supernet(torch.empty(shape, device="meta", dtype=dtype), arch)
-    finally:
-        for h in handles:
-            h.remove()
-    units = []
-    for node, in_shape, grad, in_dtype in calls:
-        name = node.name
-        if node.kind == "choice":
-            label = node.modules[0].label  # type: ignore[attr-defined]
-            name = f"{name}[{label}={arch[label]}]"
-        module = _extract(node, arch)
-        units.append(make_instance(name, node.kind, module, in_shape, grad, in_dtype))
-    return units

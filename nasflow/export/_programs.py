@@ -12,7 +12,7 @@ from torch import nn
 
 from nasflow.export._format import ExportError
 
-#: Largest allowed |ONNX - PyTorch| on the check input.
+#: Largest allowed |graph export - PyTorch| on the check input (ONNX and torch.export).
 ONNX_TOLERANCE = 1e-4
 
 

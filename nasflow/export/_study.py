@@ -92,15 +92,19 @@ def study_space(study: optuna.Study, space: SearchSpace | None = None) -> Search
         raise ExportError(f"study {study.study_name!r}: {e}") from None
 
 
-def load_supernet(space: SearchSpace, folder: Path) -> tuple[Supernet, str]:
+def load_supernet(
+    space: SearchSpace, folder: Path, log: Callable[[str], None] = print
+) -> tuple[Supernet, str]:
     """The newest valid supernet checkpoint in ``folder``, loaded without pickle.
+
+    Unusable files (corrupt, truncated, or needing pickle) are skipped and reported.
 
     Returns:
         The supernet (eval mode, CPU) and the checkpoint's file name.
     """
     from nasflow.train import load_latest
 
-    found = load_latest(folder)
+    found = load_latest(folder, on_bad=lambda e: log(f"skipping {e}"))
     if found is None:
         raise ExportError(
             f"no valid supernet checkpoint in {str(folder)!r}; run `nasflow search` first or "
@@ -243,6 +247,8 @@ def export_study(
 
     Raises:
         ExportError: Anything missing or inconsistent; nothing is written then.
+        StudyFileError: ``study_file`` does not exist or does not run.
+        StorageError: A bad or unreachable storage.
     """
     from nasflow.train import Batches, evaluate
 
@@ -252,7 +258,7 @@ def export_study(
     study, storage_spec = open_stored_study(name, storage, runs)
     trials = select_trials(study, which)
     space = study_space(study, spec.space if spec is not None else None)
-    supernet, checkpoint = load_supernet(space, Path(runs) / name / "supernet")
+    supernet, checkpoint = load_supernet(space, Path(runs) / name / "supernet", log)
     if spec is not None:
         found: tuple[StudySpec, str] | None = (spec, f"study {spec.name!r}")
     else:
@@ -264,6 +270,13 @@ def export_study(
         )
     data = found[0].data() if found is not None and recalibrate else None
     shape = input_shape_of(space, data.input_shape if data is not None else None)
+    if data is not None and tuple(data.input_shape) != shape:
+        raise ExportError(
+            f"the data of {found[1]} has inputs of shape {list(data.input_shape)}, space "
+            f"{space.name!r} takes {list(shape)}; pass --study with the searched study file"
+        )
+    if data is not None:
+        log(f"batch norm recalibrated on the training data of {found[1]}")
     check_target(out, force)
     prepared = []
     for t in trials:
@@ -273,7 +286,7 @@ def export_study(
             "storage": storage_spec.safe_url,
             "trial": t.number,
             "objectives": json.loads(study.user_attrs.get(OBJECTIVES_KEY, "[]")),
-            "data": found[1] if found is not None else None,
+            "data": found[1] if data is not None else None,
         }
         net, info = prepare_export(
             space,

@@ -58,17 +58,27 @@ def check_target(out: Path, force: bool) -> None:
             )
 
 
-def _normal_permissions(folder: Path) -> None:
-    """Give ``folder`` and its content the modes of ordinary new files (temporary
-    directories are created private, some writers create private files)."""
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _finish(folder: Path) -> None:
+    """Flush ``folder`` to disk and give it and its content the modes of ordinary new
+    files (temporary directories are created private, some writers create private files)."""
     umask = os.umask(0)
     os.umask(umask)
-    os.chmod(folder, 0o777 & ~umask)
     for root, dirs, files in os.walk(folder):
         for d in dirs:
             os.chmod(Path(root) / d, 0o777 & ~umask)
         for f in files:
             os.chmod(Path(root) / f, 0o666 & ~umask)
+            _fsync(Path(root) / f)
+        _fsync(Path(root))
+    os.chmod(folder, 0o777 & ~umask)
 
 
 @contextlib.contextmanager
@@ -85,16 +95,22 @@ def atomic_dir(out: os.PathLike | str, force: bool = False) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
         yield tmp
-        _normal_permissions(tmp)
+        _finish(tmp)
         if out.is_dir() and any(out.iterdir()):
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
             os.replace(out, old / "x")
-            os.replace(tmp, out)
+            try:
+                os.replace(tmp, out)
+            except BaseException:
+                os.replace(old / "x", out)  # put the previous export back
+                shutil.rmtree(old, ignore_errors=True)
+                raise
             shutil.rmtree(old, ignore_errors=True)
         else:
             if out.is_dir():
                 out.rmdir()
             os.replace(tmp, out)
+        _fsync(out.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         for p in reversed(created):
@@ -156,6 +172,11 @@ def write_export(
     program = _programs.export_program(net, x)
     _programs.save_program(program, folder / PROGRAM_FILE)
     checks["program_max_abs_diff"] = _programs.program_deviation(program, net, check)
+    if not checks["program_max_abs_diff"] <= _programs.ONNX_TOLERANCE:
+        raise ExportError(
+            f"the torch.export program differs from the network by "
+            f"{checks['program_max_abs_diff']:.3g} (> {_programs.ONNX_TOLERANCE})"
+        )
     files = {PROGRAM_FILE: sha256_file(folder / PROGRAM_FILE)}
     if onnx:
         _programs.save_onnx(program, x, folder / ONNX_FILE)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import os
+import signal
 import socket
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from types import ModuleType
@@ -106,13 +107,18 @@ def serve_dashboard(
     host: str = "127.0.0.1",
     port: int = 8080,
     log: Callable[[str], None] = print,
+    stop: threading.Event | None = None,
 ) -> None:
-    """Push the report's figures to study ``name`` and serve optuna-dashboard until Ctrl-C.
+    """Push the report's figures to study ``name`` and serve optuna-dashboard until stopped.
+
+    It stops on SIGINT (Ctrl-C) or SIGTERM when called from the main thread, or when
+    ``stop`` is set.
 
     Nothing is written before the address is bound. On SQLite the study file's worker lock
     is held while serving (a dashboard polling a SQLite file can break a running search,
-    optuna-dashboard#545), so a search on the same file waits for another day: use
-    ``nasflow report`` next to a running search, or a PostgreSQL/journal storage.
+    optuna-dashboard#545): a search on the same file is refused while the dashboard runs,
+    and the dashboard while a search runs. Next to a running search use ``nasflow report``,
+    or a PostgreSQL/journal storage.
 
     Raises:
         DashboardUnavailable: optuna-dashboard is not installed.
@@ -134,14 +140,19 @@ def serve_dashboard(
                 "journal:/// storage that a dashboard may share"
             ) from None
     try:
-        _push_and_serve(stored, name, host, port, log)
+        _push_and_serve(stored, name, host, port, log, stop)
     finally:
         if lock is not None:
             lock.release()
 
 
 def _push_and_serve(
-    stored: StoredStudy, name: str, host: str, port: int, log: Callable[[str], None]
+    stored: StoredStudy,
+    name: str,
+    host: str,
+    port: int,
+    log: Callable[[str], None],
+    stop: threading.Event | None,
 ) -> None:
     server = dashboard_server(stored.storage, host, port)
     try:
@@ -159,7 +170,28 @@ def _push_and_serve(
                 f"can reach {host}:{bound_port} can read and change study {name!r}",
                 file=sys.stderr,
             )
-        with contextlib.suppress(KeyboardInterrupt):
-            server.serve_forever()
+        _serve_until_stopped(server, stop or threading.Event())
     finally:
         server.server_close()
+
+
+def _serve_until_stopped(server: WSGIServer, stop: threading.Event) -> None:
+    """Serve from a thread until ``stop`` is set, or SIGINT/SIGTERM arrive.
+
+    The server runs in a thread because wsgiref's request handler swallows every exception,
+    ``KeyboardInterrupt`` included, so a Ctrl-C that lands during a request would be lost.
+    """
+    handlers: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handlers[sig] = signal.signal(sig, lambda *_: stop.set())
+    thread = threading.Thread(target=server.serve_forever, name="optuna-dashboard", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive() and not stop.wait(0.5):
+            pass
+    finally:
+        server.shutdown()
+        thread.join()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)

@@ -100,7 +100,7 @@ def _silent_trial_ids(study: optuna.Study, grace_period: int) -> list[int]:
     from optuna.storages._rdb import models
     from optuna.storages._rdb.storage import _create_scoped_session
 
-    storage = study._storage
+    storage = getattr(study._storage, "_backend", study._storage)  # under Optuna's cache
     stale = set(storage._get_stale_trial_ids(study._study_id))  # type: ignore[attr-defined]
     limit = datetime.datetime.now() - datetime.timedelta(seconds=grace_period)
     with _create_scoped_session(storage.scoped_session) as session:  # type: ignore[attr-defined]

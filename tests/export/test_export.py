@@ -246,3 +246,20 @@ def test_unregistered_space_exports_and_loads_only_when_given(tmp_path) -> None:
     with pytest.raises(ExportError, match="not in space"):
         export_arch(space, supernet, {"op": "conv"}, tmp_path / "f", onnx=False)
     assert not (tmp_path / "f").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["export", "tiny", "--best", "--pareto", "--out", "x"],
+        ["export", "tiny"],
+        ["retrain"],
+        ["retrain", "x", "--epochs", "two"],
+    ],
+)
+def test_bad_command_lines_are_one_line_errors(argv, capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"nasflow: error: nasflow {argv[0]}:")

@@ -77,3 +77,13 @@ def test_retrain_refuses_a_tampered_export(tiny_run: TinyRun, exported, tmp_path
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "value 3.0 for 'width' is not in space" in err
+
+
+def test_without_study_file_the_registered_study_of_the_space_is_used(exported) -> None:
+    # The export's study ("tiny") is not registered; its space ("mnist1d") has a ready study.
+    from studies.mnist1d import study
+
+    done = retrain_exported(exported, epochs=1)
+    assert done.data == "registered study 'mnist1d'"
+    assert done.recipe.batch_size == study.train.batch_size
+    assert 0.0 <= done.result.test_accuracy <= 1.0

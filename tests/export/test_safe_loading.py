@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -14,8 +15,10 @@ from typing import Any
 import pytest
 import torch
 
-from nasflow.export import ExportError, load_exported, read_export
+from nasflow.cli import main
+from nasflow.export import ExportError, ExportInfo, load_exported, read_export
 from nasflow.export._format import sha256_file
+from tests.export.conftest import TinyRun
 
 
 class _Payload:
@@ -176,3 +179,17 @@ def test_a_pickle_in_place_of_the_weights_is_never_unpickled(copy, tmp_path) -> 
 def test_other_files_are_ignored(copy) -> None:
     (copy / "NOTES.txt").write_text("retrained on 2026-01-01\n")
     assert load_exported(copy) is not None
+
+
+def test_a_malicious_supernet_checkpoint_is_skipped_not_unpickled(
+    tiny_run: TinyRun, tmp_path, capsys
+) -> None:
+    runs = Path(shutil.copytree(tiny_run.runs, tmp_path / "runs"))
+    marker = tmp_path / "pwned"
+    _write_torch_save(runs / tiny_run.name / "supernet" / "epoch-9.pt", marker)
+    out = tmp_path / "e"
+    argv = ["export", tiny_run.name, "--runs", str(runs), "--study", str(tiny_run.study_file)]
+    assert main([*argv, "--out", str(out), "--no-onnx"]) == 0
+    assert re.search(r"skipping checkpoint .*epoch-9\.pt", capsys.readouterr().out)
+    assert ExportInfo.read(out).weights["source"] == "supernet checkpoint epoch-1.pt"
+    assert not marker.exists()

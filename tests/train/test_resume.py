@@ -24,7 +24,9 @@ CONFIG = SupernetConfig(epochs=2, batch_size=16, warmup_epochs=0.5, seed=3)
 
 def _data() -> TensorDataset:
     g = torch.Generator().manual_seed(0)
-    return TensorDataset(torch.randn(64, 1, 40, generator=g), torch.randint(0, 10, (64,), generator=g))
+    return TensorDataset(
+        torch.randn(64, 1, 40, generator=g), torch.randint(0, 10, (64,), generator=g)
+    )
 
 
 def _assert_identical(a, b, where: str = "state") -> None:

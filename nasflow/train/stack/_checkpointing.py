@@ -111,7 +111,8 @@ class Checkpointing(StackLayer):
         segments: How many segments to split the network into; ``None`` picks
             ``round(sqrt(number of modules))``.
         keep_bn_stats: Undo the second running-statistics update of recomputed batch
-            norms (needed in eager mode; a compiled graph recomputes without mutating).
+            norms (also correct under the compile layer; switch off only for networks
+            without batch norm, to skip the buffer copies).
     """
 
     name = "checkpointing"

@@ -115,8 +115,7 @@ class Stack:
         if self.amp is not None:
             out.append(MixedPrecision(self.amp))
         if self.checkpointing:
-            # A compiled graph recomputes inside the graph without mutating BN buffers.
-            out.append(Checkpointing(keep_bn_stats=not self.compile))
+            out.append(Checkpointing())
         if self.compile:
             out.append(Compile(self.compile_backend))
         return out

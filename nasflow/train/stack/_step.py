@@ -199,6 +199,7 @@ class StackStep:
 
     # ------------------------------------------------------------------ per optimizer step
     def _finish(self) -> None:
+        self._k = self._pending  # fewer than planned after a flush: scale the LR by those
         if self._samples != self._expected:  # a short step (epoch end): renormalise
             fix = self._expected / self._samples
             for p in self.params:

@@ -1,0 +1,241 @@
+"""``stack="auto"``: keep only the layers that measurably pay off on this machine.
+
+Nothing is assumed: bf16 autocast and ``torch.compile`` are large wins on a modern GPU
+and measured 0.5-0.9x for MNIST-1D-sized networks on a 2-core CPU. A short calibration
+trains the candidate with each layer alone next to the plain baseline (interleaved, same
+weights, same batches, plus a reseeded baseline replica for the noise floor), keeps the
+layers that gain at least ``min_gain`` without losing accuracy, then measures the kept
+combination against the baseline again, in the same run. The chosen stack is the fastest
+measured variant that clears ``min_gain``; if none does, the baseline itself. So "auto"
+is never slower than the baseline as measured in that run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+from torch import nn
+
+from nasflow.train._loop import Batches
+from nasflow.train.stack._bench import (
+    BASELINE,
+    QUALITY_TOLERANCE,
+    REPLICA,
+    compare_to_baseline,
+    noise_floor,
+    variant_row,
+)
+from nasflow.train.stack._config import Stack
+from nasflow.train.stack._interleave import RunConfig, run_interleaved
+from nasflow.train.stack._measure import environment
+
+#: Layers "auto" considers. Activation checkpointing is a memory layer (it always costs
+#: time), so it is switched on by the memory fit, never by a speed calibration.
+AUTO_LAYERS: tuple[str, ...] = ("amp", "accumulation", "denormal", "compile")
+
+
+@dataclass(frozen=True)
+class AutoResult:
+    """The chosen stack and the JSON-able record stored on the study.
+
+    Attributes:
+        stack: The stack to train with (``Stack()`` when no layer paid off).
+        record: Study user attribute ``nasflow:stack``; see :func:`auto_stack`.
+    """
+
+    stack: Stack
+    record: dict[str, Any]
+
+
+def _measure(
+    variants: dict[str, Stack],
+    make_model: Callable[[], nn.Module],
+    train: Batches,
+    val: Batches,
+    cfg: RunConfig,
+    device: torch.device,
+    log: Callable[[str], None] | None,
+) -> dict[str, dict[str, Any]]:
+    records = run_interleaved(
+        variants, make_model, train, val, cfg, device, log, reseeded=(REPLICA,)
+    )
+    rows = [
+        variant_row(r, records[BASELINE], train.batch_size, cfg.target_accuracy)
+        for r in records.values()
+    ]
+    compare_to_baseline(rows, QUALITY_TOLERANCE)
+    return {r["name"]: r for r in rows}
+
+
+def _amortized(row: dict[str, Any], base: dict[str, Any], planned: int | None) -> float | None:
+    """The multiplier with the variant's extra warm-up (compilation) spread over
+    ``planned`` batches; the steady-state multiplier when ``planned`` is ``None``."""
+    mult = row.get("multiplier")
+    if mult is None or planned is None or "batch_seconds" not in row:
+        return mult
+    extra = max(0.0, row["warmup_seconds"] - base["warmup_seconds"])
+    t_base = planned * base["batch_seconds"]
+    return t_base / (planned * row["batch_seconds"] + extra)
+
+
+def auto_stack(
+    make_model: Callable[[], nn.Module],
+    train: Batches,
+    val: Batches,
+    device: torch.device | str = "cpu",
+    candidates: Sequence[str] = AUTO_LAYERS,
+    calibration_batches: int = 48,
+    planned_batches: int | None = None,
+    min_gain: float = 1.05,
+    tolerance: float = QUALITY_TOLERANCE,
+    cfg: RunConfig | None = None,
+    base: Stack | None = None,
+    log: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> AutoResult:
+    """Calibrate the stack on this machine and return the layers worth keeping.
+
+    The record (``AutoResult.record``, stored as study user attribute ``nasflow:stack``)
+    extends the report's waterfall schema (``nasflow.report.stack_data``)::
+
+        {"schema": 1,
+         "baseline": "fp32 eager, one process",
+         "device": "cpu: AMD EPYC (2 threads)",
+         "layers": [                      # the chosen layers, in stacking order
+             {"name": "amp", "alone": 1.31, "cumulative": null},
+             {"name": "compile", "alone": 1.20, "cumulative": 1.52}],  # last = whole stack
+         "end_to_end": 1.52,              # the chosen stack vs baseline; null if none chosen
+         "product": 1.57,                 # product of the chosen layers' "alone"
+         "chosen": ["amp", "compile"],
+         "stack": {...},                  # Stack.to_dict() of the chosen stack
+         "candidates": [                  # every layer considered, kept or not
+             {"name": "amp", "alone": 1.31, "q25": 1.2, "q75": 1.4,
+              "accuracy_delta": -0.001, "warmup_seconds": 0.4, "amortized": 1.3,
+              "kept": true, "reason": "gain x1.31 >= x1.05"}, ...],
+         "noise": {"multiplier": 1.0, "multiplier_q25": 0.95, "multiplier_q75": 1.04,
+                   "accuracy_delta": 0.002},   # baseline vs its reseeded replica
+         "calibration": {"batches": 48, "seconds": 95.0, "min_gain": 1.05,
+                         "tolerance": 0.005, "planned_batches": null}}
+
+    Every multiplier is baseline time / variant time per batch (median of paired
+    per-round ratios), measured in this calibration. A layer is kept when its multiplier
+    (amortized over ``planned_batches`` when given, so a compile that never pays back is
+    dropped) is at least ``min_gain`` and its validation accuracy is not below the
+    baseline's by more than ``max(tolerance, noise floor)``.
+
+    Args:
+        make_model: Builds the network to calibrate on (e.g. ``lambda: space.build(arch)``).
+        train: Training batches.
+        val: Validation batches.
+        device: Where to train.
+        candidates: Layers to consider.
+        calibration_batches: Batches each variant trains per phase.
+        planned_batches: Batches the real training will run (amortizes compilation).
+        min_gain: Smallest multiplier worth keeping.
+        tolerance: Largest accuracy drop tolerated (as a fraction, 0.005 = 0.5 points).
+        cfg: Recipe of the calibration (``max_batches`` is set from
+            ``calibration_batches``).
+        base: The baseline stack (every layer off).
+        log: Progress lines.
+        settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
+    """
+    if not min_gain >= 1.0:
+        raise ValueError(f"min_gain must be >= 1, got {min_gain!r}")
+    device = torch.device(device)
+    base = base or Stack()
+    cfg = replace(cfg or RunConfig(chunk=4), max_batches=calibration_batches)
+    t0 = time.perf_counter()
+    first = {BASELINE: base, REPLICA: base}
+    first.update({n: base.with_layers([n], **settings) for n in candidates})
+    rows = _measure(first, make_model, train, val, cfg, device, log)
+    noise = noise_floor(list(rows.values()))
+    acc_noise = abs((noise or {}).get("accuracy_delta") or 0.0)
+    allowed = max(tolerance, acc_noise)
+    decided = [
+        _decide(rows.get(n), n, rows[BASELINE], planned_batches, min_gain, allowed)
+        for n in candidates
+    ]
+    kept = [d["name"] for d in decided if d["kept"]]
+    final_name, final_row, second = BASELINE, None, {}
+    if kept:
+        trial = {BASELINE: base, REPLICA: base, "+".join(kept): base.with_layers(kept, **settings)}
+        if len(kept) > 1:
+            trial.update({n: base.with_layers([n], **settings) for n in kept})
+        second = _measure(trial, make_model, train, val, cfg, device, log)
+        best = (1.0, BASELINE)
+        for name, row in second.items():
+            if name in (BASELINE, REPLICA) or row.get("error"):
+                continue
+            m = _amortized(row, second[BASELINE], planned_batches)
+            if m is not None and m >= min_gain and m > best[0]:
+                best = (m, name)
+        final_name = best[1]
+        final_row = second.get(final_name) if final_name != BASELINE else None
+    chosen = [] if final_name == BASELINE else final_name.split("+")
+    stack = base.with_layers(chosen, **settings) if chosen else base
+    layers = []
+    for i, name in enumerate(chosen):
+        alone = (second.get(name) or rows[name]).get("multiplier")
+        cum = final_row.get("multiplier") if final_row and i == len(chosen) - 1 else None
+        if len(chosen) == 1:
+            alone = cum
+        layers.append({"name": name, "alone": alone, "cumulative": cum})
+    product = 1.0
+    for layer in layers:
+        product *= layer["alone"]
+    record = {
+        "schema": 1,
+        "baseline": "fp32 eager, one process",
+        "device": environment(device)["device"],
+        "layers": layers,
+        "end_to_end": final_row.get("multiplier") if final_row else None,
+        "product": product if layers else None,
+        "chosen": chosen,
+        "stack": stack.to_dict(),
+        "candidates": decided,
+        "noise": noise,
+        "calibration": {
+            "batches": calibration_batches,
+            "seconds": time.perf_counter() - t0,
+            "min_gain": min_gain,
+            "tolerance": tolerance,
+            "planned_batches": planned_batches,
+        },
+    }
+    return AutoResult(stack, record)
+
+
+def _decide(
+    row: dict[str, Any] | None,
+    name: str,
+    base: dict[str, Any],
+    planned: int | None,
+    min_gain: float,
+    allowed: float,
+) -> dict[str, Any]:
+    """Keep or drop one layer, with the reason."""
+    out: dict[str, Any] = {"name": name, "kept": False}
+    if row is None or row.get("error"):
+        out["reason"] = f"failed: {(row or {}).get('error', 'not run').splitlines()[0]}"
+        return out
+    mult = _amortized(row, base, planned)
+    delta = row.get("accuracy_delta")
+    out.update(
+        alone=row.get("multiplier"),
+        q25=row.get("multiplier_q25"),
+        q75=row.get("multiplier_q75"),
+        accuracy_delta=delta,
+        warmup_seconds=row["warmup_seconds"],
+        amortized=mult if planned is not None else None,
+    )
+    if mult is None or mult < min_gain:
+        out["reason"] = f"gain x{mult:.2f} < x{min_gain:.2f}" if mult else "no timing"
+    elif delta is not None and delta < -allowed:
+        out["reason"] = f"accuracy {100 * delta:+.2f} points (allowed -{100 * allowed:.2f})"
+    else:
+        out.update(kept=True, reason=f"gain x{mult:.2f} >= x{min_gain:.2f}")
+    return out

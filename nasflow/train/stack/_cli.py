@@ -1,0 +1,197 @@
+"""``nasflow bench-stack``: measure the speedup stack on a candidate of a registered space."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from importlib import import_module
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.data import Subset
+
+from nasflow.space import Arch, SearchSpace
+from nasflow.train._loop import Batches
+from nasflow.train.stack._config import LAYERS, Stack
+
+#: A mid-sized candidate of the default MNIST-1D space (about 98k parameters).
+DEFAULT_ARCH = {
+    "s1/l0": "k5_e2",
+    "s1/l1": "k5_e2",
+    "s1/l2": "k3_e2",
+    "s2/l0": "k5_e2",
+    "s2/l1": "k5_e2",
+    "s2/l2": "k3_e2",
+    "width": 0.75,
+}
+#: A small candidate for the ``--quick`` smoke run.
+QUICK_ARCH = {
+    "s1/l0": "k3_e2",
+    "s1/l1": "skip",
+    "s1/l2": "skip",
+    "s2/l0": "k3_e2",
+    "s2/l1": "skip",
+    "s2/l2": "skip",
+    "width": 0.5,
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``nasflow bench-stack`` (and ``benchmarks/stack.py``)."""
+    p.add_argument("--space", default="mnist1d", help="registered space (default mnist1d)")
+    p.add_argument("--arch", help="candidate as JSON (default: a mid-sized mnist1d candidate)")
+    p.add_argument("--quick", action="store_true", help="seconds-long smoke run (CI)")
+    p.add_argument("--epochs", type=int, help="training epochs per variant (default 3)")
+    p.add_argument("--batch-size", type=int, help="default 64 (32 with --quick)")
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--target", type=float, default=0.9, help="validation accuracy target")
+    p.add_argument("--chunk", type=int, help="batches per variant per turn (default 8)")
+    p.add_argument(
+        "--layers", default=",".join(LAYERS), help=f"comma-separated, in cumulative order {LAYERS}"
+    )
+    p.add_argument("--amp", default=None, choices=("bf16", "fp16"), help="default bf16")
+    p.add_argument("--accumulation", type=int, default=2, help="k of the accumulation layer")
+    p.add_argument("--compile-backend", help="default inductor (eager with --quick)")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", dest="json_path", help="write the full result as JSON here")
+    p.add_argument("--figure", help="write the waterfall as a self-contained HTML file here")
+    p.add_argument("--overhead", action="store_true", help="also time the trainer overhead")
+    p.add_argument("--auto", action="store_true", help="run the stack='auto' calibration")
+
+
+def _space(name: str) -> SearchSpace:
+    spaces = {ep.name: ep.value for ep in entry_points(group="nasflow.spaces")}
+    if name not in spaces:
+        raise ValueError(f"unknown space {name!r}; registered: {sorted(spaces)}")
+    module, _, attr = spaces[name].partition(":")
+    return getattr(import_module(module), attr)()
+
+
+def _data(space: SearchSpace, quick: bool, batch_size: int, seed: int) -> tuple[Batches, Batches]:
+    if space.name != "mnist1d":
+        raise ValueError(f"bench-stack has data for space 'mnist1d' only, got {space.name!r}")
+    from nasflow.data import load_mnist1d
+
+    data = load_mnist1d(val_fraction=0.25, seed=seed)
+    train, val = data.train, data.val
+    if quick:
+        train, val = Subset(train, range(512)), Subset(val, range(256))
+    return (
+        Batches(train, batch_size, shuffle=True, seed=seed, drop_last=True),
+        Batches(val, 500, shuffle=False),
+    )
+
+
+def _settings(args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
+    amp = args.amp
+    if amp is None:
+        amp = "bf16" if device.type == "cpu" or torch.cuda.is_bf16_supported() else "fp16"
+    return {"amp": amp, "accumulation": args.accumulation}
+
+
+def _check(args: argparse.Namespace) -> list[str]:
+    layers = [x.strip() for x in args.layers.split(",") if x.strip()]
+    bad = [x for x in layers if x not in LAYERS]
+    if bad or not layers:
+        raise ValueError(f"--layers must name layers from {LAYERS}, got {args.layers!r}")
+    for name in ("epochs", "chunk", "batch_size", "accumulation"):
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
+    if not 0 < args.target <= 1:
+        raise ValueError(f"--target must be in (0, 1], got {args.target}")
+    return layers
+
+
+def write_figure(record: dict[str, Any], path: Path) -> None:
+    """The waterfall as an offline HTML file (plotly.js inlined)."""
+    from nasflow.report import StackData, StackLayer, plot_stack
+
+    data = StackData(
+        True,
+        record["baseline"],
+        record["device"],
+        [StackLayer(r["name"], r["alone"], r["cumulative"]) for r in record["layers"]],
+        record["end_to_end"],
+    )
+    plot_stack(data).write_html(str(path), include_plotlyjs=True)
+
+
+def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
+    """Run the harness (or the auto calibration) and print its table."""
+    from nasflow.train.stack._auto import auto_stack
+    from nasflow.train.stack._bench import bench_stack
+    from nasflow.train.stack._interleave import RunConfig
+    from nasflow.train.stack._overhead import format_overhead, trainer_overhead
+
+    layers = _check(args)
+    device = torch.device(args.device)
+    space = _space(args.space)
+    if args.arch:
+        arch = space.validate(Arch.from_json(args.arch))
+    elif space.name == "mnist1d" and set(DEFAULT_ARCH) == {c.label for c in space.choices}:
+        arch = space.validate(Arch(QUICK_ARCH if args.quick else DEFAULT_ARCH))
+    else:
+        arch = space.sample(args.seed)
+    batch_size = args.batch_size or (32 if args.quick else 64)
+    train, val = _data(space, args.quick, batch_size, args.seed)
+
+    def make_model() -> nn.Module:
+        return space.build(arch)
+
+    params = sum(p.numel() for p in make_model().parameters())
+    backend = args.compile_backend or ("eager" if args.quick else "inductor")
+    base = Stack(compile_backend=backend)
+    cfg = RunConfig(
+        epochs=args.epochs or (1 if args.quick else 3),
+        lr=args.lr,
+        chunk=args.chunk or (2 if args.quick else 8),
+        target_accuracy=args.target,
+        seed=args.seed,
+    )
+    settings = _settings(args, device)
+    out(f"candidate {arch.to_json()} ({params:,} parameters) on {device}")
+    if args.auto:
+        result = auto_stack(
+            make_model,
+            train,
+            val,
+            device,
+            calibration_batches=8 if args.quick else 48,
+            cfg=cfg,
+            base=base,
+            **settings,
+        )
+        out(json.dumps(result.record, indent=2))
+        record, payload = result.record, result.record
+    else:
+        bench = bench_stack(
+            make_model,
+            train,
+            val,
+            cfg,
+            layers,
+            device,
+            candidate={"arch": arch.to_dict(), "params": params, "space": space.name},
+            base=base,
+            **settings,
+        )
+        out(bench.table())
+        record, payload = bench.record(), bench.to_dict()
+    if args.overhead:
+        overhead = trainer_overhead(
+            make_model, train, epochs=1 if args.quick else 2, device=device
+        )
+        out("")
+        out(format_overhead(overhead))
+        payload = {**payload, "overhead": overhead}
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps(payload, indent=2, sort_keys=True))
+    if args.figure:
+        write_figure(record, Path(args.figure))
+    return 0

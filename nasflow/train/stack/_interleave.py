@@ -1,0 +1,256 @@
+"""Train several stack variants of one network side by side, interleaved chunk by chunk.
+
+On a shared machine the speed of the same code drifts by 2-5x over minutes. Every variant
+therefore trains the same network from the same initial weights on the same batches,
+and the variants take turns: in each round each variant trains one chunk of batches
+(the order rotates from round to round). A variant's speed-up is then the median over
+rounds of the *paired* ratio baseline chunk time / variant chunk time, with its spread.
+Round 0 (warm-up, including compilation) and round 1 (memory measurement) are reported
+but excluded from step times.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import traceback
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from nasflow.train._loop import Batches, evaluate, make_optimizer
+from nasflow.train.stack._accumulation import Schedule
+from nasflow.train.stack._config import Stack
+from nasflow.train.stack._measure import ActivationMeter, state_bytes
+from nasflow.train.stack._step import StackStep
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The shared training recipe of an interleaved run.
+
+    Attributes:
+        epochs: Passes over the training batches.
+        lr: Peak learning rate (per batch; accumulation scales it by ``k``).
+        weight_decay: AdamW weight decay.
+        warmup_epochs: Linear warm-up before the cosine decay.
+        chunk: Batches each variant trains per turn.
+        evals_per_epoch: Validation evaluations per epoch (for time to target).
+        target_accuracy: Validation accuracy whose first crossing is recorded.
+        seed: Seeds the initial weights.
+        max_batches: Stop after this many batches (a calibration); ``None`` trains all
+            epochs. The schedule spans what is actually trained.
+    """
+
+    epochs: int = 3
+    lr: float = 3e-3
+    weight_decay: float = 1e-2
+    warmup_epochs: float = 0.5
+    chunk: int = 8
+    evals_per_epoch: int = 2
+    target_accuracy: float = 0.9
+    seed: int = 0
+    max_batches: int | None = None
+
+    def __post_init__(self) -> None:
+        mb = self.max_batches
+        if mb is not None and (isinstance(mb, bool) or not isinstance(mb, int) or mb < 1):
+            raise ValueError(f"max_batches must be an int >= 1 or None, got {mb!r}")
+        for name in ("epochs", "chunk", "evals_per_epoch"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+        if not 0 < self.target_accuracy <= 1:
+            raise ValueError(f"target_accuracy must be in (0, 1], got {self.target_accuracy!r}")
+
+
+@dataclass
+class VariantRecord:
+    """Everything measured for one variant."""
+
+    name: str
+    stack: Stack
+    chunk_seconds: dict[int, float] = field(default_factory=dict)  # timed rounds only
+    chunk_batches: dict[int, int] = field(default_factory=dict)
+    warmup_seconds: float = 0.0  # round 0: first steps, compilation included
+    train_seconds: float = 0.0
+    batches: int = 0
+    optimizer_steps: int = 0
+    compilations: int = 0
+    evals: list[dict[str, float]] = field(default_factory=list)
+    activation_bytes: int | None = None
+    peak_memory_bytes: int | None = None
+    error: str | None = None
+
+
+class _Runner:
+    """One variant's network, optimizer, stack step and data stream."""
+
+    def __init__(
+        self,
+        record: VariantRecord,
+        model: nn.Module,
+        batches: Batches,
+        cfg: RunConfig,
+        device: torch.device,
+    ) -> None:
+        self.record, self.model, self.device = record, model.to(device), device
+        self.optimizer = make_optimizer(model.parameters(), cfg.lr, cfg.weight_decay)
+        per_epoch = len(batches)
+        total = _total(cfg, per_epoch)
+        self.schedule = Schedule(total, min(total - 1, int(cfg.warmup_epochs * per_epoch)))
+        self.step: StackStep = record.stack.build(model, self.optimizer, device, self.schedule)
+        self.stream = (b for e in range(cfg.epochs) for b in batches.epoch(e))
+
+    def run_chunk(self, n: int, meter: ActivationMeter | None) -> int:
+        """Train up to ``n`` batches; returns how many were trained."""
+        self.model.train()
+        done = 0
+        for x, y in self.stream:
+            x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+            if meter is not None:
+                with meter.active():
+                    self.step(x, y)
+            else:
+                self.step(x, y)
+            done += 1
+            if done == n:
+                break
+        if done < n:  # the data ran out: step on what was accumulated
+            self.step.flush()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return done
+
+
+def _total(cfg: RunConfig, per_epoch: int) -> int:
+    total = cfg.epochs * per_epoch
+    return total if cfg.max_batches is None else min(total, cfg.max_batches)
+
+
+def run_interleaved(
+    variants: dict[str, Stack],
+    make_model: Callable[[], nn.Module],
+    train: Batches,
+    val: Batches,
+    cfg: RunConfig,
+    device: torch.device | str = "cpu",
+    log: Callable[[str], None] | None = None,
+    reseeded: Collection[str] = (),
+) -> dict[str, VariantRecord]:
+    """Train every variant for ``cfg.epochs`` epochs, interleaved; measure each one.
+
+    A variant that fails (a layer unsupported here, a compile error) keeps its error
+    message and drops out; the others go on.
+
+    Args:
+        variants: Name -> stack (one of them is normally ``Stack()``, the baseline).
+        make_model: Builds the network; called once, every variant starts from a copy.
+        train: Training batches (``drop_last`` recommended).
+        val: Validation batches.
+        cfg: The recipe and measurement settings.
+        device: Where to train.
+        log: Progress lines.
+        reseeded: Variants that start from other initial weights (seed + 1): a baseline
+            replica among them measures the run's noise floor (speed and accuracy).
+    """
+    device = torch.device(device)
+    say = log or (lambda _m: None)
+    torch.manual_seed(cfg.seed)
+    init = make_model()
+    other = None
+    if reseeded:
+        torch.manual_seed(cfg.seed + 1)
+        other = make_model()
+    records = {name: VariantRecord(name, stack) for name, stack in variants.items()}
+    runners: dict[str, _Runner] = {}
+    for name, rec in records.items():
+        try:
+            model = copy.deepcopy(other if name in reseeded else init)
+            runners[name] = _Runner(rec, model, train, cfg, device)
+        except (ValueError, RuntimeError) as e:
+            rec.error = f"{type(e).__name__}: {e}"
+            say(f"{name}: skipped ({rec.error})")
+    total = _total(cfg, len(train))
+    eval_every = max(1, len(train) // cfg.evals_per_epoch)
+    position, rnd = 0, 0
+    while position < total and runners:
+        n = min(cfg.chunk, total - position)
+        names = list(runners)
+        order = names[rnd % len(names) :] + names[: rnd % len(names)]
+        for name in order:
+            _turn(runners, name, n, rnd, device, cfg, val, position, eval_every, total)
+        position += n
+        rnd += 1
+        say(f"round {rnd}: {position}/{total} batches")
+    return records
+
+
+def _turn(
+    runners: dict[str, _Runner],
+    name: str,
+    n: int,
+    rnd: int,
+    device: torch.device,
+    cfg: RunConfig,
+    val: Batches,
+    position: int,
+    eval_every: int,
+    total: int,
+) -> None:
+    """One variant's turn: train a chunk (timed), then evaluate if an eval point passed."""
+    r = runners[name]
+    rec = r.record
+    meter = ActivationMeter() if rnd == 1 and device.type == "cpu" else None
+    if rnd == 1 and device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    try:
+        t0 = time.perf_counter()
+        done = r.run_chunk(n, meter)
+        seconds = time.perf_counter() - t0
+    except Exception as e:  # a layer that fails here must not take the whole run down
+        rec.error = f"{type(e).__name__}: {e}"
+        rec.error += "\n" + traceback.format_exc(limit=3)
+        del runners[name]
+        return
+    rec.train_seconds += seconds
+    rec.batches += done
+    rec.optimizer_steps = r.step.optimizer_steps
+    rec.compilations = r.step.compilations
+    if rnd == 0:
+        rec.warmup_seconds = seconds
+    elif rnd > 1:
+        rec.chunk_seconds[rnd], rec.chunk_batches[rnd] = seconds, done
+    if rnd == 1:
+        static = state_bytes(r.model, r.optimizer)
+        if meter is not None:
+            rec.activation_bytes = meter.peak
+            rec.peak_memory_bytes = static + meter.peak
+        elif device.type == "cuda":
+            rec.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
+    end = position + n
+    if end // eval_every > position // eval_every or end == total:
+        acc, loss = evaluate(r.model, val, device=device)
+        rec.evals.append(
+            {
+                "batches": rec.batches,
+                "optimizer_steps": rec.optimizer_steps,
+                "train_seconds": rec.train_seconds,
+                "val_accuracy": acc,
+                "val_loss": loss,
+            }
+        )
+
+
+def summarize(rec: VariantRecord, target: float) -> dict[str, Any]:
+    """Time and steps to ``target`` validation accuracy, and the final accuracy."""
+    hit = next((e for e in rec.evals if e["val_accuracy"] >= target), None)
+    return {
+        "final_accuracy": rec.evals[-1]["val_accuracy"] if rec.evals else None,
+        "steps_to_target": None if hit is None else int(hit["optimizer_steps"]),
+        "batches_to_target": None if hit is None else int(hit["batches"]),
+        "seconds_to_target": None if hit is None else hit["train_seconds"],
+    }

@@ -1,0 +1,89 @@
+"""Measurement primitives: memory of a training step, device description, ratio spread."""
+
+from __future__ import annotations
+
+import platform
+import statistics
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from torch import nn
+
+
+class ActivationMeter:
+    """Bytes of distinct tensor storages saved for backward while the meter is active.
+
+    This is the activation memory a step holds between its forward and backward passes,
+    which is what mixed precision halves and checkpointing cuts; CPU PyTorch has no
+    allocator peak counter, so on CPU the harness reports it (plus parameters, gradients
+    and optimizer state) as the step's memory.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[int, int] = {}
+        self.peak = 0
+
+    def _pack(self, t: torch.Tensor) -> torch.Tensor:
+        try:
+            storage = t.untyped_storage()
+            self._seen.setdefault(storage.data_ptr(), storage.nbytes())
+        except (RuntimeError, NotImplementedError):  # tensor subclasses without storage
+            pass
+        return t
+
+    @contextmanager
+    def active(self) -> Iterator[ActivationMeter]:
+        """Measure the forward passes (and backward) run inside this block."""
+        self._seen.clear()
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t):
+                yield self
+        finally:
+            self.peak = max(self.peak, sum(self._seen.values()))
+
+
+def state_bytes(module: nn.Module, optimizer: torch.optim.Optimizer) -> int:
+    """Bytes of parameters, buffers, gradients and optimizer state."""
+    tensors = [*module.parameters(), *module.buffers()]
+    tensors += [p.grad for p in module.parameters() if p.grad is not None]
+    for state in optimizer.state.values():
+        tensors += [v for v in state.values() if isinstance(v, torch.Tensor)]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def device_name(device: torch.device) -> str:
+    """A human-readable name of the device, e.g. ``"cpu: AMD EPYC (2 threads)"``."""
+    if device.type == "cuda":
+        return f"cuda: {torch.cuda.get_device_name(device)}"
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"cpu: {model} ({torch.get_num_threads()} threads)"
+
+
+def environment(device: torch.device) -> dict[str, Any]:
+    """Where a measurement was taken."""
+    return {
+        "device": device_name(device),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def quantiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """``(q25, median, q75)`` of ``values`` (all three equal for a single value)."""
+    if not values:
+        raise ValueError("quantiles of an empty sequence")
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], statistics.median(values), q[2]
