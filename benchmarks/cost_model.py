@@ -56,16 +56,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--archs", type=int, help="scored architectures (default 30; quick 6)")
     p.add_argument("--rounds", type=int, help="rounds per measurement A and B (default 3)")
     p.add_argument("--calib", type=int, help="calibration steps (default 8; quick 3)")
+    p.add_argument("--op-rounds", type=int, help="visits per op when building the table")
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's)")
+    p.add_argument(
+        "--threads", type=int, help="torch intra-op threads (default: torch's; quick: 1)"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the scored architectures")
     p.add_argument("--storage", help="cost table: file, sqlite:///FILE or postgresql://...")
     p.add_argument("--json", type=Path, help="write the results here")
     args = p.parse_args(argv)
-    for name in ("archs", "rounds", "calib", "threads"):
+    for name in ("archs", "rounds", "calib", "threads", "op_rounds"):
         v = getattr(args, name)
         if v is not None and v < 1:
-            p.error(f"--{name} must be >= 1, got {v}")
+            p.error(f"--{name.replace('_', '-')} must be >= 1, got {v}")
     if args.batch_size < 1:
         p.error(f"--batch-size must be >= 1, got {args.batch_size}")
     return args
@@ -95,7 +98,7 @@ def per_candidate_costs(model: CostModel, archs: list, space: MNIST1DSpace) -> d
     supernet = space.supernet()
     x = torch.randn(model.batch_size, *model.input_shape)
     y = torch.randint(0, space.num_classes, (model.batch_size,))
-    sample = archs[: min(5, len(archs))]
+    sample = archs[: min(5 if len(archs) > 10 else 2, len(archs))]
     t0 = time.perf_counter()
     for a in sample:
         measure_step_time(supernet.extract(a), x, y)
@@ -107,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    elif args.quick:  # a smoke run: one thread keeps it fast on a busy machine
+        torch.set_num_threads(1)
     if args.quick:
         space = MNIST1DSpace(base_channels=8, layers_per_stage=1, ops=("k3_e2", "k7_e2", "skip"))
         n_archs, rounds, calib, iters = args.archs or 6, args.rounds or 1, args.calib or 3, 2
@@ -115,7 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         n_archs, rounds, calib, iters = args.archs or 30, args.rounds or 3, args.calib or 8, 3
     with tempfile.TemporaryDirectory() as tmp:
         storage = args.storage or str(Path(tmp) / "cost.db")
-        model = CostModel.for_space(space, batch_size=args.batch_size, storage_url=storage)
+        kwargs = {} if args.op_rounds is None else {"rounds": args.op_rounds}
+        model = CostModel.for_space(
+            space, batch_size=args.batch_size, storage_url=storage, **kwargs
+        )
         t0 = time.perf_counter()
         measured_ops = model.measure_space()
         t_table = time.perf_counter() - t0
@@ -151,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                 "slope": model.calibration.slope,
                 "intercept_seconds": model.calibration.intercept,
                 "points": len(model.calibration.points),
+                "archs": [p["arch"] for p in model.calibration.points],
             },
             "seconds": {
                 "build_table": t_table,

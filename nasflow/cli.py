@@ -101,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("spaces", help="list the registered search spaces")
     _add_export_parsers(sub)
+    _add_bench_stack_parser(sub)
     return parser
 
 
@@ -240,6 +241,36 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no per-epoch lines")
 
 
+def _add_bench_stack_parser(sub: argparse._SubParsersAction) -> None:
+    p = _one_line_errors(
+        sub.add_parser("bench-stack", help="measure each speedup-stack layer on a candidate")
+    )
+    p.add_argument("--arch", help="candidate as JSON (default: a mid-sized mnist1d candidate)")
+    p.add_argument("--quick", action="store_true", help="a seconds-long smoke run")
+    p.add_argument("--epochs", type=int, help="epochs per variant (default 3; 1 with --quick)")
+    p.add_argument("--batch-size", type=int, help="default 64 (32 with --quick)")
+    p.add_argument("--target", type=float, default=0.9, help="validation accuracy target")
+    p.add_argument("--layers", help="comma-separated layers in cumulative order (default all)")
+    p.add_argument("--amp", choices=("bf16", "fp16"), help="amp layer dtype (default bf16)")
+    p.add_argument("--accumulation", type=int, default=2, help="k of the accumulation layer")
+    p.add_argument("--compile-backend", help="default inductor (eager with --quick)")
+    p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", dest="json_path", help="write the full result as JSON here")
+    p.add_argument("--figure", help="write the waterfall as an offline HTML file here")
+    p.add_argument("--overhead", action="store_true", help="also time the trainer overhead")
+    p.add_argument("--auto", action="store_true", help="run the stack='auto' calibration")
+
+
+def _cmd_bench_stack(args: argparse.Namespace) -> int:
+    from nasflow.train.stack._cli import run
+
+    try:
+        return run(args)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from nasflow.export import export_study
 
@@ -350,6 +381,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_export(args)
         if args.command == "retrain":
             return _cmd_retrain(args)
+        if args.command == "bench-stack":
+            return _cmd_bench_stack(args)
         return _cmd_spaces()
     except (
         UsageError,

@@ -12,13 +12,16 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nasflow.cost._cover import fit_line
 from nasflow.cost._measure import check_count
 from nasflow.space import Arch
+
+if TYPE_CHECKING:
+    from nasflow.cost._model import CostModel
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
@@ -143,7 +146,7 @@ class AccuracyReport:
 
 
 def evaluate_accuracy(
-    model: Any,
+    model: CostModel,
     archs: Sequence[Mapping[str, Any]],
     *,
     rounds: int = 3,
@@ -171,7 +174,16 @@ def evaluate_accuracy(
     check_count("rounds", rounds, 1)
     if len(archs) < 2:
         raise ValueError(f"need >= 2 architectures, got {len(archs)}")
-    paths = [model._path(a) for a in archs]
+    if model.calibration is None:
+        raise RuntimeError("the cost model has no calibration; call fit() first")
+    paths = [model.path(a) for a in archs]
+    calibration_archs = {p["arch"] for p in model.calibration.points}
+    overlap = [p.to_json() for p in paths if p.to_json() in calibration_archs]
+    if overlap:
+        raise ValueError(
+            f"{len(overlap)} scored architectures were calibration paths (first: "
+            f"{overlap[0]}); score the model on other architectures"
+        )
     t0 = time.perf_counter()
     predicted = [model.predict_step_seconds(p) for p in paths]
     t_predict = time.perf_counter() - t0

@@ -13,7 +13,6 @@ and a dictionary look-up per op.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import time
@@ -37,10 +36,9 @@ from nasflow.cost._cover import covering_archs, fit_line, spread_indices
 from nasflow.cost._fingerprint import DeviceFingerprint
 from nasflow.cost._measure import OpTiming, check_count, time_ops, time_steps
 from nasflow.cost._table import Calibration, LatencyTable
-from nasflow.cost._trace import PathTracer
-from nasflow.cost._units import OpInstance, make_instance
+from nasflow.cost._trace import PathTracer, meta_supernet
+from nasflow.cost._units import OpInstance, null_optimizer_unit, null_unit
 from nasflow.space import Arch, SearchSpace
-from nasflow.supernet import Supernet
 
 #: Path architectures whose op instances are kept in memory.
 _UNIT_CACHE = 4096
@@ -59,32 +57,12 @@ class CostStats:
     seconds_measuring: float = 0.0
 
 
-@functools.lru_cache(maxsize=1024)
-def _null_unit(shape: tuple[int, ...], grad: bool, dtype: torch.dtype) -> OpInstance:
-    """An identity at ``shape``: the timing harness's own overhead."""
-    return make_instance("null", "null", nn.Identity(), shape, grad, dtype)
-
-
-def _null_optimizer_unit() -> OpInstance:
-    """A one-element linear layer: its AdamW step is the optimizer call's fixed overhead."""
-    with torch.device("meta"):
-        module = nn.Linear(1, 1, bias=False)
-    return make_instance("null-optimizer", "null", module, (1, 1), False, torch.float32)
-
-
-def _meta_supernet(space: SearchSpace) -> Supernet:
-    try:
-        with torch.device("meta"):
-            return space.supernet()
-    except Exception:  # an init that needs real data: build on CPU, then drop the data
-        return space.supernet().to("meta")
-
-
 class CostModel:
     """Predicts a path's training-step seconds on one device from measured op latencies.
 
     Use ``CostModel.for_space(...)``, then ``fit()`` once (it measures only what the table
-    lacks), then ``predict_step_seconds(arch)`` for each candidate.
+    lacks), then ``predict_step_seconds(arch)`` for each candidate. A model is meant for
+    one thread: its shape pass briefly patches the ``meta`` supernet it owns.
 
     Args:
         space: The search space.
@@ -112,7 +90,7 @@ class CostModel:
         *,
         input_dtype: torch.dtype = torch.float32,
         measure_missing: bool = True,
-        rounds: int = 5,
+        rounds: int = 10,
         iters: int = 3,
         seed: int = 0,
     ) -> None:
@@ -128,11 +106,12 @@ class CostModel:
         self.fingerprint = DeviceFingerprint.current(self.device, precision)
         self.precision = precision
         self.stats = CostStats()
-        self._supernet = _meta_supernet(space)
+        self._supernet = meta_supernet(space)
         self._tracer = PathTracer(self._supernet)
         self._units: OrderedDict[Arch, list[OpInstance]] = OrderedDict()
         self._timings: dict[str, OpTiming] = {}
-        self._null_opt = _null_optimizer_unit()
+        self._flops: dict[str, FlopCount] = {}
+        self._null_opt = null_optimizer_unit()
         self.calibration = table.load_calibration(self.fingerprint, self.context_key)
 
     @classmethod
@@ -182,7 +161,8 @@ class CostModel:
     def batch_shape(self) -> tuple[int, ...]:
         return (self.batch_size, *self.input_shape)
 
-    def _path(self, arch: Mapping[str, Any]) -> Arch:
+    def path(self, arch: Mapping[str, Any]) -> Arch:
+        """The supernet path of ``arch`` (a path, or a full arch with hyper-parameters)."""
         if len(arch) == len(self.space.path_choices):
             return self.space.validate(arch, path_only=True)
         return self.space.path(arch)
@@ -190,11 +170,11 @@ class CostModel:
     def network(self, arch: Mapping[str, Any]) -> nn.Module:
         """The stand-alone network of ``arch`` on the ``meta`` device (shapes only)."""
         with torch.device("meta"):
-            return self._supernet.extract(self._path(arch))
+            return self._supernet.extract(self.path(arch))
 
     def units(self, arch: Mapping[str, Any]) -> list[OpInstance]:
         """The op instances a training step of ``arch`` runs, in execution order."""
-        path = self._path(arch)
+        path = self.path(arch)
         if path in self._units:
             self._units.move_to_end(path)
             return self._units[path]
@@ -207,7 +187,7 @@ class CostModel:
     def _with_nulls(self, units: Iterable[OpInstance]) -> list[OpInstance]:
         out = {u.key: u for u in units}
         for u in list(out.values()):
-            null = _null_unit(u.input_shape, u.input_requires_grad, u.input_dtype)
+            null = null_unit(u.input_shape, u.input_requires_grad, u.input_dtype)
             out.setdefault(null.key, null)
         out.setdefault(self._null_opt.key, self._null_opt)
         return list(out.values())
@@ -238,19 +218,13 @@ class CostModel:
         )
         rows = {}
         for u in missing:
-            flops = count_flops(
-                u.module,
-                u.input_shape,
-                input_requires_grad=u.input_requires_grad,
-                input_dtype=u.input_dtype,
-            )
             t = measured[u.key]
             rows[u.key] = OpTiming(
                 t.fwd_bwd,
                 t.optimizer,
                 t.spread,
                 t.samples,
-                flops.total,
+                self._unit_flops(u).total,
                 count_params(u.module),
                 f"{u.name} in={list(u.input_shape)} grad={int(u.input_requires_grad)}: "
                 f"{u.module!r}"[:2000],
@@ -289,7 +263,7 @@ class CostModel:
         if unit.is_identity:
             return 0.0
         null = self._timings[
-            _null_unit(unit.input_shape, unit.input_requires_grad, unit.input_dtype).key
+            null_unit(unit.input_shape, unit.input_requires_grad, unit.input_dtype).key
         ]
         seconds = max(0.0, t.fwd_bwd - null.fwd_bwd)
         if t.params:
@@ -308,7 +282,7 @@ class CostModel:
     ) -> np.ndarray:
         """Measured training-step seconds of ``archs`` (fresh ``space.build`` networks),
         interleaved in rounds: an array ``(rounds, len(archs))`` of per-visit medians."""
-        paths = [self._path(a) for a in archs]
+        paths = [self.path(a) for a in archs]
         out_shape = self.network(paths[0])(
             torch.empty(self.batch_shape, device="meta", dtype=self.input_dtype)
         ).shape
@@ -363,13 +337,16 @@ class CostModel:
         self.table.store_calibration(self.fingerprint, self.context_key, self.calibration)
         return self.calibration
 
-    def fit(self, *, recalibrate: bool = False, n: int = 8) -> CostModel:
-        """Measure what the table lacks for this space, and calibrate unless a stored
-        calibration exists (or ``recalibrate``). Returns ``self``."""
+    def fit(
+        self, *, recalibrate: bool = False, n: int = 8, rounds: int = 3, iters: int = 3
+    ) -> CostModel:
+        """Measure what the table lacks for this space, and calibrate (``calibrate(n,
+        rounds=rounds, iters=iters)``) unless a stored calibration exists or
+        ``recalibrate`` is set. Returns ``self``."""
         self._timings.update(self.table.lookup(self.fingerprint))
         self.measure_space()
         if self.calibration is None or recalibrate:
-            self.calibrate(n=n)
+            self.calibrate(n=n, rounds=rounds, iters=iters)
         return self
 
     # ------------------------------------------------------------------ predictions
@@ -391,13 +368,26 @@ class CostModel:
         check_count("steps", steps, 0)
         return self.predict_step_seconds(arch) * steps
 
+    def _unit_flops(self, unit: OpInstance) -> FlopCount:
+        if unit.key not in self._flops:
+            self._flops[unit.key] = count_flops(
+                unit.module,
+                unit.input_shape,
+                input_requires_grad=unit.input_requires_grad,
+                input_dtype=unit.input_dtype,
+            )
+        return self._flops[unit.key]
+
     def flops(self, arch: Mapping[str, Any]) -> FlopCount:
-        """Forward and backward FLOPs of one training step of ``arch``."""
-        return count_flops(self.network(arch), self.batch_shape, input_dtype=self.input_dtype)
+        """Forward and backward FLOPs of one training step of ``arch``: the sum over its op
+        instances (each counted once per process), which equals counting the whole
+        network since containers add no matrix products."""
+        counts = [self._unit_flops(u) for u in self.units(arch)]
+        return FlopCount(sum(c.forward for c in counts), sum(c.backward for c in counts))
 
     def params(self, arch: Mapping[str, Any]) -> int:
         """Trainable parameter elements of ``arch``'s stand-alone network."""
-        return count_params(self.network(arch))
+        return sum(count_params(u.module) for u in self.units(arch))
 
     def activation_bytes(self, arch: Mapping[str, Any]) -> int:
         """Estimated bytes of activations kept for the backward pass (see

@@ -204,8 +204,9 @@ class LatencyTable:
             from sqlalchemy.dialects.postgresql import insert
         else:
             from sqlalchemy.dialects.sqlite import insert
-        result = session.execute(insert(table).on_conflict_do_nothing(), rows)
-        return max(0, result.rowcount or 0)
+        key = next(iter(table.primary_key.columns))
+        stmt = insert(table).on_conflict_do_nothing().returning(key)
+        return len(session.execute(stmt, rows).all())
 
     def register(self, device: DeviceFingerprint) -> None:
         """Record a device fingerprint (idempotent)."""

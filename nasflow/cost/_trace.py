@@ -21,6 +21,7 @@ from torch.overrides import TorchFunctionMode
 
 from nasflow.cost._analytic import check_shape
 from nasflow.cost._units import OpInstance, _Node, make_instance, unit_nodes
+from nasflow.space import SearchSpace
 from nasflow.supernet import SuperModule, Supernet, call, extract_module
 
 #: Shape-preserving functions whose ``meta`` kernels run a slow Python decomposition.
@@ -90,6 +91,15 @@ class _Memo:
                 table[values] = result
                 return
         self._entries[key].append((labels, {values: result}))
+
+
+def meta_supernet(space: SearchSpace) -> Supernet:
+    """A space's supernet on the ``meta`` device (no memory for weights)."""
+    try:
+        with torch.device("meta"):
+            return space.supernet()
+    except Exception:  # an initialisation that needs real data: build, then drop the data
+        return space.supernet().to("meta")
 
 
 def _signature_of(x: torch.Tensor) -> tuple:

@@ -12,6 +12,7 @@ per-step overhead absorbs it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -109,3 +110,16 @@ def unit_nodes(root: nn.Module, prefix: str = "") -> list[_Node]:
     for child_name, child in root.named_children():
         nodes.extend(unit_nodes(child, f"{prefix}.{child_name}" if prefix else child_name))
     return nodes
+
+
+@functools.lru_cache(maxsize=1024)
+def null_unit(shape: tuple[int, ...], grad: bool, dtype: torch.dtype) -> OpInstance:
+    """An identity at ``shape``: what the timing harness costs by itself."""
+    return make_instance("null", "null", nn.Identity(), shape, grad, dtype)
+
+
+def null_optimizer_unit() -> OpInstance:
+    """A one-element linear layer: its AdamW step is the optimizer call's fixed overhead."""
+    with torch.device("meta"):
+        module = nn.Linear(1, 1, bias=False)
+    return make_instance("null-optimizer", "null", module, (1, 1), False, torch.float32)

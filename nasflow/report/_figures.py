@@ -53,11 +53,11 @@ def _fmt(v: float | None, spec: str) -> str:
     return "" if v is None else format(v, spec)
 
 
-def not_measured(title: str, why: str) -> go.Figure:
-    """A panel with no data, saying so: ``not measured`` and why."""
+def not_measured(title: str, why: str, label: str = "not measured") -> go.Figure:
+    """A panel with no data, saying so (``label``, ``not measured`` by default) and why."""
     fig = go.Figure()
     fig.add_annotation(
-        text="<b>not measured</b>",
+        text=f"<b>{html.escape(label)}</b>",
         x=0.5,
         y=0.6,
         xref="paper",
@@ -298,19 +298,30 @@ def plot_costmodel(data: CostModelData) -> go.Figure:
 
 
 def plot_stack(data: StackData) -> go.Figure:
-    """The speedup-multiplier waterfall (log scale), or a "not measured" panel."""
+    """The speedup-multiplier waterfall (log scale), or a labelled empty panel."""
     title = "Speedup stack: measured multipliers"
-    if not data.measured or not data.layers:
+    if not data.measured:
         return not_measured(
             title,
             "No speedup-stack measurement is stored with this study (study user attribute "
             "nasflow:stack). nasflow shows only multipliers measured on this workload, never "
             "an assumed one.",
         )
-    names = [x.name for x in data.layers] + ["product of layers"]
-    measure = ["relative"] * len(data.layers) + ["total"]
-    y = [math.log(x.alone) for x in data.layers] + [0.0]
-    text = [f"x{x.alone:.2f}" for x in data.layers] + [f"x{data.product:.2f}"]
+    if not data.layers:
+        return not_measured(
+            title,
+            f"The stack was measured against {data.baseline} ({data.device}) and no layer is "
+            "in it: training ran as the baseline.",
+            label="no layer kept",
+        )
+    layers = data.measured_layers
+    unmeasured = [x.name for x in data.layers if x.alone is None]
+    if not layers:
+        return not_measured(title, f"No layer has its own measurement: {', '.join(unmeasured)}.")
+    names = [x.name for x in layers] + ["product of layers"]
+    measure = ["relative"] * len(layers) + ["total"]
+    y = [math.log(x.alone) for x in layers if x.alone is not None] + [0.0]
+    text = [f"x{x.alone:.2f}" for x in layers] + [f"x{data.product:.2f}"]
     if data.end_to_end is not None and data.interaction is not None:
         names += ["interaction", "measured end-to-end"]
         measure += ["relative", "total"]
@@ -321,7 +332,7 @@ def plot_stack(data: StackData) -> go.Figure:
             x=names, y=y, measure=measure, text=text, textposition="outside", name="multiplier"
         )
     )
-    cum = [(x.name, x.cumulative) for x in data.layers if x.cumulative is not None]
+    cum = [(x.name, x.cumulative) for x in layers if x.cumulative is not None]
     if cum:
         fig.add_trace(
             go.Scatter(
@@ -346,19 +357,36 @@ def plot_stack(data: StackData) -> go.Figure:
         f"product x{data.product:.2f} against the measured end-to-end {e2e}; the difference "
         "is the interaction between layers."
     )
+    if unmeasured:
+        caption += (
+            f" Not measured alone, left out (so no interaction is shown): {', '.join(unmeasured)}."
+        )
     return _layout(fig, title, caption)
+
+
+def table_cells(data: ParetoTable) -> tuple[list[str], list[list[str]]]:
+    """Header and rows (as text, the architecture last) of the Pareto table.
+
+    The objectives come first; predicted cost and parameters follow unless they are
+    objectives already, then the phase-3 results.
+    """
+    header = ["trial", *data.objectives]
+    extra_cost, extra_params = "train_cost" not in data.objectives, "params" not in data.objectives
+    header += ["predicted cost (s)"] * extra_cost + ["params"] * extra_params
+    header += ["test accuracy", "measured cost (s)", "arch"]
+    rows = []
+    for r in data.rows:
+        row = [str(r.number), *(f"{v:.4g}" for v in r.values)]
+        row += [_fmt(r.train_cost, ".3g")] * extra_cost + [_fmt(r.params, ",")] * extra_params
+        row += [_fmt(r.test_accuracy, ".4f"), _fmt(r.measured_train_cost, ".3g"), r.arch]
+        rows.append(row)
+    return header, rows
 
 
 def plot_pareto_table(data: ParetoTable) -> go.Figure:
     """The Pareto set as a plotly table (the HTML report uses a plain table instead)."""
-    title = "Pareto set"
-    header = ["trial", *data.objectives, "params", "test acc", "measured cost s", "arch"]
-    cols: list[list[str]] = [[str(r.number) for r in data.rows]]
-    for j in range(len(data.objectives)):
-        cols.append([f"{r.values[j]:.4g}" for r in data.rows])
-    cols.append([_fmt(r.params, ",") for r in data.rows])
-    cols.append([_fmt(r.test_accuracy, ".4f") for r in data.rows])
-    cols.append([_fmt(r.measured_train_cost, ".3g") for r in data.rows])
-    cols.append([html.escape(r.arch) for r in data.rows])
+    header, rows = table_cells(data)
+    cols = [[html.escape(row[j]) for row in rows] for j in range(len(header))]
     fig = go.Figure(go.Table(header={"values": header}, cells={"values": cols, "align": "left"}))
-    return _layout(fig, title, "Non-dominated completed trials over the study's objectives.")
+    caption = "Non-dominated completed trials over the study's objectives."
+    return _layout(fig, "Pareto set", caption)

@@ -13,7 +13,7 @@ import optuna
 from optuna.trial import TrialState
 
 import nasflow
-from nasflow.report._figures import _fmt
+from nasflow.report._figures import table_cells
 from nasflow.report._report import ReportData, ReportFigure, report_data, report_figures
 from nasflow.report._study import objective_names
 from nasflow.report._trials import ParetoTable
@@ -38,18 +38,15 @@ td.arch, th.arch { text-align: left; font-family: ui-monospace, monospace; }
 
 
 def _table_html(table: ParetoTable) -> str:
-    heads = ["trial", *table.objectives, "params", "test accuracy", "measured cost (s)"]
-    cells = "".join(f"<th>{html.escape(h)}</th>" for h in heads) + '<th class="arch">arch</th>'
-    rows = [f"<tr>{cells}</tr>"]
-    for r in table.rows:
-        tds = [str(r.number), *(f"{v:.4g}" for v in r.values)]
-        tds += [_fmt(r.params, ","), _fmt(r.test_accuracy, ".4f")]
-        tds.append(_fmt(r.measured_train_cost, ".3g"))
-        row = "".join(f"<td>{html.escape(t)}</td>" for t in tds)
-        rows.append(f'<tr>{row}<td class="arch">{html.escape(r.arch)}</td></tr>')
-    if not table.rows:
-        rows.append(f'<tr><td colspan="{len(heads) + 1}">no completed trial yet</td></tr>')
-    return '<table id="nasflow-pareto-table">' + "".join(rows) + "</table>"
+    header, rows = table_cells(table)
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in header[:-1])
+    lines = [f'<tr>{cells}<th class="arch">arch</th></tr>']
+    for row in rows:
+        tds = "".join(f"<td>{html.escape(t)}</td>" for t in row[:-1])
+        lines.append(f'<tr>{tds}<td class="arch">{html.escape(row[-1])}</td></tr>')
+    if not rows:
+        lines.append(f'<tr><td colspan="{len(header)}">no completed trial yet</td></tr>')
+    return '<table id="nasflow-pareto-table">' + "".join(lines) + "</table>"
 
 
 def _meta_html(study: optuna.Study, storage_label: str) -> str:

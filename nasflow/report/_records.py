@@ -139,16 +139,17 @@ def costmodel_data(study: optuna.Study) -> CostModelData:
 
 # ---------------------------------------------------------------------- speedup stack
 class StackLayer(NamedTuple):
-    """One measured layer of the speedup stack.
+    """One layer of the speedup stack.
 
     Attributes:
         name: What the layer is (``"bf16 autocast"``).
-        alone: Baseline cost / cost with only this layer on, same work, same run.
+        alone: Baseline cost / cost with only this layer on, same work, same run; ``None``
+            when it was not measured.
         cumulative: Baseline cost / cost with this and every earlier layer on, or ``None``.
     """
 
     name: str
-    alone: float
+    alone: float | None
     cumulative: float | None
 
 
@@ -170,14 +171,23 @@ class StackData(NamedTuple):
     end_to_end: float | None
 
     @property
+    def measured_layers(self) -> list[StackLayer]:
+        """The layers with an ``alone`` multiplier."""
+        return [x for x in self.layers if x.alone is not None]
+
+    @property
     def product(self) -> float | None:
-        """Product of the layers' individual (``alone``) multipliers."""
-        return math.prod(x.alone for x in self.layers) if self.layers else None
+        """Product of the measured layers' individual (``alone``) multipliers."""
+        alone = [x.alone for x in self.measured_layers if x.alone is not None]
+        return math.prod(alone) if alone else None
 
     @property
     def interaction(self) -> float | None:
-        """``end_to_end / product``: 1 when layers compound independently."""
+        """``end_to_end / product``: 1 when layers compound independently; ``None`` unless
+        the end-to-end figure and every layer's own multiplier were measured."""
         if self.end_to_end is None or self.product is None:
+            return None
+        if len(self.measured_layers) != len(self.layers):
             return None
         return self.end_to_end / self.product
 
@@ -204,8 +214,9 @@ def stack_data(study: optuna.Study) -> StackData:
          "end_to_end": 1.31}                # whole stack vs baseline; null if not measured
 
     A multiplier is baseline cost / cost with the layer on the same work, measured in the
-    same run. Without the record nothing is drawn but a "not measured" panel: no number is
-    ever made up.
+    same run; ``null`` means not measured (such a layer is named, never drawn, and no
+    interaction is computed). Other keys are ignored. Without the record nothing is drawn
+    but a "not measured" panel: no number is ever made up.
 
     Raises:
         ValueError: A malformed record, naming the bad value.
@@ -219,11 +230,11 @@ def stack_data(study: optuna.Study) -> StackData:
     for i, layer in enumerate(rec["layers"]):
         if not isinstance(layer, dict) or not isinstance(layer.get("name"), str):
             raise ValueError(f"{STACK_ATTR}: layer {i} must have a string 'name', got {layer!r}")
-        cum = layer.get("cumulative")
+        alone, cum = layer.get("alone"), layer.get("cumulative")
         layers.append(
             StackLayer(
                 layer["name"],
-                _multiplier(layer.get("alone"), f"layer {layer['name']!r} 'alone'"),
+                None if alone is None else _multiplier(alone, f"layer {layer['name']!r} 'alone'"),
                 None if cum is None else _multiplier(cum, f"layer {layer['name']!r} 'cumulative'"),
             )
         )

@@ -100,8 +100,6 @@ def report_figures(data: ReportData) -> list[ReportFigure]:
         ReportFigure("budget", plot_budget(data.budget), bool(data.budget.numbers)),
         ReportFigure("fairness", plot_fairness(data.fairness), bool(data.fairness.labels)),
         ReportFigure("costmodel", plot_costmodel(data.costmodel), bool(data.costmodel.points)),
-        ReportFigure(
-            "stack", plot_stack(data.stack), data.stack.measured and bool(data.stack.layers)
-        ),
+        ReportFigure("stack", plot_stack(data.stack), bool(data.stack.measured_layers)),
         ReportFigure("table", plot_pareto_table(data.table), bool(data.table.rows)),
     ]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from importlib import import_module
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import NamedTuple
 
@@ -14,7 +12,7 @@ import optuna
 
 from nasflow.search import arch_summary
 from nasflow.search._storage import StorageSpec, check_reachable, open_storage, resolve_storage
-from nasflow.space import Arch, SearchSpace
+from nasflow.space import Arch, SearchSpace, rebuild_space
 
 #: ``summarize(arch_json) -> str``: the one-line view of an architecture shown on hover.
 Summarizer = Callable[[str], str]
@@ -57,21 +55,20 @@ def load_stored_study(
     return StoredStudy(optuna.load_study(study_name=name, storage=store), store, spec)
 
 
-def _registered_space(study: optuna.Study) -> SearchSpace | None:
-    """The study's space rebuilt from the registry with its default arguments, if that
-    gives the recorded fingerprint; ``None`` otherwise (a custom or resized space)."""
-    name = study.user_attrs.get("nasflow:space")
-    targets = {ep.name: ep.value for ep in entry_points(group="nasflow.spaces")}
-    if name not in targets:
+def _stored_space(study: optuna.Study) -> SearchSpace | None:
+    """The study's space re-created from the registry and its recorded ``config``
+    (``nasflow:space_config``; the default space without one), if that gives the recorded
+    fingerprint; ``None`` otherwise (an unregistered or changed space)."""
+    attrs = study.user_attrs
+    name, fingerprint = attrs.get("nasflow:space"), attrs.get("nasflow:fingerprint")
+    if not isinstance(name, str) or not isinstance(fingerprint, str):
         return None
-    module, _, attr = targets[name].partition(":")
+    raw = attrs.get("nasflow:space_config")
     try:
-        space = getattr(import_module(module), attr)()
-    except Exception:  # an optional space whose extra is missing: fall back, never fail
+        config = json.loads(raw) if isinstance(raw, str) else None
+        return rebuild_space(name, config, fingerprint)
+    except Exception:  # summaries are cosmetic: fall back, never fail the report
         return None
-    if not isinstance(space, SearchSpace):
-        return None
-    return space if space.fingerprint() == study.user_attrs.get("nasflow:fingerprint") else None
 
 
 def generic_summary(arch_json: str) -> str:
@@ -92,9 +89,8 @@ def summarizer(study: optuna.Study, space: SearchSpace | None = None) -> Summari
 
     Args:
         study: The study (its ``nasflow:space`` and ``nasflow:fingerprint`` records).
-        space: The study's space, when the caller has it; else the registered space of that
-            name is used if its default arguments give the recorded fingerprint, else
-            :func:`generic_summary`.
+        space: The study's space, when the caller has it; else it is re-created from the
+            registry and the study's records, else :func:`generic_summary` is used.
 
     Raises:
         ReportError: ``space`` is not the space the study was created with.
@@ -105,7 +101,7 @@ def summarizer(study: optuna.Study, space: SearchSpace | None = None) -> Summari
             f"space {space.name!r} has fingerprint {space.fingerprint()!r}, but study "
             f"{study.study_name!r} was created with {recorded!r}"
         )
-    space = space or _registered_space(study)
+    space = space or _stored_space(study)
     if space is None:
         return generic_summary
 

@@ -156,9 +156,7 @@ class CandidateScorer:
         if self.log is not None:
             self.log(msg)
 
-    def _score(
-        self, trial: optuna.Trial, arch: Arch, folder: Path | None
-    ) -> float | list[float]:
+    def _score(self, trial: optuna.Trial, arch: Arch, folder: Path | None) -> float | list[float]:
         spec = self.spec
         net = self.supernet.extract(spec.space.path(arch)).to(self.device)
         params = count_params(net)

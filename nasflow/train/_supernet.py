@@ -142,7 +142,6 @@ class SupernetConfig:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
 
 
-
 @dataclass
 class SupernetResult:
     """What supernet training produced.

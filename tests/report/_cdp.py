@@ -70,6 +70,7 @@ class Browser:
         port = int(port_file.read_text().split()[0])
         targets = self._get_json(f"http://127.0.0.1:{port}/json/list", deadline)
         page = next(t for t in targets if t.get("type") == "page")
+        self.timeout = timeout
         self.ws = websocket.create_connection(
             page["webSocketDebuggerUrl"], timeout=timeout, suppress_origin=True
         )
@@ -108,13 +109,16 @@ class Browser:
         deadline = time.monotonic() + timeout
         if any(e["method"] == method for e in self.events):
             return
-        while time.monotonic() < deadline:
-            self.ws.settimeout(max(0.1, deadline - time.monotonic()))
-            msg = json.loads(self.ws.recv())
-            if "method" in msg:
-                self.events.append(msg)
-                if msg["method"] == method:
-                    return
+        try:
+            while time.monotonic() < deadline:
+                self.ws.settimeout(max(0.1, deadline - time.monotonic()))
+                msg = json.loads(self.ws.recv())
+                if "method" in msg:
+                    self.events.append(msg)
+                    if msg["method"] == method:
+                        return
+        finally:
+            self.ws.settimeout(self.timeout)
         raise TimeoutError(f"no {method} within {timeout}s")
 
     def open(self, url: str, timeout: float = 60.0) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from nasflow.report import (
@@ -27,6 +29,7 @@ from nasflow.report._trials import (
     SKIPPED,
 )
 from nasflow.sampling import FairSampler, UniformSampler
+from nasflow.search import arch_summary
 from nasflow.space import Arch
 from nasflow.train._supernet import OpCounter
 from search_spaces.mnist1d import MNIST1DSpace
@@ -211,17 +214,27 @@ def test_summaries_use_the_space_when_it_matches_and_refuse_another() -> None:
         [],
         user_attrs={"nasflow:space": space.name, "nasflow:fingerprint": space.fingerprint()},
     )
-    from nasflow.search import arch_summary
-
     # The registered default space has the recorded fingerprint: its own summary is used.
     assert summarizer(study)(arch.to_json()) == arch_summary(space, arch)
     other = MNIST1DSpace(base_channels=8)
     with pytest.raises(ReportError, match=other.fingerprint()):
         summarizer(study, other)
-    resized = make_study(
+    # A space built with arguments is re-created from its recorded config.
+    small = MNIST1DSpace(base_channels=8, layers_per_stage=1, ops=("k3_e2", "skip"))
+    recorded = make_study(
+        [],
+        user_attrs={
+            "nasflow:space": small.name,
+            "nasflow:fingerprint": small.fingerprint(),
+            "nasflow:space_config": json.dumps(small.config),
+        },
+    )
+    arch = small.sample(1)
+    assert summarizer(recorded)(arch.to_json()) == arch_summary(small, arch)
+    changed = make_study(
         [], user_attrs={"nasflow:space": "mnist1d", "nasflow:fingerprint": "0" * 16}
     )
-    assert summarizer(resized) is generic_summary
+    assert summarizer(changed) is generic_summary
 
 
 def test_generic_summary_lists_ops_then_numbers() -> None:

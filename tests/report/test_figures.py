@@ -7,6 +7,7 @@ import re
 
 from nasflow.report import (
     fairness_data,
+    pareto_table,
     plot_fairness,
     plot_stack,
     plot_tradeoff,
@@ -15,6 +16,7 @@ from nasflow.report import (
     stack_data,
     tradeoff_data,
 )
+from nasflow.report._figures import table_cells
 from tests.report._studies import arch_json, make_study, mixed_study
 
 
@@ -54,6 +56,28 @@ def test_stack_without_measurements_is_a_labelled_empty_panel() -> None:
     text = _texts(fig)
     assert "not measured" in text and "nasflow:stack" in text
     assert not re.search(r"x\d", text)  # no multiplier of any kind
+
+
+def test_a_measured_stack_without_layers_says_none_was_kept() -> None:
+    record = {"baseline": "fp32 eager", "device": "cpu", "layers": [], "end_to_end": None}
+    fig = plot_stack(stack_data(make_study([], user_attrs={"nasflow:stack": record})))
+    text = _texts(fig)
+    assert len(fig.data) == 0 and "no layer kept" in text and "not measured" not in text
+    assert not re.search(r"x\d", text)
+
+
+def test_a_layer_without_its_own_measurement_is_named_not_drawn() -> None:
+    record = {
+        "baseline": "fp32 eager",
+        "device": "cpu",
+        "layers": [{"name": "a", "alone": 1.5}, {"name": "b", "alone": None}],
+        "end_to_end": 2.4,
+    }
+    data = stack_data(make_study([], user_attrs={"nasflow:stack": record}))
+    assert data.product == 1.5 and data.interaction is None
+    fig = plot_stack(data)
+    assert list(fig.data[0].x) == ["a", "product of layers"]
+    assert "Not measured alone, left out" in _texts(fig) and ": b." in _texts(fig)
 
 
 def test_stack_waterfall_compounds_layers_and_shows_the_interaction() -> None:
@@ -122,3 +146,31 @@ def test_params_axis_is_logarithmic_only_for_wide_ranges() -> None:
     narrow = plot_tradeoff(tradeoff_data(study([300, 900]), "params"), "t")
     wide = plot_tradeoff(tradeoff_data(study([300, 90_000]), "params"), "t")
     assert narrow.layout.xaxis.type == "linear" and wide.layout.xaxis.type == "log"
+
+
+ARCH = arch_json(["k5", "k5"])
+
+
+def test_table_adds_cost_and_params_only_when_they_are_not_objectives() -> None:
+    cost_study = make_study(
+        [{"values": [0.5, 2.0], "attrs": {"train_cost": 2.0, "params": 950, "arch": ARCH}}],
+        user_attrs={"nasflow:objectives": '["accuracy", "train_cost"]'},
+    )
+    header, rows = table_cells(pareto_table(cost_study))
+    assert header == [
+        "trial",
+        "accuracy",
+        "train_cost",
+        "params",
+        "test accuracy",
+        "measured cost (s)",
+        "arch",
+    ]
+    assert rows[0] == ["0", "0.5", "2", "950", "", "", "k5 k5 width=1"]
+    params_study = make_study(
+        [{"values": [0.5, 100.0], "attrs": {"train_cost": 2.0, "params": 100}}],
+        user_attrs={"nasflow:objectives": '["accuracy", "params"]'},
+    )
+    header, rows = table_cells(pareto_table(params_study))
+    assert header[:4] == ["trial", "accuracy", "params", "predicted cost (s)"]
+    assert rows[0][:4] == ["0", "0.5", "100", "2"]

@@ -17,7 +17,7 @@ from nasflow.search import StudyRunner, load_study_file
 #: A study file whose space is user code: a shared linear head whose stand-alone form
 #: depends on the "head" choice ("huge" carries an 8 GiB scratch buffer, "bug" raises in
 #: forward), and a fine-tuning learning rate that may diverge.
-STUDY = '''
+STUDY = """
 import copy
 
 import torch
@@ -89,7 +89,7 @@ study = StudySpec(
     sampler="random",
     catch={catch},
 )
-'''
+"""
 
 
 @contextlib.contextmanager

@@ -54,7 +54,14 @@ def test_eight_workers_run_160_trials_with_unique_gap_free_numbers(
     t0 = time.perf_counter()
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(WORKER), postgres_url, unique_name, str(TRIALS)],
+            [
+                sys.executable,
+                "-c",
+                textwrap.dedent(WORKER),
+                postgres_url,
+                unique_name,
+                str(TRIALS),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -17,6 +17,8 @@ from nasflow.train.stack import (
     Schedule,
     Stack,
     adaptive_k,
+    largest_micro_batch,
+    measured_step_bytes,
     schedule_factor,
 )
 from nasflow.train.stack._measure import ActivationMeter
@@ -138,7 +140,10 @@ def test_clipping_bounds_the_update() -> None:
     step = Stack(clip_norm=1e-3).build(net, torch.optim.SGD(net.parameters(), lr=1.0))
     step(*_batch())
     moved = math.sqrt(
-        sum(float((p.detach() - b).pow(2).sum()) for p, b in zip(net.parameters(), before, strict=True))
+        sum(
+            float((p.detach() - b).pow(2).sum())
+            for p, b in zip(net.parameters(), before, strict=True)
+        )
     )
     assert 0 < moved <= 1e-3 * (1 + 1e-5)
 
@@ -235,7 +240,7 @@ def test_non_finite_loss_raises_and_leaves_the_weights() -> None:
 
 def test_fp16_is_refused_on_cpu() -> None:
     net = _plain_net()
-    with pytest.raises(ValueError, match="fp16.*cpu"):
+    with pytest.raises(ValueError, match=r"fp16.*cpu"):
         Stack(amp="fp16").build(net, torch.optim.SGD(net.parameters(), 0.1), "cpu")
 
 
@@ -249,6 +254,7 @@ def test_fp16_is_refused_on_cpu() -> None:
         ({"clip_norm": -1.0}, "-1.0"),
         ({"k_max": 0}, "0"),
         ({"micro_batch": 0}, "0"),
+        ({"threads": 0}, "0"),
         ({"noise_target": float("inf")}, "inf"),
     ],
 )
@@ -268,7 +274,35 @@ def test_enabled_layers_and_round_trip() -> None:
         Stack.from_dict({"turbo": True})
     assert [type(x).__name__ for x in s.layers()] == [
         "FlushDenormal",
+        "Threads",
         "MixedPrecision",
         "Checkpointing",
         "Compile",
     ]
+
+
+def test_threads_and_denormal_layers_hold_only_during_the_step() -> None:
+    net = _plain_net()
+    seen = []
+    net.register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    want = 1 if before > 1 else 2
+    step = Stack(threads=want, denormal=True).build(net, torch.optim.SGD(net.parameters(), 0.1))
+    step(*_batch())
+    assert seen == [want] and torch.get_num_threads() == before
+    assert torch.tensor([1e-40]).mul(1.0).item() != 0.0  # denormals are back on
+
+
+def test_memory_fit_picks_the_largest_micro_batch_within_budget() -> None:
+    assert largest_micro_batch(64, 1000.0, lambda m: 100.0 + 10.0 * m) == 64
+    assert largest_micro_batch(64, 500.0, lambda m: 100.0 + 10.0 * m) == 40
+    with pytest.raises(ValueError, match="one sample"):
+        largest_micro_batch(64, 50.0, lambda m: 100.0 + 10.0 * m)
+    with pytest.raises(ValueError, match="-1"):
+        largest_micro_batch(64, -1, lambda m: 1.0)
+    net = _plain_net()
+    x, y = _batch(1)
+    bytes_for = measured_step_bytes(net, x[0], y[0])
+    assert bytes_for(1) < bytes_for(8) < bytes_for(32)
+    m = largest_micro_batch(32, bytes_for(10), bytes_for)
+    assert m == 10 and Stack(micro_batch=m).micro_batch == 10

@@ -19,7 +19,9 @@ from search_spaces.mnist1d import MNIST1DSpace
 
 
 def _space() -> MNIST1DSpace:
-    return MNIST1DSpace(base_channels=4, layers_per_stage=1, ops=("k3_e2", "skip"), widths=(0.5, 1.0))
+    return MNIST1DSpace(
+        base_channels=4, layers_per_stage=1, ops=("k3_e2", "skip"), widths=(0.5, 1.0)
+    )
 
 
 def _batch(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -93,3 +95,11 @@ def test_inductor_on_cpu_needs_a_cpp_compiler(monkeypatch: pytest.MonkeyPatch) -
 def test_unknown_backend_is_refused() -> None:
     with pytest.raises(ValueError, match="warp-drive"):
         CompileCounter("warp-drive")
+
+
+def test_compile_with_checkpointing_is_refused_for_a_supernet() -> None:
+    supernet = _space().supernet()
+    with pytest.raises(ValueError, match="Supernet"):
+        Stack(compile=True, checkpointing=True, compile_backend="eager").build(
+            supernet, torch.optim.SGD(supernet.parameters(), lr=0.1)
+        )

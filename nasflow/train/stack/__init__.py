@@ -34,7 +34,8 @@ from nasflow.train.stack._ddp import (
     launch,
     shard,
 )
-from nasflow.train.stack._precision import FlushDenormal, MixedPrecision
+from nasflow.train.stack._gate import largest_micro_batch, measured_step_bytes
+from nasflow.train.stack._precision import FlushDenormal, MixedPrecision, Threads
 from nasflow.train.stack._step import StackStep
 
 __all__ = [
@@ -53,12 +54,15 @@ __all__ = [
     "Stack",
     "StackLayer",
     "StackStep",
+    "Threads",
     "adaptive_k",
     "broadcast_module",
     "ddp_supernet_step",
     "init_from_env",
     "is_rank_zero",
+    "largest_micro_batch",
     "launch",
+    "measured_step_bytes",
     "schedule_factor",
     "shard",
 ]

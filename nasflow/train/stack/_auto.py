@@ -35,7 +35,7 @@ from nasflow.train.stack._measure import environment
 
 #: Layers "auto" considers. Activation checkpointing is a memory layer (it always costs
 #: time), so it is switched on by the memory fit, never by a speed calibration.
-AUTO_LAYERS: tuple[str, ...] = ("amp", "accumulation", "denormal", "compile")
+AUTO_LAYERS: tuple[str, ...] = ("amp", "accumulation", "denormal", "threads", "compile")
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def auto_stack(
     acc_noise = abs((noise or {}).get("accuracy_delta") or 0.0)
     allowed = max(tolerance, acc_noise)
     decided = [
-        _decide(rows.get(n), n, rows[BASELINE], planned_batches, min_gain, allowed)
+        decide_layer(rows.get(n), n, rows[BASELINE], planned_batches, min_gain, allowed)
         for n in candidates
     ]
     kept = [d["name"] for d in decided if d["kept"]]
@@ -166,14 +166,7 @@ def auto_stack(
         if len(kept) > 1:
             trial.update({n: base.with_layers([n], **settings) for n in kept})
         second = _measure(trial, make_model, train, val, cfg, device, log)
-        best = (1.0, BASELINE)
-        for name, row in second.items():
-            if name in (BASELINE, REPLICA) or row.get("error"):
-                continue
-            m = _amortized(row, second[BASELINE], planned_batches)
-            if m is not None and m >= min_gain and m > best[0]:
-                best = (m, name)
-        final_name = best[1]
+        final_name = choose_final(second, min_gain, planned_batches)
         final_row = second.get(final_name) if final_name != BASELINE else None
     chosen = [] if final_name == BASELINE else final_name.split("+")
     stack = base.with_layers(chosen, **settings) if chosen else base
@@ -209,7 +202,23 @@ def auto_stack(
     return AutoResult(stack, record)
 
 
-def _decide(
+def choose_final(rows: dict[str, dict[str, Any]], min_gain: float, planned: int | None) -> str:
+    """The fastest variant of a run whose multiplier clears ``min_gain``, else the baseline.
+
+    Multipliers are measured against the baseline of the same run, so the choice is never
+    slower than that baseline as measured there.
+    """
+    best, best_name = 1.0, BASELINE
+    for name, row in rows.items():
+        if name in (BASELINE, REPLICA) or row.get("error"):
+            continue
+        m = _amortized(row, rows[BASELINE], planned)
+        if m is not None and m >= min_gain and m > best:
+            best, best_name = m, name
+    return best_name
+
+
+def decide_layer(
     row: dict[str, Any] | None,
     name: str,
     base: dict[str, Any],

@@ -1,4 +1,8 @@
-"""``nasflow bench-stack``: measure the speedup stack on a candidate of a registered space."""
+"""``nasflow bench-stack``: measure the speedup stack on a candidate of a registered space.
+
+The command's options are declared in ``nasflow.cli`` (so that parsing the command line
+does not import torch); ``run`` takes the parsed namespace.
+"""
 
 from __future__ import annotations
 
@@ -40,30 +44,6 @@ QUICK_ARCH = {
 }
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``nasflow bench-stack`` (and ``benchmarks/stack.py``)."""
-    p.add_argument("--space", default="mnist1d", help="registered space (default mnist1d)")
-    p.add_argument("--arch", help="candidate as JSON (default: a mid-sized mnist1d candidate)")
-    p.add_argument("--quick", action="store_true", help="seconds-long smoke run (CI)")
-    p.add_argument("--epochs", type=int, help="training epochs per variant (default 3)")
-    p.add_argument("--batch-size", type=int, help="default 64 (32 with --quick)")
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--target", type=float, default=0.9, help="validation accuracy target")
-    p.add_argument("--chunk", type=int, help="batches per variant per turn (default 8)")
-    p.add_argument(
-        "--layers", default=",".join(LAYERS), help=f"comma-separated, in cumulative order {LAYERS}"
-    )
-    p.add_argument("--amp", default=None, choices=("bf16", "fp16"), help="default bf16")
-    p.add_argument("--accumulation", type=int, default=2, help="k of the accumulation layer")
-    p.add_argument("--compile-backend", help="default inductor (eager with --quick)")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", dest="json_path", help="write the full result as JSON here")
-    p.add_argument("--figure", help="write the waterfall as a self-contained HTML file here")
-    p.add_argument("--overhead", action="store_true", help="also time the trainer overhead")
-    p.add_argument("--auto", action="store_true", help="run the stack='auto' calibration")
-
-
 def _space(name: str) -> SearchSpace:
     spaces = {ep.name: ep.value for ep in entry_points(group="nasflow.spaces")}
     if name not in spaces:
@@ -95,11 +75,12 @@ def _settings(args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
 
 
 def _check(args: argparse.Namespace) -> list[str]:
-    layers = [x.strip() for x in args.layers.split(",") if x.strip()]
+    raw = args.layers if args.layers is not None else ",".join(LAYERS)
+    layers = [x.strip() for x in raw.split(",") if x.strip()]
     bad = [x for x in layers if x not in LAYERS]
-    if bad or not layers:
-        raise ValueError(f"--layers must name layers from {LAYERS}, got {args.layers!r}")
-    for name in ("epochs", "chunk", "batch_size", "accumulation"):
+    if bad or not layers or len(set(layers)) != len(layers):
+        raise ValueError(f"--layers must name distinct layers from {LAYERS}, got {raw!r}")
+    for name in ("epochs", "batch_size", "accumulation"):
         v = getattr(args, name)
         if v is not None and v < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
@@ -130,8 +111,8 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
     from nasflow.train.stack._overhead import format_overhead, trainer_overhead
 
     layers = _check(args)
-    device = torch.device(args.device)
-    space = _space(args.space)
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    space = _space(getattr(args, "space", "mnist1d"))
     if args.arch:
         arch = space.validate(Arch.from_json(args.arch))
     elif space.name == "mnist1d" and set(DEFAULT_ARCH) == {c.label for c in space.choices}:
@@ -149,8 +130,7 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
     base = Stack(compile_backend=backend)
     cfg = RunConfig(
         epochs=args.epochs or (1 if args.quick else 3),
-        lr=args.lr,
-        chunk=args.chunk or (2 if args.quick else 8),
+        chunk=2 if args.quick else 8,
         target_accuracy=args.target,
         seed=args.seed,
     )

@@ -15,7 +15,7 @@ from torch import nn
 from nasflow.train.stack._base import StackLayer
 from nasflow.train.stack._checkpointing import Checkpointing
 from nasflow.train.stack._compile import Compile
-from nasflow.train.stack._precision import AMP_DTYPES, FlushDenormal, MixedPrecision
+from nasflow.train.stack._precision import AMP_DTYPES, FlushDenormal, MixedPrecision, Threads
 
 if TYPE_CHECKING:
     from nasflow.train.stack._accumulation import Schedule
@@ -24,7 +24,14 @@ if TYPE_CHECKING:
 
 #: Layer names, in the order the harness adds them cumulatively (compile last: it is the
 #: slowest to set up, so the fewest variants pay for it).
-LAYERS: tuple[str, ...] = ("amp", "accumulation", "denormal", "checkpointing", "compile")
+LAYERS: tuple[str, ...] = (
+    "amp",
+    "accumulation",
+    "denormal",
+    "threads",
+    "checkpointing",
+    "compile",
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,7 @@ class Stack:
         compile: ``torch.compile`` the network (per op block for a supernet).
         checkpointing: Activation checkpointing by segments.
         denormal: Flush denormal floats to zero during the step (CPU).
+        threads: Intra-op CPU threads during the step (``None``: leave as is).
         clip_norm: Clip the global gradient norm to this value (``None``: no clipping).
         k_max: Largest ``k`` of adaptive accumulation.
         noise_target: Adaptive accumulation's allowed relative gradient variance.
@@ -51,6 +59,7 @@ class Stack:
     compile: bool = False
     checkpointing: bool = False
     denormal: bool = False
+    threads: int | None = None
     clip_norm: float | None = None
     k_max: int = 8
     noise_target: float = 1.0
@@ -76,6 +85,9 @@ class Stack:
             raise ValueError(f"k_max must be an int >= 1, got {self.k_max!r}")
         if not (self.noise_target > 0 and math.isfinite(self.noise_target)):
             raise ValueError(f"noise_target must be a positive number, got {self.noise_target!r}")
+        t = self.threads
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
+            raise ValueError(f"threads must be an int >= 1 or None, got {t!r}")
         mb = self.micro_batch
         if mb is not None and (isinstance(mb, bool) or not isinstance(mb, int) or mb < 1):
             raise ValueError(f"micro_batch must be an int >= 1 or None, got {mb!r}")
@@ -87,6 +99,7 @@ class Stack:
             "amp": self.amp is not None,
             "accumulation": self.accumulation != 1,
             "denormal": self.denormal,
+            "threads": self.threads is not None,
             "checkpointing": self.checkpointing,
             "compile": self.compile,
         }
@@ -95,10 +108,10 @@ class Stack:
     def with_layers(self, names: Iterable[str], **settings: Any) -> Stack:
         """This stack with the layers ``names`` switched on (others untouched).
 
-        ``settings`` give the values to switch on with (``amp="bf16"`` and
-        ``accumulation=2`` by default).
+        ``settings`` give the values to switch on with (``amp="bf16"``,
+        ``accumulation=2`` and ``threads=1`` by default).
         """
-        on = {"amp": "bf16", "accumulation": 2, "denormal": True}
+        on = {"amp": "bf16", "accumulation": 2, "denormal": True, "threads": 1}
         on.update(settings)
         changes: dict[str, Any] = {}
         for name in names:
@@ -112,6 +125,8 @@ class Stack:
         out: list[StackLayer] = []
         if self.denormal:
             out.append(FlushDenormal())
+        if self.threads is not None:
+            out.append(Threads(self.threads))
         if self.amp is not None:
             out.append(MixedPrecision(self.amp))
         if self.checkpointing:

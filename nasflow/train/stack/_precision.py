@@ -1,4 +1,5 @@
-"""Numeric layers: mixed precision (autocast, loss scaling) and flushing denormal floats."""
+"""CPU/numeric layers: mixed precision (autocast, loss scaling), flushing denormal floats,
+and the number of intra-op threads."""
 
 from __future__ import annotations
 
@@ -90,3 +91,42 @@ class FlushDenormal(StackLayer):
 
     def step_context(self) -> AbstractContextManager[Any]:
         return _flush_denormal()
+
+
+@contextmanager
+def _threads(n: int) -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class Threads(StackLayer):
+    """Run the training step with ``n`` intra-op CPU threads (restored afterwards).
+
+    On a CPU that other jobs share, every parallel region waits for all its threads to be
+    scheduled, so fewer threads can be faster for small networks; on an idle machine the
+    opposite holds. Which one applies here is measured, not assumed.
+
+    Args:
+        n: Intra-op threads during the step.
+    """
+
+    name = "threads"
+
+    def __init__(self, n: int = 1) -> None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"threads must be an int >= 1 or None, got {n!r}")
+        self.n = n
+
+    def check(self, device: torch.device) -> None:
+        if device.type != "cpu":
+            raise ValueError(f"the threads layer is a CPU layer, got device {str(device)!r}")
+
+    def step_context(self) -> AbstractContextManager[Any]:
+        return _threads(self.n)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "n": self.n}

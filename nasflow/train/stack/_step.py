@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from nasflow.space import Arch
+from nasflow.supernet import SuperModule
 from nasflow.train._supernet import NonFiniteLossError
 from nasflow.train.stack._accumulation import Schedule, make_accumulation
 from nasflow.train.stack._compile import Compile
@@ -65,6 +66,12 @@ class StackStep:
     ) -> None:
         self.stack, self.module, self.optimizer = stack, model, optimizer
         self.device = torch.device(device)
+        if stack.compile and stack.checkpointing and isinstance(model, SuperModule):
+            # The per-block compiled forward is gone when backward recomputes a segment.
+            raise ValueError(
+                "compile=True with checkpointing=True is supported for stand-alone networks, "
+                f"not for a {type(model).__name__}; switch one of them off for the supernet"
+            )
         self.layers = stack.layers()
         for layer in self.layers:
             layer.check(self.device)

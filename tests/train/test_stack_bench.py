@@ -1,0 +1,148 @@
+"""The measurement harness, ``stack="auto"`` and the trainer-overhead comparison.
+
+These check what is measured and how it is reported, never how fast anything is: speed
+is only ever compared within one interleaved run (benchmarks/stack.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import optuna
+import pytest
+import torch
+from torch import nn
+from torch.utils.data import TensorDataset
+
+from nasflow.cli import main
+from nasflow.report import stack_data
+from nasflow.train import Batches
+from nasflow.train.stack import LAYERS, Stack
+from nasflow.train.stack._auto import auto_stack, choose_final, decide_layer
+from nasflow.train.stack._bench import BASELINE, REPLICA
+from nasflow.train.stack._overhead import HAND, trainer_overhead
+
+
+def test_quick_harness_measures_every_layer_alone_and_cumulatively(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "bench.json"
+    figure = tmp_path / "waterfall.html"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # two threads on a busy 2-core machine make tiny convs crawl
+    try:
+        rc = main(["bench-stack", "--quick", "--json", str(out), "--figure", str(figure)])
+    finally:
+        torch.set_num_threads(threads)
+    assert rc == 0
+    table = capsys.readouterr().out
+    result = json.loads(out.read_text())
+    names = [v["name"] for v in result["variants"]]
+    cumulative = ["+".join(LAYERS[:i]) for i in range(2, len(LAYERS) + 1)]
+    assert names == [BASELINE, REPLICA, *LAYERS, *cumulative]
+    rows = {v["name"]: v for v in result["variants"]}
+    assert rows[BASELINE]["multiplier"] == 1.0  # paired with itself
+    for name in names:
+        row = rows[name]
+        assert row["error"] is None, (name, row["error"])
+        assert row["multiplier"] > 0 and row["multiplier_q25"] <= row["multiplier_q75"]
+        assert row["samples_per_s"] > 0 and row["peak_memory_bytes"] > 0
+        assert 0 <= row["final_accuracy"] <= 1
+        assert row["quality_flag"] == (row["accuracy_delta"] < -0.005)
+    # Layers behave as the layers they are: compile compiles, checkpointing saves memory,
+    # accumulation takes half the optimizer steps, and off means off.
+    assert rows["compile"]["compilations"] >= 1 and rows[BASELINE]["compilations"] == 0
+    assert rows["checkpointing"]["activation_bytes"] < rows[BASELINE]["activation_bytes"]
+    assert rows["accumulation"]["optimizer_steps"] * 2 == rows[BASELINE]["optimizer_steps"]
+    assert rows[BASELINE]["layers"] == [] and rows[cumulative[-1]]["layers"] == list(LAYERS)
+    record = result["waterfall"]
+    assert [r["name"] for r in record["layers"]] == list(LAYERS)
+    assert record["product"] == pytest.approx(math.prod(r["alone"] for r in record["layers"]))
+    assert record["end_to_end"] == rows[cumulative[-1]]["multiplier"]
+    assert record["layers"][-1]["cumulative"] == record["end_to_end"]
+    assert "product of the layers alone" in table and "noise floor" in table
+    assert figure.read_text().count("<script") >= 1  # offline: plotly.js inlined
+
+
+def test_bench_stack_refuses_unknown_layers(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench-stack", "--quick", "--layers", "amp,warp"]) == 2
+    assert "warp" in capsys.readouterr().err
+
+
+def _tiny() -> nn.Module:
+    return nn.Sequential(
+        nn.Conv1d(1, 4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(160, 10)
+    )
+
+
+def _data(n: int) -> Batches:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(n, 1, 40, generator=g)
+    y = (x.mean(dim=(1, 2)) > 0).long()  # a learnable label
+    return Batches(TensorDataset(x, y), 16, shuffle=True, seed=0, drop_last=True)
+
+
+def test_auto_stack_record_fits_the_study_schema_and_is_never_slower() -> None:
+    train, val = _data(256), _data(64)
+    result = auto_stack(_tiny, train, val, candidates=("amp", "denormal"), calibration_batches=12)
+    rec = result.record
+    assert {c["name"] for c in rec["candidates"]} == {"amp", "denormal"}
+    for c in rec["candidates"]:
+        assert c["reason"] and isinstance(c["kept"], bool)
+        if c["kept"]:
+            assert c["alone"] >= 1.05
+    assert result.stack.enabled == tuple(rec["chosen"])
+    if rec["chosen"]:
+        assert rec["end_to_end"] >= 1.05  # measured against the baseline of the same run
+    else:
+        assert result.stack == Stack() and rec["end_to_end"] is None
+    assert Stack.from_dict(rec["stack"]) == result.stack
+    study = optuna.create_study()
+    study.set_user_attr("nasflow:stack", json.loads(json.dumps(rec)))  # JSON-able
+    data = stack_data(study)  # the report reads it
+    assert data.measured and [x.name for x in data.layers] == rec["chosen"]
+
+
+def _row(mult: float | None, acc: float = 0.0, warm: float = 0.1, batch: float = 0.01) -> dict:
+    return {
+        "multiplier": mult,
+        "multiplier_q25": mult,
+        "multiplier_q75": mult,
+        "accuracy_delta": acc,
+        "warmup_seconds": warm,
+        "batch_seconds": batch,
+        "error": None,
+    }
+
+
+def test_auto_keeps_only_layers_that_gain_without_losing_accuracy() -> None:
+    base = _row(1.0)
+    assert decide_layer(_row(1.2), "amp", base, None, 1.05, 0.005)["kept"]
+    assert not decide_layer(_row(0.8), "amp", base, None, 1.05, 0.005)["kept"]
+    lossy = decide_layer(_row(1.3, acc=-0.02), "amp", base, None, 1.05, 0.005)
+    assert not lossy["kept"] and "accuracy" in lossy["reason"]
+    # A 60 s compilation for a 1.2x gain on 100 batches of 10 ms never pays back.
+    slow_start = _row(1.2, warm=60.0, batch=0.01 / 1.2)
+    assert decide_layer(slow_start, "compile", base, None, 1.05, 0.005)["kept"]
+    assert not decide_layer(slow_start, "compile", base, 100, 1.05, 0.005)["kept"]
+    failed = {**_row(None), "error": "RuntimeError: boom"}
+    assert "boom" in decide_layer(failed, "compile", base, None, 1.05, 0.005)["reason"]
+
+
+def test_auto_falls_back_to_the_baseline_when_the_combination_is_slower() -> None:
+    rows = {BASELINE: _row(1.0), REPLICA: _row(1.3), "amp+compile": _row(0.9)}
+    assert choose_final(rows, 1.05, None) == BASELINE  # the replica is never a choice
+    rows["amp"] = _row(1.1)
+    assert choose_final(rows, 1.05, None) == "amp"
+    rows["amp+compile"] = _row(1.4)
+    assert choose_final(rows, 1.05, None) == "amp+compile"
+
+
+def test_trainer_overhead_compares_three_trainers_on_the_same_batches() -> None:
+    result = trainer_overhead(_tiny, _data(128), epochs=1, chunk=2)
+    rows = {r["name"]: r for r in result["rows"]}
+    assert set(rows) == {HAND, "nasflow StackStep", "EpochTrainer"}
+    assert rows[HAND]["ratio"] == 1.0 and rows[HAND]["rounds"] == 3
+    assert all(r["ms_per_batch"] > 0 and r["ratio"] > 0 for r in rows.values())
