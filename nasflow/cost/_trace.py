@@ -178,7 +178,7 @@ class PathTracer:
                 node = self._node_of_first.get(id(module))
                 if node is not None:
                     calls.append((node, _signature_of(x)))
-                return self._run(module, x, arch)
+                return self._run(module, x, rest[0] if rest else arch)
 
             return forward
 

@@ -115,7 +115,7 @@ def test_default_location_is_the_cache_dir(
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
-        ("journal:///tmp/x.log", "journal:///tmp/x.log"),
+        ("journal:///runs/x.log", "journal:///runs/x.log"),
         ("mysql://u:secret@h/db", "mysql://u:***@h/db"),
     ],
 )

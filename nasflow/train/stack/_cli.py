@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -135,6 +136,11 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
         seed=args.seed,
     )
     settings = _settings(args, device)
+
+    def log(msg: str) -> None:
+        if not args.quick:
+            print(msg, file=sys.stderr, flush=True)
+
     out(f"candidate {arch.to_json()} ({params:,} parameters) on {device}")
     if args.auto:
         result = auto_stack(
@@ -145,6 +151,7 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
             calibration_batches=8 if args.quick else 48,
             cfg=cfg,
             base=base,
+            log=log,
             **settings,
         )
         out(json.dumps(result.record, indent=2))
@@ -158,6 +165,7 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
             layers,
             device,
             candidate={"arch": arch.to_dict(), "params": params, "space": space.name},
+            log=log,
             base=base,
             **settings,
         )

@@ -105,8 +105,9 @@ class _Runner:
         self.step: StackStep = record.stack.build(model, self.optimizer, device, self.schedule)
         self.stream = (b for e in range(cfg.epochs) for b in batches.epoch(e))
 
-    def run_chunk(self, n: int, meter: ActivationMeter | None) -> int:
-        """Train up to ``n`` batches; returns how many were trained."""
+    def run_chunk(self, n: int, meter: ActivationMeter | None, last: bool) -> int:
+        """Train up to ``n`` batches (and step on a partial accumulation when ``last``);
+        returns how many were trained."""
         self.model.train()
         done = 0
         for x, y in self.stream:
@@ -119,7 +120,7 @@ class _Runner:
             done += 1
             if done == n:
                 break
-        if done < n:  # the data ran out: step on what was accumulated
+        if last or done < n:  # the end: step on what was accumulated
             self.step.flush()
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
@@ -209,7 +210,7 @@ def _turn(
         torch.cuda.reset_peak_memory_stats(device)
     try:
         t0 = time.perf_counter()
-        done = r.run_chunk(n, meter)
+        done = r.run_chunk(n, meter, last=position + n >= total)
         seconds = time.perf_counter() - t0
     except Exception as e:  # a layer that fails here must not take the whole run down
         rec.error = f"{type(e).__name__}: {e}"

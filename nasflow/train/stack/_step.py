@@ -97,7 +97,6 @@ class StackStep:
         self._bad = False
         self._unit_sq = 0.0  # sum of squared norms of per-unit mean gradients
         self._units = 0
-        self._unit_size = 0
 
     @property
     def compilations(self) -> int:
@@ -145,7 +144,7 @@ class StackStep:
         self._first_batch = self.batches_seen
         self._expected = self._k * batch_size
         self._samples, self._loss_sum, self._bad = 0, 0.0, False
-        self._unit_sq, self._units, self._unit_size = 0.0, 0, 0
+        self._unit_sq, self._units = 0.0, 0
 
     def _units_of(self, x: torch.Tensor, y: torch.Tensor) -> list[tuple[torch.Tensor, ...]]:
         size = self.stack.micro_batch or len(x)
