@@ -28,6 +28,8 @@ def covering_archs(space: SearchSpace, seed: int = 0, candidates: int = 32) -> l
     Returns:
         The paths, as ``Arch`` over the path labels only.
     """
+    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
+        raise ValueError(f"candidates must be an int >= 1, got {candidates!r}")
     choices = space.path_choices
     rng = np.random.default_rng(seed)
     uncovered = {
@@ -40,8 +42,9 @@ def covering_archs(space: SearchSpace, seed: int = 0, candidates: int = 32) -> l
     limit = len(uncovered) + 1  # every new row covers at least one pair
     while uncovered and len(rows) < limit:
         # Seed each candidate with one uncovered pair so that every row makes progress.
-        seed_pairs = list(uncovered)
-        best, best_gain = None, -1
+        seed_pairs = sorted(uncovered)
+        best: list[int] = []
+        best_gain = -1
         for _ in range(candidates):
             row = [int(rng.integers(len(c.values))) for c in choices]
             i, a, j, b = seed_pairs[int(rng.integers(len(seed_pairs)))]
@@ -52,11 +55,10 @@ def covering_archs(space: SearchSpace, seed: int = 0, candidates: int = 32) -> l
             )
             if gain > best_gain:
                 best, best_gain = row, gain
-        assert best is not None
         rows.append(best)
         for i, j in itertools.combinations(range(len(choices)), 2):
             uncovered.discard((i, best[i], j, best[j]))
-    if not rows:  # a single choice, or choices with a single value each
+    if not rows:  # fewer than two path choices: no pairs to cover
         rows = [[int(rng.integers(len(c.values))) for c in choices]]
         if len(choices) == 1:
             rows = [[v] for v in range(len(choices[0].values))]
@@ -74,8 +76,16 @@ def spread_indices(values: Sequence[float], n: int) -> list[int]:
     return [int(order[p]) for p in picks]
 
 
-def fit_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+def fit_line(
+    x: Sequence[float], y: Sequence[float], *, nonnegative_intercept: bool = False
+) -> tuple[float, float]:
     """Least-squares ``y = slope * x + intercept``.
+
+    Args:
+        x: Predictor values.
+        y: Targets.
+        nonnegative_intercept: If the free fit's intercept is negative, fit the line
+            through the origin instead (a per-step overhead cannot be negative).
 
     Raises:
         ValueError: Fewer than two points, or all ``x`` equal (the slope is undetermined).
@@ -86,4 +96,6 @@ def fit_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
     if np.ptp(xs) == 0:
         raise ValueError(f"a line fit needs distinct x values, got all x = {xs[0]!r}")
     slope, intercept = np.polyfit(xs, ys, 1)
+    if nonnegative_intercept and intercept < 0:
+        return float(np.dot(xs, ys) / np.dot(xs, xs)), 0.0
     return float(slope), float(intercept)

@@ -6,7 +6,8 @@ forward+backward minus that of an identity at the same input (the harness's own
 overhead), plus its AdamW step minus an AdamW step over a single scalar (the call's
 fixed overhead). ``slope`` and ``intercept`` are fitted by least squares on a few
 whole-network steps measured on this device; the intercept is the per-step overhead
-(loss, one optimizer call, what containers do between ops). Once the table and the
+(loss, one optimizer call, what containers do between ops) and is kept >= 0 (a negative
+one, which only noise produces, is replaced by a fit through the origin). Once the table and the
 calibration exist a prediction runs nothing on the device: a ``meta``-device shape pass
 and a dictionary look-up per op.
 """
@@ -328,7 +329,7 @@ class CostModel:
         picked = [candidates[i] for i in spread_indices(sums, n)]
         ops = [sums[candidates.index(a)] for a in picked]
         measured = np.median(self.measure_steps(picked, rounds=rounds, iters=iters), axis=0)
-        slope, intercept = fit_line(ops, measured)
+        slope, intercept = fit_line(ops, measured, nonnegative_intercept=True)
         points = tuple(
             {"arch": a.to_json(), "ops": float(o), "measured": float(m)}
             for a, o, m in zip(picked, ops, measured, strict=True)

@@ -75,3 +75,14 @@ def test_report_targets_compare_against_the_noise_floor() -> None:
     d = report.to_dict()
     assert d["rows"]["cost model"]["within"] == 1.0 and d["hit_rate_ratio"] == 1.25
     assert "re-measurement B" in report.table()
+
+
+def test_fit_line_recovers_a_line_and_keeps_the_intercept_nonnegative() -> None:
+    from nasflow.cost import fit_line
+
+    assert fit_line([1, 2, 3], [5, 7, 9]) == pytest.approx((2.0, 3.0))
+    assert fit_line([1, 2, 3], [1, 3, 5]) == pytest.approx((2.0, -1.0))
+    slope, intercept = fit_line([1, 2, 3], [1, 3, 5], nonnegative_intercept=True)
+    assert intercept == 0.0 and slope == pytest.approx((1 + 6 + 15) / 14)
+    with pytest.raises(ValueError, match="distinct x"):
+        fit_line([2, 2], [1, 3])

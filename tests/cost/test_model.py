@@ -27,7 +27,7 @@ TOY_OPS = ("skip", "small", "big")
 
 
 class ToyMLPSpace(SearchSpace):
-    """Two layers on 32 features, each skip, a small MLP or an 8x wider one."""
+    """Two layers on 32 features, each skip, a small MLP or a 16x wider one."""
 
     def __init__(self) -> None:
         super().__init__(
@@ -41,7 +41,7 @@ class ToyMLPSpace(SearchSpace):
             return {
                 "skip": nn.Identity(),
                 "small": nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 32)),
-                "big": nn.Sequential(nn.Linear(32, 2048), nn.ReLU(), nn.Linear(2048, 32)),
+                "big": nn.Sequential(nn.Linear(32, 4096), nn.ReLU(), nn.Linear(4096, 32)),
             }
 
         body = SuperSequential(
@@ -53,9 +53,9 @@ class ToyMLPSpace(SearchSpace):
         return Supernet(self, body)
 
 
-def _toy(url: str, batch_size: int = 32) -> CostModel:
+def _toy(url: str, batch_size: int = 64) -> CostModel:
     return CostModel.for_space(
-        ToyMLPSpace(), batch_size=batch_size, storage_url=url, rounds=2, iters=2
+        ToyMLPSpace(), batch_size=batch_size, storage_url=url, rounds=5, iters=3
     )
 
 
@@ -123,13 +123,15 @@ def test_covering_archs_cover_every_pair_with_few_paths() -> None:
 
 
 def test_predictions_are_monotone_in_the_work_of_the_path(toy_url: str) -> None:
+    # Work differs 16x between "small" and "big": far beyond any timing noise.
     model = _toy(toy_url).fit(n=3, rounds=2, iters=2)
     assert model.calibration is not None and model.calibration.slope > 0
+    assert model.calibration.intercept >= 0
 
     def p(l0: str, l1: str) -> float:
         return model.predict_step_seconds({"l0": l0, "l1": l1})
 
-    assert 0 < p("skip", "skip") <= p("small", "skip") < p("big", "skip") < p("big", "big")
+    assert 0 <= p("skip", "skip") <= p("small", "skip") < p("big", "skip") < p("big", "big")
     assert p("skip", "skip") <= p("skip", "small") < p("skip", "big") < p("big", "big")
     assert model.predict_train_seconds({"l0": "big", "l1": "big"}, 100) == pytest.approx(
         100 * p("big", "big")
@@ -138,7 +140,7 @@ def test_predictions_are_monotone_in_the_work_of_the_path(toy_url: str) -> None:
 
 
 def test_after_fit_predictions_measure_nothing(toy_url: str) -> None:
-    model = _toy(toy_url).fit(n=3, rounds=2, iters=2)
+    model = _toy(toy_url, batch_size=8).fit(n=3, rounds=1, iters=1)
     spent = (model.stats.measured_ops, model.stats.measured_steps)
     assert spent[0] > 0 and spent[1] > 0
     for arch in ToyMLPSpace().enumerate():

@@ -26,6 +26,7 @@ from nasflow.train.stack._bench import (
     QUALITY_TOLERANCE,
     REPLICA,
     compare_to_baseline,
+    costs_accuracy,
     noise_floor,
     variant_row,
 )
@@ -116,8 +117,10 @@ def auto_stack(
              {"name": "amp", "alone": 1.31, "q25": 1.2, "q75": 1.4,
               "accuracy_delta": -0.001, "warmup_seconds": 0.4, "amortized": 1.3,
               "kept": true, "reason": "gain x1.31 >= x1.05"}, ...],
+         "final_run": {"amp+compile": {"multiplier": 1.52, "multiplier_q25": 1.4,
+                                       "multiplier_q75": 1.6}, ...},  # second phase
          "noise": {"multiplier": 1.0, "multiplier_q25": 0.95, "multiplier_q75": 1.04,
-                   "accuracy_delta": 0.002},   # baseline vs its reseeded replica
+                   "accuracy_delta": 0.002},   # first phase: baseline vs its reseeded replica
          "calibration": {"batches": 48, "seconds": 95.0, "min_gain": 1.05,
                          "tolerance": 0.005, "planned_batches": null}}
 
@@ -190,6 +193,11 @@ def auto_stack(
         "chosen": chosen,
         "stack": stack.to_dict(),
         "candidates": decided,
+        "final_run": {
+            name: {k: row.get(k) for k in ("multiplier", "multiplier_q25", "multiplier_q75")}
+            for name, row in second.items()
+            if name != BASELINE and not row.get("error")
+        },
         "noise": noise,
         "calibration": {
             "batches": calibration_batches,
@@ -243,7 +251,7 @@ def decide_layer(
     )
     if mult is None or mult < min_gain:
         out["reason"] = f"gain x{mult:.2f} < x{min_gain:.2f}" if mult else "no timing"
-    elif delta is not None and delta < -allowed:
+    elif delta is not None and costs_accuracy(delta, allowed):
         out["reason"] = f"accuracy {100 * delta:+.2f} points (allowed -{100 * allowed:.2f})"
     else:
         out.update(kept=True, reason=f"gain x{mult:.2f} >= x{min_gain:.2f}")

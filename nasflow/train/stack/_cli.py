@@ -173,7 +173,12 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
         record, payload = bench.record(), bench.to_dict()
     if args.overhead:
         overhead = trainer_overhead(
-            make_model, train, epochs=1 if args.quick else 2, device=device
+            make_model,
+            train,
+            epochs=1 if args.quick else 3,
+            chunk=2,
+            device=device,
+            threads=1 if device.type == "cpu" else None,
         )
         out("")
         out(format_overhead(overhead))
