@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -26,6 +25,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from nasflow._urls import redact
 from nasflow.cost._fingerprint import DeviceFingerprint
 from nasflow.cost._measure import OpTiming
 
@@ -103,15 +103,10 @@ class Calibration:
         return self.slope * op_seconds + self.intercept
 
 
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***``."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
-
-
 def default_cache_path() -> Path:
-    """``$NASFLOW_CACHE_DIR/cost.db``, else ``$XDG_CACHE_HOME/nasflow/cost.db``, else
-    ``~/.cache/nasflow/cost.db``."""
-    root = os.environ.get("NASFLOW_CACHE_DIR")
+    """``$NASFLOW_CACHE/cost.db`` (the cache folder MNIST-1D uses too), else
+    ``$XDG_CACHE_HOME/nasflow/cost.db``, else ``~/.cache/nasflow/cost.db``."""
+    root = os.environ.get("NASFLOW_CACHE")
     if root:
         return Path(root) / "cost.db"
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

@@ -15,6 +15,7 @@ import optuna
 import torch
 from torch import nn
 
+from nasflow.cost import CostModel
 from nasflow.search._compat import set_constraints
 from nasflow.search._recovery import TrialInterrupted, original_number
 from nasflow.search._spec import StudySpec
@@ -99,20 +100,48 @@ class CandidateScorer:
     checkpoint_dir: Path | None = None
     should_stop: Callable[[], bool] | None = None
     log: Callable[[str], None] | None = None
+    cost_storage: str | None = None
     #: The number of the trial last stopped on request (set by ``__call__``).
     interrupted: int | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         x, y = next(iter(self.train.epoch(0)))
         self._timing_batch = (x.to(self.device), y.to(self.device))
+        self._cost_models: dict[int, CostModel] = {}
 
-    def predicted_train_cost(self, net: nn.Module, recipe: TrainConfig) -> float:
-        """Seconds to train ``net`` stand-alone with ``recipe``: measured median step time of
-        this candidate on this device times the recipe's number of steps."""
+    def cost_model(self, batch_size: int) -> CostModel:
+        """The fitted cost model for ``batch_size`` (measures only what its table lacks)."""
+        if batch_size not in self._cost_models:
+            x = self._timing_batch[0]
+            self._cost_models[batch_size] = CostModel.for_space(
+                self.spec.space,
+                input_shape=tuple(x.shape[1:]),
+                batch_size=batch_size,
+                storage_url=self.cost_storage,
+                device=self.device,
+                input_dtype=x.dtype,
+            ).fit()
+        return self._cost_models[batch_size]
+
+    def _steps(self, recipe: TrainConfig) -> int:
+        return len(self.train.dataset) // recipe.batch_size * recipe.epochs  # type: ignore[arg-type]
+
+    def predicted_cost(self, arch: Arch, recipe: TrainConfig) -> tuple[float, int]:
+        """``(training cost in seconds, parameter count)`` of ``arch``, before any training.
+
+        With ``spec.cost == "model"`` both come from the cost model (nothing runs on the
+        device once its table exists); with ``"measure"`` the candidate is extracted and
+        its median training-step time is measured now. Either way the cost is the step
+        time times the recipe's number of steps.
+        """
+        if self.spec.cost == "model":
+            model = self.cost_model(recipe.batch_size)
+            path = self.spec.space.path(arch)
+            return model.predict_train_seconds(path, self._steps(recipe)), model.params(path)
+        net = self.supernet.extract(self.spec.space.path(arch)).to(self.device)
         x, y = self._timing_batch
         step = measure_step_time(net, x[: recipe.batch_size], y[: recipe.batch_size])
-        steps_per_epoch = len(self.train.dataset) // recipe.batch_size  # type: ignore[arg-type]
-        return step * steps_per_epoch * recipe.epochs
+        return step * self._steps(recipe), count_params(net)
 
     def values(self, acc: float, cost: float, params: int) -> list[float]:
         table = {"accuracy": acc, "train_cost": cost, "params": float(params)}
@@ -158,10 +187,8 @@ class CandidateScorer:
 
     def _score(self, trial: optuna.Trial, arch: Arch, folder: Path | None) -> float | list[float]:
         spec = self.spec
-        net = self.supernet.extract(spec.space.path(arch)).to(self.device)
-        params = count_params(net)
         recipe = recipe_for(arch, spec.train)
-        cost = self.predicted_train_cost(net, recipe)
+        cost, params = self.predicted_cost(arch, recipe)
         trial.set_user_attr("params", params)
         trial.set_user_attr("train_cost", cost)
         violations = spec.budget.violations(params, cost)
@@ -172,6 +199,7 @@ class CandidateScorer:
                 why = ", ".join(f"{k} {v:+.0%} over the limit" for k, v in over.items())
                 trial.set_user_attr("skipped", f"over budget: {why}")
                 raise optuna.TrialPruned(f"over budget: {why}")
+        net = self.supernet.extract(spec.space.path(arch)).to(self.device)
         recalibrate_bn(net, self.train.epoch(0), spec.bn_batches, device=self.device)
         acc, _ = evaluate(net, self.val, device=self.device)
         trial.set_user_attr("supernet_accuracy", acc)

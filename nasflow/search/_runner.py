@@ -327,6 +327,7 @@ class StudyRunner:
                 checkpoint_dir=self.out / "finetune",
                 should_stop=self.stop.is_set,
                 log=self._quiet_log,
+                cost_storage=self.storage.url if self.storage.kind != "journal" else None,
             )
         finished = len(
             study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))

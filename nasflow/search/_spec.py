@@ -23,6 +23,7 @@ OBJECTIVES: dict[str, str] = {
 
 PRUNERS = ("auto", "hyperband", "asha", "pareto", "none")
 SAMPLERS = ("auto", "tpe", "nsga2", "random")
+COSTS = ("model", "measure")
 
 
 class StudyFileError(ValueError):
@@ -74,6 +75,10 @@ class StudySpec:
         budget: Limits on candidates.
         retrain_top: How many winners phase 3 retrains from scratch.
         seed: Seed of the sampler, the supernet and the data order.
+        cost: How a candidate's training cost is predicted: ``"model"`` (default) sums
+            its ops' latencies from the hardware-aware cost model's table (measured once
+            per device and stored in the study's database), ``"measure"`` times a few
+            training steps of every candidate.
         table: Tabular mode: score each architecture by looking it up in this table
             instead of training (no supernet, no retraining; one objective, "accuracy",
             the table's searched metric). The run reports the regret to its optimum.
@@ -97,6 +102,7 @@ class StudySpec:
     budget: Budget = field(default_factory=Budget)
     retrain_top: int = 1
     seed: int = 0
+    cost: str = "model"
     table: TabularBenchmark | None = None
     catch: tuple[type[Exception], ...] = ()
 
@@ -139,6 +145,8 @@ class StudySpec:
             raise StudyFileError(
                 f"finetune_epochs must be an int >= 0, got {self.finetune_epochs!r}"
             )
+        if self.cost not in COSTS:
+            raise StudyFileError(f"unknown cost {self.cost!r}; choose from {COSTS}")
         catch = tuple(self.catch)
         object.__setattr__(self, "catch", catch)
         for c in catch:

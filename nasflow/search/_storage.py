@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from typing import IO, Any
 
 import optuna
 
+from nasflow._urls import redact
 from nasflow.search._compat import retry_callback_kwargs
 
 #: Seconds between heartbeats of a running trial, and before a silent one is failed.
@@ -25,11 +25,6 @@ _SCHEMES = ("sqlite", "postgresql", "journal")
 
 class StorageError(ValueError):
     """A storage URL is malformed, of an unsupported kind, unreachable, or busy."""
-
-
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (safe for logs and errors)."""
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 @dataclass(frozen=True)

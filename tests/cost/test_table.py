@@ -106,7 +106,7 @@ def test_tables_live_next_to_other_tables(tmp_path: Path) -> None:
 def test_default_location_is_the_cache_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("NASFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NASFLOW_CACHE", str(tmp_path / "cache"))
     with LatencyTable() as table:
         assert table.url == f"sqlite:///{tmp_path / 'cache' / 'cost.db'}"
     assert (tmp_path / "cache" / "cost.db").is_file()

@@ -75,19 +75,36 @@ def _settings(args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
     return {"amp": amp, "accumulation": args.accumulation}
 
 
-def _check(args: argparse.Namespace) -> list[str]:
-    raw = args.layers if args.layers is not None else ",".join(LAYERS)
-    layers = [x.strip() for x in raw.split(",") if x.strip()]
-    bad = [x for x in layers if x not in LAYERS]
-    if bad or not layers or len(set(layers)) != len(layers):
-        raise ValueError(f"--layers must name distinct layers from {LAYERS}, got {raw!r}")
+#: Layers that exist only on CPU (the rest run on CPU and GPU).
+CPU_LAYERS = ("denormal", "threads")
+
+
+def _check(args: argparse.Namespace, device: torch.device) -> list[str] | None:
+    """The ``--layers`` list (``None``: the device's default), after checking the options."""
+    layers = None
+    if args.layers is not None:
+        layers = [x.strip() for x in args.layers.split(",") if x.strip()]
+        bad = [x for x in layers if x not in LAYERS]
+        if bad or not layers or len(set(layers)) != len(layers):
+            raise ValueError(
+                f"--layers must name distinct layers from {LAYERS}, got {args.layers!r}"
+            )
     for name in ("epochs", "batch_size", "accumulation"):
         v = getattr(args, name)
         if v is not None and v < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
     if not 0 < args.target <= 1:
         raise ValueError(f"--target must be in (0, 1], got {args.target}")
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"--device must be cpu or cuda, got {str(device)!r}")
     return layers
+
+
+def _default_layers(device: torch.device, auto: bool) -> list[str]:
+    from nasflow.train.stack._auto import AUTO_LAYERS
+
+    names = AUTO_LAYERS if auto else LAYERS
+    return [n for n in names if device.type == "cpu" or n not in CPU_LAYERS]
 
 
 def write_figure(record: dict[str, Any], path: Path) -> None:
@@ -111,8 +128,11 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
     from nasflow.train.stack._interleave import RunConfig
     from nasflow.train.stack._overhead import format_overhead, trainer_overhead
 
-    layers = _check(args)
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    try:
+        device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    except RuntimeError as e:
+        raise ValueError(f"--device {args.device!r}: {e}") from None
+    layers = _check(args, device) or _default_layers(device, args.auto)
     space = _space(getattr(args, "space", "mnist1d"))
     if args.arch:
         arch = space.validate(Arch.from_json(args.arch))
@@ -148,6 +168,7 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
             train,
             val,
             device,
+            candidates=layers,
             calibration_batches=8 if args.quick else 48,
             cfg=cfg,
             base=base,
