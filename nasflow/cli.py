@@ -308,7 +308,7 @@ def _cmd_retrain(args: argparse.Namespace) -> int:
     print(
         f"retrained {args.export_dir} from scratch for {done.recipe.epochs} epochs "
         f"({done.data}): test accuracy {res.test_accuracy:.4f}, val accuracy "
-        f"{res.val_accuracy:.4f}, training cost measured {res.seconds:.1f}s"
+        f"{res.val_accuracy:.4f}, training cost measured {res.seconds:.3g}s"
     )
     if "train_cost" in info.metrics:
         print(f"predicted training cost during search: {info.metrics['train_cost']:.1f}s")

@@ -224,7 +224,7 @@ class CandidateScorer:
         spec = self.spec
         ft = recipe_for(arch, replace(spec.finetune, epochs=spec.finetune_epochs))
         ft_batches = Batches(self.train.dataset, ft.batch_size, seed=spec.seed, drop_last=True)
-        trainer = EpochTrainer(net, ft_batches, ft, self.device)
+        trainer = EpochTrainer(net, ft_batches, ft, self.device, stack=spec.stack)
         history = self._restore(trial, arch, trainer, folder)
         for epoch, values in enumerate(history, 1):  # the pruner judges resumed epochs too
             self.report(trial, values, epoch)

@@ -20,6 +20,7 @@ from optuna.trial import TrialState
 from nasflow.bench import TabularObjective, tabular_summary
 from nasflow.data import DataBundle
 from nasflow.search._compat import sampler_constraints_kwargs
+from nasflow.search._multipliers import MULTIPLIERS_KEY, format_multipliers, search_multipliers
 from nasflow.search._objective import (
     CandidateError,
     CandidateScorer,
@@ -46,11 +47,14 @@ from nasflow.search._storage import (
 from nasflow.space import Arch
 from nasflow.supernet import Supernet
 from nasflow.train import Batches, SupernetTrainer, TrainingInterrupted, train_standalone
+from nasflow.train.stack import Stack, is_rank_zero
 
 #: Study user attributes that identify what a stored study searches.
 IDENTITY_KEYS = ("nasflow:space", "nasflow:fingerprint", "nasflow:objectives")
 #: Study user attribute holding the space's ``config`` as JSON.
 SPACE_CONFIG_KEY = "nasflow:space_config"
+#: Study user attribute holding the measured speedup stack (``auto_stack``'s record).
+STACK_KEY = "nasflow:stack"
 
 
 class StudyMismatchError(ValueError):
@@ -184,6 +188,8 @@ class StudyRunner:
         self._lock: SQLiteLock | None = None
         self.ran_trials: list[int] = []
         self._worker = False
+        #: The speedup stack every phase trains with (``spec.stack``, resolved by ``run``).
+        self.stack: Stack | None = spec.stack if isinstance(spec.stack, Stack) else None
 
     # ------------------------------------------------------------------ storage and study
     def _identity(self) -> dict[str, str]:
@@ -272,6 +278,42 @@ class StudyRunner:
             Batches(data.test, 512, shuffle=False),
         )
 
+    def resolve_stack(self, study: optuna.Study, data: DataBundle) -> float:
+        """Set ``self.stack`` from the spec; for ``"auto"`` reuse the calibration stored on
+        the study, or calibrate now and store it (rank 0). Returns the calibration seconds.
+
+        A fixed stack or ``None`` measures and stores nothing (the report says "not
+        measured"). Concurrent workers wait for the one that calibrates, then reuse its
+        choice, so every process (and the supernet checkpoints) trains with one stack.
+        """
+        if self.spec.stack != "auto":
+            return 0.0
+        with _file_lock(self.out / "stack.lock"):
+            stored = study.user_attrs.get(STACK_KEY)
+            if isinstance(stored, dict) and isinstance(stored.get("stack"), dict):
+                self.stack = Stack.from_dict(stored["stack"])
+                self.log(f"speedup stack: {list(self.stack.enabled)} (stored calibration)")
+                return 0.0
+            from nasflow.train.stack._auto import calibrate_for_space
+
+            spec, t0 = self.spec, time.perf_counter()
+            train, val, _ = self._batches(data, spec.train.batch_size)
+            res = calibrate_for_space(
+                spec.space,
+                train,
+                val,
+                spec.train.lr,
+                spec.train.weight_decay,
+                planned_batches=spec.train.epochs * len(train),
+                device=self.device,
+                seed=spec.seed,
+            )
+            self.stack = res.stack
+            if is_rank_zero():
+                study.set_user_attr(STACK_KEY, res.record)
+            self.log(f"speedup stack: {res.record['chosen']} (calibrated on this machine)")
+            return time.perf_counter() - t0
+
     def train_supernet(self, data: DataBundle) -> Supernet:
         """Phase 1 (resumable; concurrent workers wait for the one that trains)."""
         spec = self.spec
@@ -287,6 +329,7 @@ class StudyRunner:
                 log=self._quiet_log,
                 checkpoint_every=self.checkpoint_every,
                 should_stop=self.stop.is_set,
+                stack=self.stack,
             )
             result = trainer.fit(on_epoch=lambda e, loss: self._advance(bar, e, loss))
         self._close(bar)
@@ -318,7 +361,7 @@ class StudyRunner:
             train, val, _ = self._batches(data, spec.train.batch_size)  # type: ignore[arg-type]
             _, multi_pruner = make_pruner(spec)
             scorer = CandidateScorer(
-                spec,
+                spec.replace(stack=self.stack),  # "auto" resolved
                 supernet,  # type: ignore[arg-type]
                 train,
                 val,
@@ -403,6 +446,7 @@ class StudyRunner:
                 test,
                 self.device,
                 on_epoch=lambda e, loss, b=bar: self._advance(b, e, loss),
+                stack=self.stack,
             )
             self._close(bar)
             w = Winner(
@@ -437,6 +481,9 @@ class StudyRunner:
             data, supernet = None, None
             if spec.table is None:  # tabular mode skips phases 1 and 3
                 data = spec.data()
+                calibration = self.resolve_stack(study, data)
+                if calibration:
+                    seconds["calibration"] = calibration
                 t = time.perf_counter()
                 supernet = self.train_supernet(data)
                 seconds["supernet"] = time.perf_counter() - t
@@ -453,8 +500,14 @@ class StudyRunner:
                 winners = self.retrain(study, data)
                 seconds["retrain"] = time.perf_counter() - t
             seconds["total"] = time.perf_counter() - t0
-            if not worker:
+            if not worker and is_rank_zero():
                 study.set_user_attr("nasflow:seconds", seconds)
+                if spec.table is None:
+                    trials = study.get_trials(deepcopy=False)
+                    multipliers = search_multipliers(
+                        trials, seconds, spec.finetune_epochs, study.user_attrs.get(STACK_KEY)
+                    )
+                    study.set_user_attr(MULTIPLIERS_KEY, multipliers)
             return RunResult(
                 study,
                 self.out,
@@ -516,6 +569,9 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         )
     secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
     lines.append(f"time: {secs}")
+    multipliers = result.study.user_attrs.get(MULTIPLIERS_KEY)
+    if isinstance(multipliers, dict):
+        lines.extend(format_multipliers(multipliers))
     lines.append(f"trials run by this process: {sorted(result.ran_trials)}")
     lines.append(f"study: {result.storage.safe_url}")
     lines.append(f"supernet checkpoints: {result.out_dir / 'supernet'}")

@@ -13,6 +13,7 @@ from nasflow.bench import TabularBenchmark
 from nasflow.data import DataBundle
 from nasflow.space import SearchSpace
 from nasflow.train import SupernetConfig, TrainConfig
+from nasflow.train.stack import Stack
 
 #: Objective name -> Optuna direction.
 OBJECTIVES: dict[str, str] = {
@@ -77,14 +78,22 @@ class StudySpec:
         seed: Seed of the sampler, the supernet and the data order.
         cost: How a candidate's training cost is predicted: ``"model"`` (default) sums
             its ops' latencies from the hardware-aware cost model's table (measured once
-            per device and stored in the study's database), ``"measure"`` times a few
-            training steps of every candidate.
+            per device and stored in the study's database; every op of the space is
+            built and timed once, up front), ``"measure"`` times a few training steps of
+            every candidate when it is scored (use it for a space whose ops may fail or
+            exhaust memory in some configurations: only the trials using them fail).
         table: Tabular mode: score each architecture by looking it up in this table
             instead of training (no supernet, no retraining; one objective, "accuracy",
             the table's searched metric). The run reports the regret to its optimum.
         catch: Exception types raised by the space's code in a trial (for example in a
             network's ``forward``) after which the study goes on; the trial fails with
             its traceback stored either way. Out-of-memory always lets the study go on.
+        stack: The speedup stack the supernet (phase 1), every fine-tuned candidate
+            (phase 2) and the retrained winners (phase 3) train with: a ``Stack``,
+            ``None`` (plain fp32 eager) or ``"auto"``: a short calibration on this machine
+            (about 15 s on 2 CPU cores for the default space) keeps the layers that
+            measurably pay off, and its measurements are stored on the study (user
+            attribute ``nasflow:stack``, drawn by the report); a resumed study reuses them.
     """
 
     name: str
@@ -105,6 +114,7 @@ class StudySpec:
     cost: str = "model"
     table: TabularBenchmark | None = None
     catch: tuple[type[Exception], ...] = ()
+    stack: Stack | str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.space, SearchSpace):
@@ -152,6 +162,10 @@ class StudySpec:
         for c in catch:
             if not (isinstance(c, type) and issubclass(c, Exception)):
                 raise StudyFileError(f"catch must hold Exception subclasses, got {c!r}")
+        if not (self.stack is None or self.stack == "auto" or isinstance(self.stack, Stack)):
+            raise StudyFileError(
+                f"study {self.name!r}: stack must be a Stack, 'auto' or None, got {self.stack!r}"
+            )
         if self.table is not None:
             self._check_tabular()
 
@@ -177,6 +191,11 @@ class StudySpec:
             raise StudyFileError(
                 f"study {self.name!r}: finetune_epochs={self.finetune_epochs!r}, but a tabular "
                 "study trains nothing; use 0"
+            )
+        if self.stack is not None:
+            raise StudyFileError(
+                f"study {self.name!r}: stack={self.stack!r}, but a tabular study trains "
+                "nothing; use None"
             )
 
     @property

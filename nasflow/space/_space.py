@@ -223,7 +223,10 @@ class SearchSpace(ABC):
         return arch if isinstance(arch, Arch) else Arch(arch)
 
     def path(self, arch: Mapping[str, Any]) -> Arch:
-        """The supernet path of a full arch (its hyper-parameters dropped)."""
+        """The supernet path of a full arch (its hyper-parameters dropped); a path is
+        validated and returned as it is."""
+        if isinstance(arch, Mapping) and set(arch) == self._path_labels:
+            return self.validate(arch, path_only=True)
         return self.validate(arch).subset(self._path_labels)
 
     # ------------------------------------------------------------------ networks

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -14,7 +15,8 @@ from torch import nn
 
 from nasflow.train._checkpoint import rng_state, set_rng_state
 from nasflow.train._loop import Batches, evaluate, make_optimizer, warmup_cosine
-from nasflow.train._supernet import NonFiniteLossError, TrainingInterrupted
+from nasflow.train._supernet import TrainingInterrupted, schedule_step
+from nasflow.train.stack._config import Stack
 
 
 @dataclass(frozen=True)
@@ -55,11 +57,23 @@ def _loss(logits: torch.Tensor, y: torch.Tensor, smoothing: float) -> torch.Tens
 class EpochTrainer:
     """Trains a plain network one epoch at a time (so Optuna can prune between epochs).
 
+    Every batch goes through the speedup stack's ``StackStep``; ``Stack()`` (the default)
+    is exactly ``zero_grad; loss.backward(); optimizer.step()``. The learning rate follows
+    ``warmup_cosine`` per batch; with gradient accumulation the optimizer steps every ``k``
+    batches at ``k`` times the current rate (linear scaling), and an epoch's last, partly
+    accumulated step is taken at the epoch's end.
+
+    Resume stays exact with accumulation: a checkpoint never holds a partly accumulated
+    step. ``run_epoch`` honours a stop request only at an optimizer-step boundary (at most
+    ``k - 1`` batches after the request), and epochs end with a flushed step, so
+    ``state_dict()`` is always taken with no pending gradients.
+
     Args:
         model: The network (trained in place).
         train: Training split batches (``drop_last`` recommended).
         config: The recipe; the schedule spans ``config.epochs``.
         device: Where to train.
+        stack: The speedup stack (``None``: ``Stack()``, plain fp32 eager).
     """
 
     def __init__(
@@ -68,29 +82,34 @@ class EpochTrainer:
         train: Batches,
         config: TrainConfig,
         device: torch.device | str = "cpu",
+        stack: Stack | None = None,
     ) -> None:
+        if stack is not None and not isinstance(stack, Stack):
+            raise ValueError(f"stack must be a Stack or None, got {stack!r}")
         self.model, self.train, self.config = model.to(device), train, config
         self.device = torch.device(device)
+        self.stack = stack or Stack()
         self.optimizer = make_optimizer(model.parameters(), config.lr, config.weight_decay)
         steps = len(train)
         self.scheduler = warmup_cosine(
             self.optimizer, config.epochs * steps, int(config.warmup_epochs * steps)
         )
+        loss_fn = functools.partial(F.cross_entropy, label_smoothing=config.label_smoothing)
+        self.stepper = self.stack.build(model, self.optimizer, self.device, loss_fn=loss_fn)
         self.epoch = 0
         self.batch = 0  # batches done in the current epoch
         self.seconds = 0.0
         self._losses: list[float] = []  # of the current epoch so far
 
     def step(self, x: torch.Tensor, y: torch.Tensor) -> float:
-        """One optimizer step on one batch; raises ``NonFiniteLossError`` on NaN/inf."""
-        loss = _loss(self.model(x), y, self.config.label_smoothing)
-        if not torch.isfinite(loss):
-            raise NonFiniteLossError(f"loss is {loss.item()} at epoch {self.epoch + 1}")
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        self.scheduler.step()
-        return float(loss.detach())
+        """Train on one batch (one optimizer step, or one of ``k`` accumulated batches).
+
+        Raises:
+            NonFiniteLossError: The loss is NaN or infinite (no step is taken).
+        """
+        loss = self.stepper(x, y)
+        schedule_step(self.scheduler, self.stepper.pending > 0)
+        return loss
 
     def run_epoch(self, should_stop: Callable[[], bool] | None = None) -> float:
         """Train the rest of the current epoch; returns its mean loss.
@@ -98,21 +117,27 @@ class EpochTrainer:
         Args:
             should_stop: Polled after every step but an epoch's last; when it returns true
                 the step is finished and ``TrainingInterrupted`` is raised, leaving the
-                trainer consistent so ``state_dict()`` can be checkpointed.
+                trainer consistent so ``state_dict()`` can be checkpointed. With gradient
+                accumulation the request is honoured at the next optimizer-step boundary.
         """
         if self.epoch >= self.config.epochs:
             raise RuntimeError(f"already trained the planned {self.config.epochs} epochs")
         self.model.train()
         steps = len(self.train)
         t0 = time.perf_counter()
+        stop = False
         try:
             for x, y in self.train.epoch(self.epoch, start=self.batch):
                 self._losses.append(self.step(x.to(self.device), y.to(self.device)))
                 self.batch += 1
-                if should_stop is not None and self.batch < steps and should_stop():
+                if should_stop is None or self.batch >= steps:
+                    continue
+                stop = stop or should_stop()
+                if stop and not self.stepper.pending:
                     raise TrainingInterrupted(
                         f"training at epoch {self.epoch + 1}, batch {self.batch}"
                     )
+            self.stepper.flush()  # the epoch's partly accumulated step, if any
         finally:
             self.seconds += time.perf_counter() - t0
         losses, self._losses = self._losses, []
@@ -121,11 +146,12 @@ class EpochTrainer:
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly here: weights, optimizer, schedule,
-        position, the global generators."""
+        stack counters, position, the global generators."""
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
+            "stack": self.stepper.state_dict(),
             "epoch": self.epoch,
             "batch": self.batch,
             "seconds": self.seconds,
@@ -138,6 +164,8 @@ class EpochTrainer:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
+        if "stack" in state:  # absent in checkpoints written before the stack existed
+            self.stepper.load_state_dict(state["stack"])
         self.epoch, self.batch = int(state["epoch"]), int(state["batch"])
         self.seconds = float(state["seconds"])
         self._losses = [float(v) for v in state["losses"]]
@@ -162,13 +190,14 @@ def train_standalone(
     test: Batches | None = None,
     device: torch.device | str = "cpu",
     on_epoch: Callable[[int, float], None] | None = None,
+    stack: Stack | None = None,
 ) -> TrainResult:
     """Train ``model`` from its current weights for ``config.epochs`` epochs.
 
-    ``seconds`` counts training steps only (the measured training cost); evaluation is
-    excluded.
+    ``seconds`` counts training steps only (the measured training cost, with ``stack``);
+    evaluation is excluded.
     """
-    trainer = EpochTrainer(model, train, config, device)
+    trainer = EpochTrainer(model, train, config, device, stack)
     losses = []
     for _ in range(config.epochs):
         losses.append(trainer.run_epoch())

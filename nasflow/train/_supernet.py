@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +28,9 @@ from nasflow.train._checkpoint import (
     set_rng_state,
 )
 from nasflow.train._loop import Batches, make_optimizer, warmup_cosine
+
+if TYPE_CHECKING:  # the stack imports this module: import it lazily at run time
+    from nasflow.train.stack import Stack, StackStep
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -72,6 +76,17 @@ class OpCounter:
         if set(state) != set(self.counts):
             raise ValueError(f"op counts are for labels {sorted(state)}, not this space's")
         self.counts = {k: dict(v) for k, v in state.items()}
+
+
+def schedule_step(scheduler: torch.optim.lr_scheduler.LRScheduler, accumulating: bool) -> None:
+    """Advance a per-batch schedule; while gradients accumulate the optimizer has not
+    stepped for this batch, which is intended (PyTorch's order warning is silenced)."""
+    if not accumulating:
+        scheduler.step()
+        return
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
+        scheduler.step()
 
 
 def supernet_step(
@@ -164,9 +179,27 @@ class SupernetTrainer:
     """Trains a space's supernet with exact checkpoint/resume.
 
     A checkpoint holds the model, optimizer, scheduler, the global torch generators, the
-    op counters and the position in training. Paths are a pure function of
-    ``(seed, step)`` and the data order of ``(seed, epoch)``, so a run resumed from any
-    checkpoint (mid-epoch included) continues bit-identically on CPU.
+    op counters, the stack's counters and the position in training. Paths are a pure
+    function of ``(seed, step)`` and the data order of ``(seed, epoch)``, so a run resumed
+    from any checkpoint (mid-epoch included) continues bit-identically on CPU.
+
+    Every step goes through the speedup stack (``Stack()``, the default, is exactly
+    ``supernet_step``). With gradient accumulation, mid-epoch checkpoints (periodic or on a
+    stop request) are written at the next optimizer-step boundary, so a checkpoint never
+    holds a partly accumulated step; each epoch ends with a flushed step.
+
+    Under ``torchrun`` (``WORLD_SIZE > 1``; the process group is joined with
+    ``init_from_env``, or already joined by the caller) every rank trains the same paths
+    (drawn from the global step) on its contiguous shard of each global batch of
+    ``config.batch_size`` samples, starting from rank 0's initial weights (broadcast), and
+    gradients are all-reduced once per optimizer step: ``ddp_supernet_step`` with the plain
+    stack, ``StackStep`` with a ``GradReducer`` otherwise (then the logged loss is rank 0's
+    shard's). Without batch norm this is the one-process update on the global batch; with
+    batch norm each rank normalises with its own shard's statistics (no ``SyncBatchNorm``),
+    i.e. one process accumulating ``WORLD_SIZE`` micro-batches. Only rank 0 writes
+    checkpoints and logs; ``checkpoint_dir`` must be visible to every rank (one machine or
+    a shared file system) because every rank resumes from it, and ``should_stop`` must
+    answer alike on every rank (``torchrun`` signals all of them).
 
     Args:
         space: The space.
@@ -180,6 +213,7 @@ class SupernetTrainer:
             at epoch ends). Older mid-epoch files are deleted, keeping one as a fallback.
         should_stop: Polled after every step; when it returns true the trainer finishes
             that step, checkpoints and raises ``TrainingInterrupted``.
+        stack: The speedup stack (``None``: ``Stack()``, plain fp32 eager).
     """
 
     def __init__(
@@ -192,7 +226,12 @@ class SupernetTrainer:
         log: Callable[[str], None] | None = None,
         checkpoint_every: int = 0,
         should_stop: Callable[[], bool] | None = None,
+        stack: Stack | None = None,
     ) -> None:
+        from nasflow.train.stack import Stack, init_from_env, is_rank_zero
+
+        if stack is not None and not isinstance(stack, Stack):
+            raise ValueError(f"stack must be a Stack or None, got {stack!r}")
         if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
             raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
         if checkpoint_every < 0:
@@ -201,7 +240,15 @@ class SupernetTrainer:
         self.config = config or SupernetConfig()
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
         self.device = torch.device(device)
-        self.log = log or (lambda _msg: None)
+        self.stack = stack or Stack()
+        self.rank, self.world_size = init_from_env()
+        if self.config.batch_size % self.world_size:
+            raise ValueError(
+                f"batch_size={self.config.batch_size} (the global batch) does not split "
+                f"evenly over {self.world_size} ranks"
+            )
+        self.writer = is_rank_zero()  # only rank 0 writes checkpoints and logs
+        self.log = (log if self.writer else None) or (lambda _msg: None)
         self.checkpoint_every = checkpoint_every
         self.should_stop = should_stop or (lambda: False)
         self.batches = Batches(
@@ -210,9 +257,12 @@ class SupernetTrainer:
         self.sampler = make_sampler(self.config.sampler, space, self.config.seed)
 
     def _identity(self) -> str:
-        return json.dumps(
-            {"space": self.space.fingerprint(), "config": asdict(self.config)}, sort_keys=True
-        )
+        from nasflow.train.stack import Stack
+
+        ident: dict[str, Any] = {"space": self.space.fingerprint(), "config": asdict(self.config)}
+        if self.stack != Stack():  # the plain stack keeps older checkpoints valid
+            ident["stack"] = self.stack.to_dict()
+        return json.dumps(ident, sort_keys=True)
 
     def _resume(self, run: _Run) -> Progress | None:
         """Load the newest valid checkpoint into ``run``; its position, or ``None``."""
@@ -231,14 +281,18 @@ class SupernetTrainer:
         run.counter.load_state_dict(json.loads(state["op_counts"]))
         run.losses = [float(v) for v in state["losses"]]
         run.epoch_loss = float(state.get("epoch_loss", 0.0))
+        if "stack" in state and run.stepper is not None:
+            run.stepper.load_state_dict(state["stack"])
         if "rng" in state:
             set_rng_state(state["rng"])
         return at
 
     def _save(self, run: _Run, at: Progress) -> Path | None:
-        """Checkpoint ``run`` at ``at`` and delete mid-epoch files it makes redundant."""
-        if self.checkpoint_dir is None:
+        """Checkpoint ``run`` at ``at`` and delete mid-epoch files it makes redundant
+        (rank 0 only; ``None`` elsewhere)."""
+        if self.checkpoint_dir is None or not self.writer:
             return None
+        stack_state = run.stepper.state_dict() if run.stepper is not None else {}
         path = save_checkpoint(
             self.checkpoint_dir / at.filename(),
             {
@@ -252,6 +306,7 @@ class SupernetTrainer:
                 "op_counts": json.dumps(run.counter.state_dict()),
                 "losses": list(run.losses),
                 "epoch_loss": run.epoch_loss,
+                "stack": stack_state,
             },
         )
         older = [p for p, _ in list_checkpoints(self.checkpoint_dir) if p < at and p.batch]
@@ -259,6 +314,41 @@ class SupernetTrainer:
         for p in older[1:] if at.batch else older:
             (self.checkpoint_dir / p.filename()).unlink(missing_ok=True)
         return path
+
+    def _step_fn(
+        self, supernet: Supernet, optimizer: torch.optim.Optimizer
+    ) -> tuple[Callable[[torch.Tensor, torch.Tensor, Sequence[Arch]], float], StackStep | None]:
+        """``(train_step(x, y, paths) -> loss, the StackStep or None)`` for this run.
+
+        ``train_step`` takes the global batch; under DDP it trains this rank's shard.
+        """
+        from nasflow.train.stack import (
+            GradReducer,
+            Stack,
+            broadcast_module,
+            ddp_supernet_step,
+            shard,
+        )
+
+        if self.world_size == 1:
+            stepper = self.stack.build(supernet, optimizer, self.device)
+            return stepper, stepper
+        reducer = GradReducer()
+        broadcast_module(supernet)  # every rank starts from rank 0's weights
+        rank, world = self.rank, self.world_size
+        if self.stack == Stack():
+
+            def plain(x: torch.Tensor, y: torch.Tensor, paths: Sequence[Arch]) -> float:
+                xs, ys = shard(x, rank, world), shard(y, rank, world)
+                return ddp_supernet_step(supernet, paths, xs, ys, optimizer, reducer)
+
+            return plain, None
+        stepper = self.stack.build(supernet, optimizer, self.device, reducer=reducer)
+
+        def stacked(x: torch.Tensor, y: torch.Tensor, paths: Sequence[Arch]) -> float:
+            return stepper(shard(x, rank, world), shard(y, rank, world), paths)
+
+        return stacked, stepper
 
     def fit(self, on_epoch: Callable[[int, float], None] | None = None) -> SupernetResult:
         """Train (or resume) to ``config.epochs`` epochs.
@@ -281,38 +371,45 @@ class SupernetTrainer:
         scheduler = warmup_cosine(
             optimizer, cfg.epochs * steps_per_epoch, int(cfg.warmup_epochs * steps_per_epoch)
         )
-        run = _Run(supernet, optimizer, scheduler, OpCounter(self.space))
+        train_step, stepper = self._step_fn(supernet, optimizer)
+        run = _Run(supernet, optimizer, scheduler, OpCounter(self.space), stepper=stepper)
         at = self._resume(run)
         if at is not None:
             where = f"epoch {at.epoch}" + (f", batch {at.batch}" if at.batch else "")
             self.log(f"resumed supernet training from {where}")
         start = at or Progress(0, 0)
         t0 = time.perf_counter()
+        stop = due = False
         for epoch in range(start.epoch, cfg.epochs):
             supernet.train()
             first = start.batch if epoch == start.epoch else 0
             for b, (x, y) in enumerate(self.batches.epoch(epoch, start=first), start=first):
                 step = epoch * steps_per_epoch + b
                 paths = self.sampler.paths(step)
-                x, y = x.to(self.device), y.to(self.device)
-                run.epoch_loss += supernet_step(supernet, paths, x, y, optimizer)
-                scheduler.step()
+                run.epoch_loss += train_step(x.to(self.device), y.to(self.device), paths)
+                schedule_step(scheduler, stepper is not None and stepper.pending > 0)
                 run.counter.update(paths)
                 if b + 1 == steps_per_epoch:
                     break  # the epoch checkpoint below covers this step
-                stop = self.should_stop()
+                stop = stop or self.should_stop()
                 every = self.checkpoint_every
-                if stop or (every and (step + 1) % every == 0):
+                due = due or bool(every and (step + 1) % every == 0)
+                if stepper is not None and stepper.pending:
+                    continue  # mid-accumulation: checkpoint at the step boundary
+                if stop or due:
                     path = self._save(run, Progress(epoch, b + 1))
+                    due = False
                 if stop:
                     raise TrainingInterrupted(f"supernet training at epoch {epoch + 1}", path)
+            if stepper is not None:
+                stepper.flush()  # the epoch's partly accumulated step, if any
             run.losses.append(run.epoch_loss / steps_per_epoch)
             run.epoch_loss = 0.0
             path = self._save(run, Progress(epoch + 1, 0))
             self.log(f"supernet epoch {epoch + 1}/{cfg.epochs}: loss {run.losses[-1]:.4f}")
             if on_epoch is not None:
                 on_epoch(epoch + 1, run.losses[-1])
-            if epoch + 1 < cfg.epochs and self.should_stop():
+            if epoch + 1 < cfg.epochs and (stop or self.should_stop()):
                 raise TrainingInterrupted(f"supernet training after epoch {epoch + 1}", path)
         return SupernetResult(
             supernet,
@@ -335,3 +432,4 @@ class _Run:
     counter: OpCounter
     losses: list[float] = field(default_factory=list)
     epoch_loss: float = 0.0
+    stepper: StackStep | None = None  # None: the plain DDP step, which keeps no state

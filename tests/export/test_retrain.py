@@ -33,7 +33,7 @@ def test_retrain_prints_test_accuracy_and_measured_cost(tiny_run: TinyRun, expor
     argv = ["retrain", str(exported), "--epochs", "1", "--study", str(tiny_run.study_file)]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    m = re.search(r"for 1 epochs .*test accuracy (\d\.\d+), .*measured (\d+\.\d)s", out)
+    m = re.search(r"for 1 epochs .*test accuracy (\d\.\d+), .*measured ([0-9.e+-]+)s", out)
     assert m is not None, out
     assert 0.0 <= float(m.group(1)) <= 1.0 and float(m.group(2)) > 0
     assert "epoch 1: loss" in out and "predicted training cost during search" in out

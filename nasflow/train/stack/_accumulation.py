@@ -83,6 +83,14 @@ class Accumulation(ABC):
         """Update from one step's gradient statistics (adaptive policies only)."""
         return None
 
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs to choose the same ``k`` (nothing for a fixed ``k``)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a ``state_dict()``."""
+        return None
+
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """Settings as JSON-able data."""
@@ -151,6 +159,23 @@ class AdaptiveAccumulation(Accumulation):
         var, sq = self._var / self._weight, self._sq / self._weight
         self._k = adaptive_k(var, self.noise_target * sq, self.k_max)
         self.history.append(self._k)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "k": self._k,
+            "var": self._var,
+            "sq": self._sq,
+            "weight": self._weight,
+            "history": list(self.history),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if not state:
+            return
+        self._k = int(state["k"])
+        self._var, self._sq = float(state["var"]), float(state["sq"])
+        self._weight = float(state["weight"])
+        self.history = [int(k) for k in state["history"]]
 
     def describe(self) -> dict[str, Any]:
         return {

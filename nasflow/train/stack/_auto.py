@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nasflow.space import SearchSpace
 from nasflow.train._loop import Batches
 from nasflow.train.stack._bench import (
     BASELINE,
@@ -256,3 +257,67 @@ def decide_layer(
     else:
         out.update(kept=True, reason=f"gain x{mult:.2f} >= x{min_gain:.2f}")
     return out
+
+
+#: Candidates sampled by :func:`calibrate_for_space`; the largest is calibrated on.
+CALIBRATION_SAMPLES = 8
+
+
+def calibrate_for_space(
+    space: SearchSpace,
+    train: Batches,
+    val: Batches,
+    lr: float,
+    weight_decay: float,
+    planned_batches: int,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+    calibration_batches: int = 16,
+    log: Callable[[str], None] | None = None,
+) -> AutoResult:
+    """A study's short ``stack="auto"`` calibration, on a winner-sized candidate.
+
+    Calibrates on the largest (by parameters) of ``CALIBRATION_SAMPLES`` architectures
+    sampled with ``seed``: the candidates a search keeps tend to be the large ones, and a
+    larger network is where a layer's gain or loss shows. Each variant trains
+    ``calibration_batches`` batches in turns of 2 (about 15 s for a 135k-parameter
+    MNIST-1D candidate on 2 CPU cores). On a CPU ``torch.compile`` is not a candidate: its
+    inductor warm-up alone (about 30 s there) exceeds the whole budget; measure it with
+    ``nasflow bench-stack`` and set it explicitly if it pays off over a long run.
+
+    Args:
+        space: The search space.
+        train: Training batches (the study's batch size).
+        val: Validation batches.
+        lr: Peak learning rate of the calibration runs.
+        weight_decay: Their AdamW weight decay.
+        planned_batches: Batches a candidate trains in the study (amortizes warm-up).
+        device: Where to train.
+        seed: Seeds the architecture sample and the initial weights.
+        calibration_batches: Batches each variant trains per phase.
+        log: Progress lines.
+    """
+    import numpy as np
+
+    device = torch.device(device)
+    rng = np.random.default_rng(seed)
+    archs = [space.sample(rng) for _ in range(CALIBRATION_SAMPLES)]
+    sizes = [sum(p.numel() for p in space.build(a).parameters()) for a in archs]
+    arch = archs[int(np.argmax(sizes))]
+    candidates = (
+        AUTO_LAYERS if device.type == "cuda" else tuple(n for n in AUTO_LAYERS if n != "compile")
+    )
+    cfg = RunConfig(lr=lr, weight_decay=weight_decay, chunk=2, evals_per_epoch=1, seed=seed)
+    result = auto_stack(
+        lambda: space.build(arch),
+        train,
+        val,
+        device,
+        candidates=candidates,
+        calibration_batches=calibration_batches,
+        planned_batches=planned_batches,
+        cfg=cfg,
+        log=log,
+    )
+    result.record["calibration"].update(arch=arch.to_json(), params=max(sizes))
+    return result

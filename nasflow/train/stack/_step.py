@@ -99,6 +99,12 @@ class StackStep:
         self._units = 0
 
     @property
+    def pending(self) -> int:
+        """Batches accumulated into the optimizer step not taken yet (0 at a step boundary,
+        the only place a checkpoint holds no partial gradients)."""
+        return self._pending
+
+    @property
     def compilations(self) -> int:
         """Graphs compiled so far by the compile layer (0 without it)."""
         return sum(m.compilations for m in self.layers if isinstance(m, Compile))
@@ -164,7 +170,7 @@ class StackStep:
     def _accumulate(self, x: torch.Tensor, y: torch.Tensor, paths: Sequence[Arch] | None) -> float:
         stats = self.accumulation.needs_stats
         plist: Sequence[Arch | None] = paths if paths is not None else [None]
-        total = 0.0
+        total = mean = 0.0  # loss x samples; per-sample mean (exactly the loss, one unit)
         for xu, yu in self._units_of(x, y):
             before = self._grads() if stats else None
             weight = len(xu) / self._expected
@@ -180,11 +186,12 @@ class StackStep:
                     continue
                 self.scaler.scale(loss if weight == 1.0 else loss * weight).backward()
                 total += value * len(xu)
+                mean += value if len(xu) == len(x) else value * len(xu) / len(x)
             if before is not None:
                 self._record_unit(before, self._expected / len(xu))
         self._samples += len(x)
         self._loss_sum += total
-        return total / (len(x) * len(plist))
+        return mean / len(plist)
 
     def _grads(self) -> list[torch.Tensor | None]:
         return [p.grad.clone() if p.grad is not None else None for p in self.params]
@@ -259,12 +266,24 @@ class StackStep:
 
     # ------------------------------------------------------------------ resume
     def state_dict(self) -> dict[str, Any]:
-        """Counters and loss-scaler state (the model and optimizer are saved separately)."""
+        """Counters, loss-scaler and adaptive-accumulation state (the model and optimizer
+        are saved separately). Take it at a step boundary (``pending == 0``): gradients of
+        a partly accumulated step are not part of it.
+
+        Raises:
+            RuntimeError: Batches are accumulated into an unfinished optimizer step.
+        """
+        if self._pending:
+            raise RuntimeError(
+                f"state_dict() with {self._pending} batches accumulated into an unfinished "
+                "optimizer step; checkpoint at a step boundary or flush() first"
+            )
         return {
             "batches_seen": self.batches_seen,
             "optimizer_steps": self.optimizer_steps,
             "ks": list(self.ks),
             "scaler": self.scaler.state_dict(),
+            "accumulation": self.accumulation.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -273,3 +292,4 @@ class StackStep:
         self.ks = list(state["ks"])
         if state["scaler"]:
             self.scaler.load_state_dict(state["scaler"])
+        self.accumulation.load_state_dict(state.get("accumulation", {}))

@@ -1,0 +1,78 @@
+"""Search-level multipliers: a pure function of the trials, the phase times and the stack."""
+
+from __future__ import annotations
+
+import math
+
+import optuna
+import pytest
+from optuna.distributions import IntDistribution
+from optuna.trial import TrialState
+
+from nasflow.search._multipliers import format_multipliers, search_multipliers
+
+
+def _trial(state: TrialState, cost: float, epochs: int | None = None, skipped: bool = False):
+    attrs: dict = {"train_cost": cost}
+    if epochs is not None:
+        attrs["epochs_trained"] = epochs
+    if skipped:
+        attrs["skipped"] = "over budget: params +20% over the limit"
+    return optuna.trial.create_trial(
+        state=state,
+        values=[0.5, cost] if state == TrialState.COMPLETE else None,
+        params={"x": 1},
+        distributions={"x": IntDistribution(0, 2)},
+        user_attrs=attrs,
+    )
+
+
+TRIALS = [
+    _trial(TrialState.COMPLETE, 100.0, epochs=3),
+    _trial(TrialState.COMPLETE, 60.0, epochs=3),
+    _trial(TrialState.PRUNED, 40.0, epochs=1),  # stopped early by the pruner
+    _trial(TrialState.PRUNED, 50.0, skipped=True),  # the gate: never evaluated
+    _trial(TrialState.FAIL, 999.0, epochs=2),  # not a finished candidate
+]
+SECONDS = {"supernet": 30.0, "search": 20.0, "total": 70.0}
+
+
+def test_each_multiplier_is_computed_from_its_own_records() -> None:
+    m = search_multipliers(TRIALS, SECONDS, finetune_epochs=3)
+    assert m["one_shot"]["estimate"] is True
+    assert m["one_shot"]["estimated_standalone_seconds"] == 200.0  # evaluated: 100+60+40
+    assert m["one_shot"]["actual_seconds"] == 50.0
+    assert m["one_shot"]["multiplier"] == pytest.approx(4.0)
+    assert "train_cost" in m["one_shot"]["note"]  # says what it was estimated from
+    assert m["early_stopping"]["epochs_trained"] == 7
+    assert m["early_stopping"]["epochs_without_pruning"] == 9  # 3 epochs x 3 evaluated
+    assert m["early_stopping"]["multiplier"] == pytest.approx(9 / 7)
+    assert m["gate"]["skipped"] == 1 and m["gate"]["skipped_predicted_seconds"] == 50.0
+    assert m["gate"]["multiplier"] == pytest.approx(250 / 200)
+    assert m["stack"] == {"multiplier": None, "note": "not measured"}
+    assert m["compounded"]["of"] == ["one_shot", "early_stopping", "gate"]
+    assert m["compounded"]["multiplier"] == pytest.approx(4.0 * 9 / 7 * 1.25)
+    assert m["end_to_end"]["seconds"] == 70.0 and m["end_to_end"]["multiplier"] is None
+
+
+def test_a_measured_stack_joins_the_product_and_the_summary_names_it() -> None:
+    record = {"end_to_end": 1.2, "product": 1.25, "chosen": ["threads", "amp"], "layers": []}
+    m = search_multipliers(TRIALS, SECONDS, finetune_epochs=3, stack_record=record)
+    assert m["stack"]["multiplier"] == 1.2 and m["stack"]["chosen"] == ["threads", "amp"]
+    assert m["compounded"]["of"][-1] == "stack"
+    assert m["compounded"]["multiplier"] == pytest.approx(4.0 * 9 / 7 * 1.25 * 1.2)
+    text = "\n".join(format_multipliers(m))
+    assert "ESTIMATE" in text and "x1.20" in text and "threads+amp" in text
+    assert f"x{4.0 * 9 / 7 * 1.25 * 1.2:.2f}" in text and "70s" in text
+
+
+def test_nothing_to_measure_gives_no_made_up_numbers() -> None:
+    m = search_multipliers([], {"supernet": 0.0, "search": 0.0}, finetune_epochs=0)
+    for name in ("one_shot", "early_stopping", "gate", "stack", "ddp", "compounded"):
+        assert m[name]["multiplier"] is None, name
+    assert "n/a" in "\n".join(format_multipliers(m))
+    calibrated_nothing = {"end_to_end": None, "product": None, "chosen": [], "layers": []}
+    m = search_multipliers(TRIALS, SECONDS, 0, stack_record=calibrated_nothing)
+    assert m["stack"]["multiplier"] is None and "baseline" in m["stack"]["note"]
+    assert m["early_stopping"]["multiplier"] is None  # no fine-tuning at all
+    assert all(math.isfinite(m[n]["multiplier"]) for n in ("one_shot", "gate"))
