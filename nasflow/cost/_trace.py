@@ -47,7 +47,10 @@ class _ShapeOnly(TorchFunctionMode):
         if func in _SAME_SHAPE and isinstance(args[0], torch.Tensor) and args[0].is_meta:
             tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
             out = torch.empty_like(args[0])
-            return out.requires_grad_(any(t.requires_grad for t in tensors))
+            if any(t.requires_grad for t in tensors):
+                # A non-leaf, as the real op returns: in-place ops may follow (ReLU(True)).
+                return out.requires_grad_(True).clone()
+            return out
         return func(*args, **kwargs)
 
 

@@ -9,6 +9,9 @@ An export directory holds:
 - ``model.pt2``: a ``torch.export`` program (``torch.export.load`` unpickles: trusted
   files only);
 - ``model.onnx``: the same network in ONNX, checked with onnxruntime when written;
+- ``hf/``: for a space whose networks wrap a ``transformers`` model
+  (``SearchSpace.hf_model``), that model's ``save_pretrained`` directory (safetensors),
+  loadable with ``AutoModelForCausalLM.from_pretrained(".../hf")``;
 - ``README.md``: how to load it.
 """
 
@@ -33,8 +36,11 @@ WEIGHTS_FILE = "model.safetensors"
 PROGRAM_FILE = "model.pt2"
 ONNX_FILE = "model.onnx"
 README_FILE = "README.md"
+HF_DIR = "hf"
 #: Every file an export may hold at its top level.
 EXPECTED_FILES = frozenset({ARCH_FILE, WEIGHTS_FILE, PROGRAM_FILE, ONNX_FILE, README_FILE})
+#: The files ``save_pretrained`` writes into ``hf/`` (safetensors weights, JSON configs).
+EXPECTED_HF_FILES = frozenset({"config.json", "generation_config.json", WEIGHTS_FILE})
 
 #: Suffixes of files that are (or usually are) pickles, ``torch.save`` archives included.
 PICKLE_SUFFIXES = frozenset(
@@ -70,7 +76,8 @@ def _looks_pickled(path: Path) -> bool:
 def refuse_pickles(folder: Path) -> None:
     """Raise ``ExportError`` if ``folder`` holds a file that could be a pickle.
 
-    The expected top-level files are skipped (they are never unpickled by nasflow); any
+    The expected top-level files and the expected files of ``hf/`` are skipped (they are
+    never unpickled by nasflow or by ``from_pretrained``); any
     other file is refused when its suffix is a pickle suffix or its first bytes are a
     pickle or ``torch.save`` header. Nothing is unpickled to find out.
     """
@@ -81,6 +88,8 @@ def refuse_pickles(folder: Path) -> None:
             rel = path.relative_to(folder)
             if rel.parent == Path(".") and name in EXPECTED_FILES:
                 continue
+            if rel.parent == Path(HF_DIR) and name in EXPECTED_HF_FILES:
+                continue  # a safetensors header can start like a pickle; never unpickled
             if path.suffix.lower() in PICKLE_SUFFIXES or _looks_pickled(path):
                 raise ExportError(
                     f"export {str(folder)!r} contains {str(rel)!r}, which may be a pickle; "

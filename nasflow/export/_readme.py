@@ -27,6 +27,27 @@ def readme(info: ExportInfo, space: SearchSpace, onnx: bool) -> str:
             f"({info.study.get('storage', '')}).\n\n"
         )
     shape = ", ".join(str(n) for n in info.input_shape)
+    vocab = info.space_config.get("vocab_size")
+    tokens = info.space_config.get("input_dtype") == "int64"
+    what = f"a tensor of int64 token ids in [0, {vocab})" if tokens else "a float tensor"
+    sample = f"torch.randint(0, {vocab}, (8, {shape}))" if tokens else f"torch.randn(8, {shape})"
+    np_sample = f"np.zeros((8, {shape}), {'np.int64' if tokens else 'np.float32'})"
+    hf_part = (
+        """
+## Hugging Face
+
+```python
+from transformers import AutoModelForCausalLM
+
+model = AutoModelForCausalLM.from_pretrained("path/to/this/directory/hf", local_files_only=True)
+```
+
+Checked when written, reloaded offline: largest logit difference from the exported
+"""
+        f"network {info.checks.get('hf_max_abs_diff', float('nan')):.3g}.\n"
+        if any(name.startswith("hf/") for name in info.files)
+        else ""
+    )
     onnx_part = (
         f"""
 ## ONNX
@@ -36,7 +57,7 @@ import numpy as np
 import onnxruntime as ort
 
 session = ort.InferenceSession("model.onnx")
-logits = session.run(["logits"], {{"input": np.zeros((8, {shape}), np.float32)}})[0]
+logits = session.run(["logits"], {{"input": {np_sample}}})[0]
 ```
 
 Checked with onnxruntime when written: largest difference from PyTorch
@@ -51,7 +72,7 @@ Checked with onnxruntime when written: largest difference from PyTorch
 {origin}A plain PyTorch network (no nasflow supernet code) with the weights it had in the
 search. Batch norm: {info.weights.get("batch_norm", "?")}.
 
-Input: a float tensor of shape `(batch, {shape})`; output: logits.
+Input: {what} of shape `(batch, {shape})`; output: logits.
 
 ## Load it (PyTorch)
 
@@ -60,7 +81,7 @@ import torch
 import nasflow
 
 model = nasflow.load_exported("path/to/this/directory")  # eval mode, CPU
-logits = model(torch.randn(8, {shape}))
+logits = model({sample})
 ```
 
 `load_exported` reads only `arch.json` and `model.safetensors`: it re-creates the space
@@ -73,9 +94,9 @@ directory that carries a pickle (`*.pt`, `*.pkl`, `*.bin`, ...).
 
 ```python
 program = torch.export.load("model.pt2")  # unpickles: only for files you trust
-logits = program.module()(torch.randn(8, {shape}))
+logits = program.module()({sample})
 ```
-{onnx_part}
+{onnx_part}{hf_part}
 ## Retrain from scratch
 
 ```bash

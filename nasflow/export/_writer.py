@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from nasflow.export import _programs
+from nasflow.export import _hf, _programs
 from nasflow.export._format import (
     ARCH_FILE,
     ONNX_FILE,
@@ -119,8 +119,13 @@ def atomic_dir(out: os.PathLike | str, force: bool = False) -> Iterator[Path]:
         raise
 
 
-def example_input(input_shape: Sequence[int], batch: int = 2, seed: int = 0) -> torch.Tensor:
-    """A reproducible float input of ``(batch, *input_shape)``."""
+def example_input(
+    input_shape: Sequence[int], batch: int = 2, seed: int = 0, vocab: int | None = None
+) -> torch.Tensor:
+    """A reproducible input of ``(batch, *input_shape)``: standard-normal floats, or int64
+    token ids in ``[0, vocab)`` when ``vocab`` is given (see ``_hf.token_vocab``)."""
+    if vocab is not None:
+        return _hf.example_tokens(input_shape, vocab, batch, seed)
     g = torch.Generator().manual_seed(seed)
     return torch.randn((batch, *input_shape), generator=g)
 
@@ -146,7 +151,9 @@ def write_export(
     """Write every file of an export of ``net`` into the empty ``folder``.
 
     The weights are read back through the loader and must reproduce ``net`` exactly; the
-    ONNX file must match within ``ONNX_TOLERANCE`` under onnxruntime.
+    ONNX file must match within ``ONNX_TOLERANCE`` under onnxruntime. A space with a
+    Hugging Face model (``space.hf_model(net)``) also gets ``hf/``, reloaded offline and
+    checked within ``_hf.HF_TOLERANCE``.
     """
     from safetensors.torch import save_file
 
@@ -156,8 +163,9 @@ def write_export(
     save_file(state, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
     weights = {**info.weights, "sha256": sha256_file(folder / WEIGHTS_FILE)}
     info = dataclasses.replace(info, weights=weights)
-    x = example_input(info.input_shape, batch=2)
-    check = example_input(info.input_shape, batch=3, seed=1)
+    vocab = _hf.token_vocab(space)
+    x = example_input(info.input_shape, batch=2, vocab=vocab)
+    check = example_input(info.input_shape, batch=3, seed=1, vocab=vocab)
     loaded = build_with_weights(
         Exported(folder, info, space, info.arch), load_weights(folder, info)
     )
@@ -183,6 +191,10 @@ def write_export(
         checks["onnx_max_abs_diff"] = _programs.onnx_deviation(folder / ONNX_FILE, net, check)
         checks["onnx_tolerance"] = _programs.ONNX_TOLERANCE
         files[ONNX_FILE] = sha256_file(folder / ONNX_FILE)
+    hf = _hf.save_hf(space, net, folder, check)
+    if hf is not None:
+        files.update(hf[0])
+        checks["hf_max_abs_diff"] = hf[1]
     info = dataclasses.replace(info, checks=checks, files=files)
     (folder / ARCH_FILE).write_text(info.to_json(), encoding="utf-8")
     (folder / README_FILE).write_text(readme(info, space, onnx), encoding="utf-8")

@@ -143,8 +143,9 @@ class CandidateScorer:
         step = measure_step_time(net, x[: recipe.batch_size], y[: recipe.batch_size])
         return step * self._steps(recipe), count_params(net)
 
-    def values(self, acc: float, cost: float, params: int) -> list[float]:
-        table = {"accuracy": acc, "train_cost": cost, "params": float(params)}
+    def values(self, acc: float, cost: float, params: int, loss: float) -> list[float]:
+        ppl = math.inf if loss > 700 else math.exp(loss)  # (math.exp overflows past ~709)
+        table = {"accuracy": acc, "perplexity": ppl, "train_cost": cost, "params": float(params)}
         return [table[o] for o in self.spec.objectives]
 
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
@@ -201,13 +202,13 @@ class CandidateScorer:
                 raise optuna.TrialPruned(f"over budget: {why}")
         net = self.supernet.extract(spec.space.path(arch)).to(self.device)
         recalibrate_bn(net, self.train.epoch(0), spec.bn_batches, device=self.device)
-        acc, _ = evaluate(net, self.val, device=self.device)
+        acc, loss = evaluate(net, self.val, device=self.device)
         trial.set_user_attr("supernet_accuracy", acc)
+        values = self.values(acc, cost, params, loss)
         if spec.finetune_epochs:
-            acc = self._finetune(trial, arch, net, cost, params, folder)
-        if not math.isfinite(acc):
-            raise NonFiniteLossError(f"validation accuracy is {acc}")
-        values = self.values(acc, cost, params)
+            values = self._finetune(trial, arch, net, cost, params, folder)
+        if not math.isfinite(values[0]):
+            raise NonFiniteLossError(f"validation accuracy is {values[0]}")
         return values[0] if len(values) == 1 else values
 
     def _finetune(
@@ -218,9 +219,10 @@ class CandidateScorer:
         cost: float,
         params: int,
         folder: Path | None,
-    ) -> float:
+    ) -> list[float]:
         """Fine-tune with inherited weights, one Optuna step per epoch, checkpointing each
-        epoch (and on a stop request) so a retry or resumption continues exactly there."""
+        epoch (and on a stop request) so a retry or resumption continues exactly there.
+        Returns the objective values after the last epoch."""
         spec = self.spec
         ft = recipe_for(arch, replace(spec.finetune, epochs=spec.finetune_epochs))
         ft_batches = Batches(self.train.dataset, ft.batch_size, seed=spec.seed, drop_last=True)
@@ -228,22 +230,21 @@ class CandidateScorer:
         history = self._restore(trial, arch, trainer, folder)
         for epoch, values in enumerate(history, 1):  # the pruner judges resumed epochs too
             self.report(trial, values, epoch)
-        acc = history[-1][0] if history else float("nan")
         stop = self.should_stop or (lambda: False)
         while trainer.epoch < spec.finetune_epochs:
             try:
                 trainer.run_epoch(stop)
             except TrainingInterrupted:
                 raise self._interrupted(trial, trainer, arch, history, folder) from None
-            acc, _ = evaluate(net, self.val, device=self.device)
-            history.append(self.values(acc, cost, params))
+            acc, loss = evaluate(net, self.val, device=self.device)
+            history.append(self.values(acc, cost, params, loss))
             self._save(folder, trainer, arch, history)
             trial.set_user_attr("epochs_trained", trainer.epoch)
             self._log(f"trial {trial.number}: fine-tuned epoch {trainer.epoch}/{ft.epochs}")
             self.report(trial, history[-1], trainer.epoch)
             if trainer.epoch < spec.finetune_epochs and stop():
                 raise self._interrupted(trial, trainer, arch, history, folder)
-        return acc
+        return history[-1]  # at least one epoch was trained or restored
 
     def _interrupted(
         self,

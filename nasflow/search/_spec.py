@@ -18,6 +18,7 @@ from nasflow.train.stack import Stack
 #: Objective name -> Optuna direction.
 OBJECTIVES: dict[str, str] = {
     "accuracy": "maximize",  # BN-recalibrated validation accuracy (inherited weights)
+    "perplexity": "minimize",  # exp(mean validation cross-entropy): language models
     "train_cost": "minimize",  # predicted seconds to train stand-alone for the budget
     "params": "minimize",  # parameter count of the stand-alone network
 }

@@ -249,6 +249,14 @@ class SearchSpace(ABC):
                 reset()
         return net
 
+    def hf_model(self, net: nn.Module) -> Any | None:
+        """The Hugging Face ``PreTrainedModel`` inside a network of this space, if any.
+
+        Export writes it as a ``save_pretrained`` directory (``hf/``) next to the other
+        files. The default, ``None``, means the space's networks are plain PyTorch only.
+        """
+        return None
+
     def __repr__(self) -> str:
         size = self.size
         return (
