@@ -552,15 +552,36 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         lines.append(f"time: {result.seconds.get('total', 0.0):.1f}s")
         lines.append(f"study: {result.storage.safe_url}")
         return "\n".join(lines)
-    lines = [f"Pareto set of study {spec.name!r} ({len(result.pareto)} trials):"]
-    header = f"{'trial':>5}  {'val acc':>7}  {'pred. cost s':>12}  {'params':>8}  arch"
-    lines.append(header)
-    for t in result.pareto:
+    header = (
+        f"{'trial':>5}  {'supernet':>8}  {'val acc':>7}  {'pred. cost s':>12}  {'params':>8}  arch"
+    )
+
+    def row(t: optuna.trial.FrozenTrial) -> str:
         arch = Arch.from_json(t.user_attrs["arch"])
-        lines.append(
-            f"{t.number:>5}  {t.values[0]:>7.4f}  {t.user_attrs['train_cost']:>12.1f}  "
-            f"{t.user_attrs['params']:>8}  {arch_summary(spec.space, arch)}"
+        final = f"{t.values[0]:>7.4f}" if t.values else f"{'pruned':>7}"
+        return (
+            f"{t.number:>5}  {t.user_attrs['supernet_accuracy']:>8.4f}  {final}  "
+            f"{t.user_attrs['train_cost']:>12.1f}  {t.user_attrs['params']:>8}  "
+            f"{arch_summary(spec.space, arch)}"
         )
+
+    scored = [
+        t
+        for t in result.study.get_trials(deepcopy=False)
+        if "supernet_accuracy" in t.user_attrs and "train_cost" in t.user_attrs
+    ]
+    scored.sort(key=lambda t: -t.user_attrs["supernet_accuracy"])
+    lines = [
+        f"Most accurate of the {len(scored)} evaluated architectures (supernet: "
+        "BN-recalibrated validation accuracy with inherited weights; val acc: after "
+        "fine-tuning, the first objective):",
+        header,
+        *(row(t) for t in scored[:10]),
+        "",
+        f"Pareto set of study {spec.name!r} ({len(result.pareto)} trials):",
+        header,
+        *(row(t) for t in result.pareto),
+    ]
     for w in result.winners:
         lines.append(
             f"winner: trial {w.number} retrained from scratch: test accuracy "
@@ -575,4 +596,8 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     lines.append(f"trials run by this process: {sorted(result.ran_trials)}")
     lines.append(f"study: {result.storage.safe_url}")
     lines.append(f"supernet checkpoints: {result.out_dir / 'supernet'}")
+    lines.append(
+        f"next: `nasflow report {spec.name}` writes {result.out_dir / 'report.html'}; "
+        f"`nasflow export {spec.name} --best --out DIR` exports the winner"
+    )
     return "\n".join(lines)

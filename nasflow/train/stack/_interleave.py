@@ -3,7 +3,9 @@
 On a shared machine the speed of the same code drifts by 2-5x over minutes. Every variant
 therefore trains the same network from the same initial weights on the same batches,
 and the variants take turns: in each round each variant trains one chunk of batches
-(the order rotates from round to round). A variant's speed-up is then the median over
+(in a fresh seeded random order every round, so no variant always follows the same
+neighbour: a variant that changes global state, such as the thread count, would otherwise
+bias the one after it). A variant's speed-up is then the median over
 rounds of the *paired* ratio baseline chunk time / variant chunk time, with its spread.
 Round 0 (warm-up, including compilation) and round 1 (memory measurement) are reported
 but excluded from step times.
@@ -12,6 +14,7 @@ but excluded from step times.
 from __future__ import annotations
 
 import copy
+import random
 import time
 import traceback
 from collections.abc import Callable, Collection
@@ -178,10 +181,11 @@ def run_interleaved(
     total = _total(cfg, len(train))
     eval_every = max(1, len(train) // cfg.evals_per_epoch)
     position, rnd = 0, 0
+    shuffler = random.Random(cfg.seed)  # its own generator: the global RNGs are untouched
     while position < total and runners:
         n = min(cfg.chunk, total - position)
-        names = list(runners)
-        order = names[rnd % len(names) :] + names[: rnd % len(names)]
+        order = list(runners)
+        shuffler.shuffle(order)
         for name in order:
             _turn(runners, name, n, rnd, device, cfg, val, position, eval_every, total)
         position += n
