@@ -13,6 +13,7 @@ from nasflow.space._choices import (
     op_choice,
     value_choice,
 )
+from nasflow.space._nni import NniSpace, from_nni
 from nasflow.space._registry import rebuild_space, registered_spaces, space_class
 from nasflow.space._space import SearchSpace
 
@@ -21,9 +22,11 @@ __all__ = [
     "Arch",
     "Choice",
     "FloatRange",
+    "NniSpace",
     "Scalar",
     "SearchSpace",
     "edge_choices",
+    "from_nni",
     "hyper_choice",
     "op_choice",
     "rebuild_space",
