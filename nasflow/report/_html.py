@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import html
 import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import optuna
 from optuna.trial import TrialState
 
 import nasflow
+from nasflow._files import atomic_write
 from nasflow.report._figures import table_cells
 from nasflow.report._report import ReportData, ReportFigure, report_data, report_figures
 from nasflow.report._study import objective_names
@@ -110,24 +109,9 @@ def render_html(
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temp file in the same folder, fsync, replace."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):  # make the rename durable where the OS allows it
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    """Write ``text`` (UTF-8) to ``path`` through a temp file in the same folder, fsync,
+    replace (``nasflow._files.atomic_write``)."""
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def write_report(

@@ -16,12 +16,13 @@ import io
 import json
 import os
 import re
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import torch
+
+from nasflow._files import atomic_write
 
 #: Key of the content digest inside a saved state.
 DIGEST_KEY = "nasflow:sha256"
@@ -37,44 +38,6 @@ class CheckpointError(RuntimeError):
     def __init__(self, path: os.PathLike | str, reason: str) -> None:
         super().__init__(f"checkpoint {os.fspath(path)!r} is unusable: {reason}")
         self.path = Path(path)
-
-
-def atomic_write(
-    path: os.PathLike | str, write: Callable[[IO[Any]], None], mode: str = "wb"
-) -> Path:
-    """Write a file through a temporary file in the same folder, fsync, then rename.
-
-    A failure anywhere (an exception in ``write``, a full disk, a signal) leaves any
-    previous file at ``path`` untouched and removes the temporary file.
-
-    Args:
-        path: Destination.
-        write: Called with the open temporary file.
-        mode: ``"wb"`` or ``"w"``.
-
-    Raises:
-        ValueError: ``mode`` is not a write mode.
-    """
-    if mode not in ("wb", "w"):
-        raise ValueError(f"mode must be 'wb' or 'w', got {mode!r}")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, mode) as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # make the rename itself durable
-    finally:
-        os.close(dir_fd)
-    return path
 
 
 def _digest(state: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -165,3 +166,15 @@ def test_the_supernet_trainer_resumes_from_the_newest_valid_checkpoint(tmp_path)
     other = SupernetConfig(epochs=2, batch_size=16, lr=1e-2)
     with pytest.raises(CheckpointError, match="another space or supernet configuration"):
         SupernetTrainer(space, data, other, tmp_path).fit()
+
+
+def test_atomic_write_gives_the_permissions_of_an_ordinary_write(tmp_path) -> None:
+    # The temporary file is created 0600; the result must not stay private to its owner.
+    old = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "a.bin", lambda f: f.write(b"x"))
+        (tmp_path / "plain.bin").write_bytes(b"x")
+    finally:
+        os.umask(old)
+    mode = (tmp_path / "a.bin").stat().st_mode & 0o777
+    assert mode == (tmp_path / "plain.bin").stat().st_mode & 0o777 == 0o644

@@ -1,0 +1,56 @@
+"""Atomic file writes shared by checkpoints, reports and caches."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+
+def _default_mode() -> int:
+    """The permission bits a plain ``open(path, "w")`` would give (``0o666`` less umask)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def atomic_write(
+    path: os.PathLike | str, write: Callable[[IO[Any]], None], mode: str = "wb"
+) -> Path:
+    """Write a file through a temporary file in the same folder, fsync, then rename.
+
+    A failure anywhere (an exception in ``write``, a full disk, a signal) leaves any
+    previous file at ``path`` untouched and removes the temporary file. The new file gets
+    the permissions an ordinary write would give (the temporary file is created 0600).
+
+    Args:
+        path: Destination.
+        write: Called with the open temporary file.
+        mode: ``"wb"`` or ``"w"``.
+
+    Raises:
+        ValueError: ``mode`` is not a write mode.
+    """
+    if mode not in ("wb", "w"):
+        raise ValueError(f"mode must be 'wb' or 'w', got {mode!r}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as f:
+            write(f)
+            f.flush()
+            os.fchmod(f.fileno(), _default_mode())
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # make the rename itself durable
+    finally:
+        os.close(dir_fd)
+    return path
