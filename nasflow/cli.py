@@ -184,19 +184,11 @@ def _cmd_studies(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    import optuna
 
     from nasflow.search import pareto_trials
-    from nasflow.search._storage import check_reachable, open_storage, resolve_storage
+    from nasflow.search._storage import load_existing_study
 
-    spec = resolve_storage(args.storage, Path(args.out) / args.name / "study.db")
-    if spec.path is not None and not spec.path.exists():
-        raise UsageError(f"no study file at {str(spec.path)!r}")
-    check_reachable(spec)
-    storage = open_storage(spec)
-    if args.name not in {s.study_name for s in optuna.get_all_study_summaries(storage)}:
-        raise UsageError(f"no study {args.name!r} in {spec.safe_url!r}")
-    study = optuna.load_study(study_name=args.name, storage=storage)
+    study, _, _ = load_existing_study(args.name, args.storage, args.out)
     for t in pareto_trials(study):
         vals = " ".join(f"{v:.4g}" for v in t.values)
         print(f"trial {t.number}\t{vals}\t{t.user_attrs.get('arch', '')}")

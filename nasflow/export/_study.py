@@ -47,18 +47,13 @@ def open_stored_study(
         ExportError: No such study file or study.
         StorageError: A bad or unreachable storage.
     """
-    import optuna
+    from nasflow.search._storage import StudyNotFoundError, load_existing_study
 
-    from nasflow.search._storage import check_reachable, open_storage, resolve_storage
-
-    spec = resolve_storage(storage, Path(runs) / name / "study.db")
-    if spec.path is not None and not spec.path.exists():
-        raise ExportError(f"no study file at {str(spec.path)!r}")
-    check_reachable(spec)
-    opened = open_storage(spec)
-    if name not in {s.study_name for s in optuna.get_all_study_summaries(opened)}:
-        raise ExportError(f"no study {name!r} in {spec.safe_url!r}")
-    return optuna.load_study(study_name=name, storage=opened), spec
+    try:
+        study, _, spec = load_existing_study(name, storage, runs)
+    except StudyNotFoundError as e:
+        raise ExportError(str(e)) from None
+    return study, spec
 
 
 def study_space(study: optuna.Study, space: SearchSpace | None = None) -> SearchSpace:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import NamedTuple
 
 import optuna
 
 from nasflow.search import arch_summary
-from nasflow.search._storage import StorageSpec, check_reachable, open_storage, resolve_storage
+from nasflow.search._storage import StorageSpec, StudyNotFoundError, load_existing_study
 from nasflow.space import Arch, SearchSpace, rebuild_space
 
 #: ``summarize(arch_json) -> str``: the one-line view of an architecture shown on hover.
@@ -44,15 +43,11 @@ def load_stored_study(
         ReportError: No study file at the path, or no study of that name in the storage.
         StorageError: Malformed URL or unreachable database.
     """
-    spec = resolve_storage(storage, Path(out_dir) / name / "study.db")
-    if spec.path is not None and not spec.path.is_file():
-        raise ReportError(f"no study file at {str(spec.path)!r} (give --storage URL)")
-    check_reachable(spec)
-    store = open_storage(spec)
-    names = sorted(s.study_name for s in optuna.get_all_study_summaries(store))
-    if name not in names:
-        raise ReportError(f"no study {name!r} in {spec.safe_url!r}; studies there: {names}")
-    return StoredStudy(optuna.load_study(study_name=name, storage=store), store, spec)
+    try:
+        study, store, spec = load_existing_study(name, storage, out_dir)
+    except StudyNotFoundError as e:
+        raise ReportError(str(e)) from None
+    return StoredStudy(study, store, spec)
 
 
 def _stored_space(study: optuna.Study) -> SearchSpace | None:

@@ -141,6 +141,40 @@ def open_storage(
         ) from None
 
 
+class StudyNotFoundError(StorageError):
+    """The storage to read a finished or running study from holds no such study."""
+
+
+def load_existing_study(
+    name: str, storage: str | None, out_dir: os.PathLike | str
+) -> tuple[optuna.Study, optuna.storages.BaseStorage, StorageSpec]:
+    """Open study ``name`` for reading without creating anything.
+
+    Args:
+        name: The study name.
+        storage: ``--storage`` URL; ``None`` means ``OUT_DIR/NAME/study.db``.
+        out_dir: Folder holding one sub-folder per study.
+
+    Returns:
+        ``(study, opened storage, resolved storage spec)``.
+
+    Raises:
+        StudyNotFoundError: No study file at the path, or no study of that name there.
+        StorageError: A malformed URL or an unreachable database.
+    """
+    spec = resolve_storage(storage, Path(out_dir) / name / "study.db")
+    if spec.path is not None and not spec.path.is_file():
+        raise StudyNotFoundError(
+            f"no study file at {str(spec.path)!r} (give --storage URL)"
+        )
+    check_reachable(spec)
+    opened = open_storage(spec)
+    names = sorted(s.study_name for s in optuna.get_all_study_summaries(opened))
+    if name not in names:
+        raise StudyNotFoundError(f"no study {name!r} in {spec.safe_url!r}; studies there: {names}")
+    return optuna.load_study(study_name=name, storage=opened), opened, spec
+
+
 #: Key of the PostgreSQL advisory lock that serialises Optuna's schema creation.
 _SCHEMA_LOCK_KEY = 0x6E6173666C6F77  # "nasflow"
 
