@@ -164,9 +164,7 @@ def load_existing_study(
     """
     spec = resolve_storage(storage, Path(out_dir) / name / "study.db")
     if spec.path is not None and not spec.path.is_file():
-        raise StudyNotFoundError(
-            f"no study file at {str(spec.path)!r} (give --storage URL)"
-        )
+        raise StudyNotFoundError(f"no study file at {str(spec.path)!r} (give --storage URL)")
     check_reachable(spec)
     opened = open_storage(spec)
     names = sorted(s.study_name for s in optuna.get_all_study_summaries(opened))
