@@ -44,6 +44,10 @@ def export_program(net: nn.Module, example: torch.Tensor) -> torch.export.Export
 
 
 def save_program(program: torch.export.ExportedProgram, path: Path) -> None:
+    """Save the program without the Python stack traces ``torch.export`` records per node:
+    they hold this machine's absolute file paths, which an export must not carry."""
+    for node in program.graph.nodes:
+        node.meta.pop("stack_trace", None)
     torch.export.save(program, path)
 
 
