@@ -60,7 +60,8 @@ def test_auto_stack_is_calibrated_once_stored_and_reused_on_resume(tmp_path) -> 
         "denormal",
         "threads",
     }  # on a CPU compile's warm-up alone is over the calibration budget
-    assert first.seconds["calibration"] == pytest.approx(record["calibration"]["seconds"], 0.1)
+    # The run's calibration phase contains the calibration the record measured.
+    assert 0 < record["calibration"]["seconds"] <= first.seconds["calibration"]
     m = first.study.user_attrs[MULTIPLIERS_KEY]
     assert m["stack"]["multiplier"] == record["end_to_end"]
     # Resumed: the stored choice is reused (so the supernet checkpoint still matches).

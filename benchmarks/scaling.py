@@ -1,0 +1,116 @@
+"""B4: storage overhead per trial, SQLite vs PostgreSQL, with 1, 2 and 4 worker processes.
+
+Each worker process opens the storage exactly as ``nasflow search``/``worker`` do
+(``nasflow.search._storage.open_storage``: RDB storage with heartbeats and the retry
+callback) and runs trials whose objective does no work but writes what a nasflow trial
+writes (the arch, params, train_cost and supernet_accuracy user attributes, two objective
+values, one intermediate rung vector). What is measured is therefore the storage's cost:
+wall seconds for all trials of the study, trials per second, and milliseconds of wall time
+per trial (for W workers: W * wall / trials, the time one worker spends per trial).
+SQLite takes one worker only (nasflow refuses more).
+
+Usage::
+
+    python benchmarks/scaling.py                        # 200 trials per configuration
+    python benchmarks/scaling.py --quick                # CI smoke size
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def _worker(url: str, name: str, n: int, barrier) -> None:  # type: ignore[no-untyped-def]
+    import optuna
+
+    from nasflow.search._storage import open_storage, resolve_storage
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = open_storage(resolve_storage(url, "unused"))
+    study = optuna.load_study(study_name=name, storage=storage)
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        x = trial.suggest_categorical("op", ["k3", "k5", "skip"])
+        w = trial.suggest_categorical("width", [0.5, 0.75, 1.0])
+        trial.set_user_attr("arch", f'{{"op":"{x}","width":{w}}}')
+        trial.set_user_attr("params", 1000)
+        trial.set_user_attr("train_cost", 1.0)
+        trial.set_user_attr("supernet_accuracy", 0.9)
+        trial.set_user_attr("nasflow:rung_0", [0.9, 1.0])
+        return 0.9, 1.0
+
+    barrier.wait(timeout=120)
+    study.optimize(
+        objective,
+        callbacks=[optuna.study.MaxTrialsCallback(n)],
+        n_trials=n,
+        gc_after_trial=False,
+    )
+
+
+def run(url: str, workers: int, trials: int) -> dict[str, float]:
+    """Wall seconds for ``trials`` trials shared by ``workers`` processes on ``url``."""
+    import optuna
+
+    from nasflow.search._storage import open_storage, resolve_storage
+
+    name = f"b4_{uuid.uuid4().hex[:8]}"
+    storage = open_storage(resolve_storage(url, "unused"))
+    optuna.create_study(study_name=name, storage=storage, directions=["maximize", "minimize"])
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(workers + 1)
+    procs = [
+        ctx.Process(target=_worker, args=(url, name, trials, barrier)) for _ in range(workers)
+    ]
+    for p in procs:
+        p.start()
+    barrier.wait(timeout=120)  # every worker has imported and opened the storage
+    t0 = time.perf_counter()
+    for p in procs:
+        p.join(timeout=600)
+    wall = time.perf_counter() - t0
+    if any(p.exitcode != 0 for p in procs):
+        raise SystemExit(f"a worker failed on {url} with {workers} workers")
+    done = len(optuna.load_study(study_name=name, storage=storage).trials)
+    optuna.delete_study(study_name=name, storage=storage)
+    return {"trials": done, "wall": wall, "per_s": done / wall, "ms": 1000 * workers * wall / done}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="storage overhead per trial")
+    p.add_argument("--trials", type=int, default=200)
+    p.add_argument("--postgres", default=POSTGRES)
+    p.add_argument("--quick", action="store_true", help="20 trials, 1 and 2 workers")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.trials = 20
+    plan = [("sqlite", 1), ("postgresql", 1), ("postgresql", 2)]
+    if not args.quick:
+        plan.append(("postgresql", 4))
+    print("| storage | workers | trials | wall s | trials/s | ms per trial per worker |")
+    print("|---|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, workers in plan:
+            url = f"sqlite:///{tmp}/b4.db" if kind == "sqlite" else args.postgres
+            r = run(url, workers, args.trials)
+            print(
+                f"| {kind} | {workers} | {r['trials']} | {r['wall']:.1f} | "
+                f"{r['per_s']:.1f} | {r['ms']:.0f} |",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
