@@ -105,3 +105,21 @@ class CellSpace(SearchSpace):
         head = nn.Sequential(nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(c, 10))
         body = SuperSequential(stem, SuperCell("cell", 4, c), head)
         return Supernet(self, body)
+
+
+def train_a_little(
+    supernet: nn.Module, space: SearchSpace, input_shape: tuple[int, ...], steps: int = 3
+) -> None:
+    """A few fair supernet steps on random data (batch 8, 10 classes), so that weights and
+    BN statistics move away from their init and extract-equality is not trivial."""
+    from nasflow.sampling import FairSampler
+    from nasflow.train import supernet_step
+
+    opt = torch.optim.SGD(supernet.parameters(), lr=0.05)
+    sampler = FairSampler(space, seed=0)
+    supernet.train()
+    g = torch.Generator().manual_seed(0)
+    for step in range(steps):
+        x = torch.randn(8, *input_shape, generator=g)
+        y = torch.randint(0, 10, (8,), generator=g)
+        supernet_step(supernet, sampler.paths(step), x, y, opt)

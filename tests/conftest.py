@@ -10,6 +10,25 @@ from pathlib import Path
 
 import pytest
 
+
+def _nni_importable() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("nni") is not None
+
+
+# The NNI import test needs NNI, which pins old filelock/typeguard: `.ci/run` runs it in a
+# virtualenv of its own with NASFLOW_REQUIRE_NNI=1, where it must pass. In CI's main run
+# (no NNI there) it is not collected, so no required test is skipped; elsewhere it skips
+# with the reason.
+collect_ignore = (
+    ["space/test_nni.py"]
+    if os.environ.get("NASFLOW_REQUIRE_ALL") == "1"
+    and os.environ.get("NASFLOW_REQUIRE_NNI") != "1"
+    and not _nni_importable()
+    else []
+)
+
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 POSTGRES_URL = os.environ.get("NASFLOW_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 

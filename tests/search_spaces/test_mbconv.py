@@ -14,7 +14,6 @@ from nasflow.sampling import FairSampler
 from nasflow.search import load_study_file
 from nasflow.space import Arch, rebuild_space
 from nasflow.supernet import LayerChoice, SuperModule
-from nasflow.train import supernet_step
 from search_spaces.mbconv import (
     SKIP,
     STAGES,
@@ -23,6 +22,7 @@ from search_spaces.mbconv import (
     make_op,
     parse_op,
 )
+from tests._spaces import train_a_little
 
 MBCONV_OPS = ("k3_e3", "k3_e6", "k5_e3", "k5_e6", "k7_e3", "k7_e6")
 
@@ -189,24 +189,12 @@ def test_json_round_trip() -> None:
         assert back == arch and space.validate(back) == arch
 
 
-def _train_a_little(supernet: nn.Module, space: MBConvSpace, steps: int = 3) -> None:
-    """Move weights and BN statistics away from their init, so equality is not trivial."""
-    opt = torch.optim.SGD(supernet.parameters(), lr=0.05)
-    sampler = FairSampler(space, seed=0)
-    supernet.train()
-    g = torch.Generator().manual_seed(0)
-    for step in range(steps):
-        x = torch.randn(8, 3, 32, 32, generator=g)
-        y = torch.randint(0, 10, (8,), generator=g)
-        supernet_step(supernet, sampler.paths(step), x, y, opt)
-
-
 def test_extract_equals_the_supernet_on_that_path() -> None:
     torch.manual_seed(0)
     space = tiny()
     supernet = space.supernet()
     bn = next(m for m in supernet.modules() if isinstance(m, nn.BatchNorm2d))
-    _train_a_little(supernet, space)
+    train_a_little(supernet, space, (3, 32, 32), steps=3)
     assert bn.num_batches_tracked.item() > 0 and not torch.all(bn.running_var == 1)
     supernet.eval()
     x = torch.randn(4, 3, 32, 32)

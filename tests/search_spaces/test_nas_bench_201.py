@@ -8,10 +8,8 @@ import torch
 from torch import nn
 
 from nasflow.cli import main as cli_main
-from nasflow.sampling import FairSampler
 from nasflow.space import Arch, edge_choices, rebuild_space
 from nasflow.supernet import SuperModule
-from nasflow.train import supernet_step
 from search_spaces.nas_bench_201 import (
     EDGES,
     OPS,
@@ -21,6 +19,7 @@ from search_spaces.nas_bench_201 import (
     edge_label,
     string_to_arch,
 )
+from tests._spaces import train_a_little
 
 BEST = (
     "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|"
@@ -123,23 +122,11 @@ def test_json_round_trip_keeps_the_genotype() -> None:
         assert back == arch and space.to_string(back) == space.to_string(arch)
 
 
-def _train_a_little(supernet: nn.Module, space: NASBench201Space, steps: int = 2) -> None:
-    """Move weights and BN statistics away from their init, so equality is not trivial."""
-    opt = torch.optim.SGD(supernet.parameters(), lr=0.05)
-    sampler = FairSampler(space, seed=0)
-    supernet.train()
-    g = torch.Generator().manual_seed(0)
-    for step in range(steps):
-        x = torch.randn(8, 3, 8, 8, generator=g)
-        y = torch.randint(0, 10, (8,), generator=g)
-        supernet_step(supernet, sampler.paths(step), x, y, opt)
-
-
 def test_extract_equals_the_supernet_on_that_path() -> None:
     torch.manual_seed(0)
     space = tiny()
     supernet = space.supernet()
-    _train_a_little(supernet, space)
+    train_a_little(supernet, space, (3, 8, 8), steps=2)
     supernet.eval()
     x = torch.randn(4, 3, 8, 8)
     rng = np.random.default_rng(1)
