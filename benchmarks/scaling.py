@@ -9,10 +9,18 @@ wall seconds for all trials of the study, trials per second, and milliseconds of
 per trial (for W workers: W * wall / trials, the time one worker spends per trial).
 SQLite takes one worker only (nasflow refuses more).
 
+``--curve N`` measures instead how the search loop's own cost grows with the number of
+finished trials: one process, the default study's sampler (``make_sampler``: TPE over the
+default space's choices, two objectives) on SQLite, N trials whose objective returns a
+synthetic (accuracy, cost) pair computed from the arch in microseconds, so that the time
+per trial is the sampler's plus the storage's. It prints the time per trial in windows of
+trials and the cumulative wall time.
+
 Usage::
 
     python benchmarks/scaling.py                        # 200 trials per configuration
-    python benchmarks/scaling.py --quick                # CI smoke size
+    python benchmarks/scaling.py --curve 1000           # search-loop cost vs trials
+    python benchmarks/scaling.py --quick                # CI smoke size (both parts)
 """
 
 from __future__ import annotations
@@ -87,14 +95,75 @@ def run(url: str, workers: int, trials: int) -> dict[str, float]:
     return {"trials": done, "wall": wall, "per_s": done / wall, "ms": 1000 * workers * wall / done}
 
 
+def curve(n: int, windows: int, path: str) -> list[tuple[int, int, float, float]]:
+    """(first, last trial, ms per trial, cumulative s) per window of the default sampler."""
+    import hashlib
+    from dataclasses import replace
+
+    import optuna
+
+    from nasflow.search._runner import make_sampler
+    from nasflow.search._storage import open_storage, resolve_storage
+    from studies.mnist1d import study as spec
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = open_storage(resolve_storage(f"sqlite:///{path}", "unused"))
+    study = optuna.create_study(
+        study_name="b4_curve",
+        storage=storage,
+        directions=["maximize", "minimize"],
+        sampler=make_sampler(replace(spec, n_trials=n), seed=0),
+    )
+    op_cost = {"k3_e2": 1.0, "k5_e2": 1.3, "k7_e2": 1.6, "k5_e4": 2.2, "skip": 0.1}
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        arch = spec.space.suggest(trial)
+        noise = int(hashlib.sha256(arch.to_json().encode()).hexdigest()[:6], 16) / 16**6
+        cost = sum(op_cost.get(str(v), 0.0) for v in arch.values()) * float(arch["width"])
+        trial.set_user_attr("arch", arch.to_json())
+        trial.set_user_attr("train_cost", cost)
+        return 0.95 + 0.004 * cost + 0.01 * noise, cost
+
+    ends: list[float] = []
+    t0 = time.perf_counter()
+    study.optimize(
+        objective,
+        n_trials=n,
+        callbacks=[lambda *_: ends.append(time.perf_counter())],
+        gc_after_trial=False,
+    )
+    size = max(1, n // windows)
+    rows, prev = [], t0
+    for start in range(0, n, size):
+        stop = min(n, start + size)
+        rows.append(
+            (start, stop - 1, 1000 * (ends[stop - 1] - prev) / (stop - start), ends[stop - 1] - t0)
+        )
+        prev = ends[stop - 1]
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="storage overhead per trial")
     p.add_argument("--trials", type=int, default=200)
     p.add_argument("--postgres", default=POSTGRES)
+    p.add_argument("--curve", type=int, metavar="N", help="search-loop cost over N trials")
+    p.add_argument("--windows", type=int, default=10, help="windows of the --curve table")
     p.add_argument("--quick", action="store_true", help="20 trials, 1 and 2 workers")
     args = p.parse_args(argv)
+    if args.curve is not None and args.curve < 1:
+        p.error(f"--curve must be >= 1, got {args.curve}")
     if args.quick:
         args.trials = 20
+        args.curve, args.windows = 30, 3
+    if args.curve is not None:
+        print("| trials | ms per trial (sampler + storage) | cumulative wall s |")
+        print("|---|---:|---:|")
+        with tempfile.TemporaryDirectory() as tmp:
+            for first, last, ms, cum in curve(args.curve, args.windows, f"{tmp}/curve.db"):
+                print(f"| {first + 1}–{last + 1} | {ms:.1f} | {cum:.1f} |", flush=True)
+        if not args.quick:
+            return 0
     plan = [("sqlite", 1), ("postgresql", 1), ("postgresql", 2)]
     if not args.quick:
         plan.append(("postgresql", 4))

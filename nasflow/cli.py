@@ -102,7 +102,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("spaces", help="list the registered search spaces")
     _add_export_parsers(sub)
     _add_bench_stack_parser(sub)
+    p = sub.add_parser(
+        "bench",
+        help="run a benchmark of the source checkout's benchmarks/ folder",
+        description="Run benchmarks/NAME.py with the given arguments (--quick: the CI smoke "
+        "size). With no NAME, list the benchmarks.",
+    )
+    p.add_argument("name", nargs="?", help=f"one of {', '.join(BENCHMARKS)} or its B-number")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the benchmark")
     return parser
+
+
+#: ``nasflow bench`` names -> (script in benchmarks/, what it measures).
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "search_efficiency": ("B1", "CPU-seconds to a near-best arch: nasflow vs random vs Optuna"),
+    "ranking": ("B2", "supernet ranking (Kendall tau): fair vs uniform sampling"),
+    "stack": ("B3", "speedup-stack layers alone and stacked, trainer overhead"),
+    "scaling": ("B4", "storage overhead per trial, SQLite vs PostgreSQL workers"),
+    "ground_truth": ("", "stand-alone training of a fixed sample of the default space"),
+    "cost_model": ("", "cost-model predictions vs measured step times"),
+    "tabular": ("", "samplers on tabular NAS-Bench-201"),
+}
 
 
 class _GracefulStop:
@@ -341,6 +361,50 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def _benchmarks_dir() -> Path:
+    """``benchmarks/`` of the source checkout nasflow runs from (an editable install)."""
+    import nasflow
+
+    folder = Path(nasflow.__file__).resolve().parents[1] / "benchmarks"
+    if not folder.is_dir():
+        raise UsageError(
+            f"no benchmarks folder at {folder}: the benchmarks ship with the source "
+            "checkout (pip install -e .), not with the package"
+        )
+    return folder
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    import runpy
+
+    if args.name is None:
+        for name, (code, what) in BENCHMARKS.items():
+            print(f"{name}\t{code or '-'}\t{what}")
+        return 0
+    by_code = {code.lower(): name for name, (code, _) in BENCHMARKS.items() if code}
+    name = by_code.get(args.name.lower(), args.name)
+    if name not in BENCHMARKS:
+        raise UsageError(f"no benchmark {args.name!r}; known: {', '.join(BENCHMARKS)}")
+    script = _benchmarks_dir() / f"{name}.py"
+    if not script.is_file():
+        raise UsageError(f"benchmark {name!r} has no script at {script}")
+    old_argv = sys.argv
+    sys.argv = [str(script), *args.args]
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as e:
+        code = e.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    finally:
+        sys.argv = old_argv
+    return 0
+
+
 def _cmd_spaces() -> int:
     from importlib import import_module
 
@@ -375,6 +439,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_retrain(args)
         if args.command == "bench-stack":
             return _cmd_bench_stack(args)
+        if args.command == "bench":
+            return _cmd_bench(args)
         return _cmd_spaces()
     except (
         UsageError,

@@ -1,0 +1,155 @@
+"""``nasflow bench NAME``: the listing, bad names, and the CI smoke runs of B1, B2 and the
+ground-truth script (their numbers are benchmarks, not tests: only structure is checked).
+Plus the success rule of B1 on hand-made events."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nasflow.cli import BENCHMARKS, main
+from nasflow.space import Arch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str):  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _bench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "nasflow.cli", "bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+    )
+
+
+def test_every_listed_benchmark_has_a_script(capsys) -> None:
+    assert main(["bench"]) == 0
+    listed = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == list(BENCHMARKS)
+    for name in listed:
+        assert (ROOT / "benchmarks" / f"{name}.py").is_file(), name
+
+
+def test_unknown_benchmark_is_one_line_and_exit_2(capsys) -> None:
+    assert main(["bench", "b9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no benchmark 'b9'" in err[0] and "search_efficiency" in err[0]
+
+
+def test_a_benchmarks_bad_argument_passes_its_exit_code(capsys) -> None:
+    assert main(["bench", "b1", "--budget", "0"]) == 2
+    assert "--budget must be > 0, got 0.0" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- B1 rule
+def _arch(i: int) -> Arch:
+    return Arch({"x": i})
+
+
+def test_b1_success_needs_the_incumbent_chosen_by_validation_to_pass_on_test() -> None:
+    b1 = _load("search_efficiency.py")
+    run = b1.Run("random", 0, threshold=0.99, budget=1e9)
+    run.add(_arch(0), val=0.95, test=0.96)
+    # Passes on test but is not the incumbent (lower validation accuracy): no success.
+    run.add(_arch(1), val=0.90, test=0.995)
+    assert run.success_cpu is None and run.incumbent()["arch"] == _arch(0).to_json()
+    # The new incumbent passes: success at this event's CPU time, and the run stops.
+    with pytest.raises(b1.Stop):
+        run.add(_arch(2), val=0.97, test=0.991)
+    assert run.success_cpu == run.events[-1]["cpu"] and run.success_cpu > 0
+
+
+def test_b1_run_stops_on_its_budget_without_success() -> None:
+    b1 = _load("search_efficiency.py")
+    run = b1.Run("random", 0, threshold=0.99, budget=0.0)
+    with pytest.raises(b1.Stop):
+        run.add(_arch(0), val=0.95, test=0.96)
+    assert run.success_cpu is None and run.summary()["trained"] == 1
+
+
+def test_b1_table_counts_a_failed_run_as_its_budget_and_marks_it() -> None:
+    b1 = _load("search_efficiency.py")
+    runs = [
+        {
+            "method": "nasflow",
+            "seed": 0,
+            "success_cpu": 100.0,
+            "cpu": 100.0,
+            "trained": 1,
+            "incumbent_test": 0.995,
+        },
+        {
+            "method": "random",
+            "seed": 0,
+            "success_cpu": None,
+            "cpu": 650.0,
+            "trained": 40,
+            "incumbent_test": 0.99,
+        },
+    ]
+    lines = b1.table(runs, budget=600).splitlines()
+    assert "| nasflow | 1 | 1/1 | 100 | 100 | ×1.00 |" in lines[2]
+    assert "| random | 1 | 0/1 | >650 | >650 | ×6.50 |" in lines[3]
+
+
+# ---------------------------------------------------------------------------- smoke runs
+def test_b1_quick_runs_every_method(tmp_path: Path) -> None:
+    out = tmp_path / "b1.json"
+    proc = _bench("search_efficiency", "--quick", "--json", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    runs = {r["method"]: r for r in report["runs"]}
+    assert set(runs) == {"nasflow", "random", "optuna"}
+    assert 0.9 < report["threshold"] < report["best"] <= 1.0
+    for r in runs.values():
+        assert r["cpu"] > 0
+        assert [e["cpu"] for e in r["events"]] == sorted(e["cpu"] for e in r["events"])
+    # nasflow ran its whole pipeline before retraining its first candidate.
+    assert runs["nasflow"]["trained"] == 1
+    assert runs["nasflow"]["phases"]["supernet"] > 0 and runs["nasflow"]["phases"]["search"] > 0
+    assert runs["nasflow"]["events"][0]["cpu"] > runs["nasflow"]["phases"]["search_cpu"]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
+    assert [r.split("|")[1].strip() for r in rows[2:]] == ["nasflow", "random", "optuna"]
+
+
+def test_b2_quick_prints_both_samplers(tmp_path: Path) -> None:
+    out = tmp_path / "b2.json"
+    proc = _bench("b2", "--quick", "--json", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(out.read_text())["results"]
+    assert set(results) == {"fair", "uniform"}
+    for rs in results.values():
+        (r,) = rs
+        assert len(r["scores"]) == 8 and -1 <= r["tau_test"] <= 1
+    # Equal compute: the same number of path forward/backward passes.
+    assert results["fair"][0]["path_passes"] == results["uniform"][0]["path_passes"]
+
+
+def test_ground_truth_quick_writes_rows_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "gt.csv"
+    for _ in range(2):  # the second run finds both rows done and trains nothing
+        proc = _bench("ground_truth", "--quick", "--out", str(out), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "[1/2]" not in proc.stdout
+    with out.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["index"] for r in rows] == ["0", "1"]
+    for r in rows:
+        Arch.from_json(r["arch"])
+        assert 0 <= float(r["test_accuracy"]) <= 1 and int(r["params"]) > 0
