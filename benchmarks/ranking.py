@@ -8,9 +8,18 @@ way search scores it — BN statistics re-estimated on training batches, accurac
 validation split — and compared with its stand-alone accuracy: Kendall tau-b and the overlap
 of the top-5 sets.
 
+With several ``--gt`` tables (the same architectures trained from different initial
+weights, ``ground_truth.py --train-seed``), the stand-alone accuracy is their mean over the
+architectures present in all of them, and the τ between two stand-alone trainings of the
+same architectures is printed: the ceiling any predictor can reach against one training.
+``--bn-batches 0 10 50`` scores every architecture with each number of BN recalibration
+batches from the same trained supernet (0: the supernet's own running statistics).
+
 Usage::
 
     python benchmarks/ranking.py --seeds 0 1 2            # full (about 15 min on 2 cores)
+    python benchmarks/ranking.py --gt benchmarks/data/mnist1d_ground_truth.csv \
+        benchmarks/data/mnist1d_ground_truth_seed1.csv --bn-batches 0 10 50
     python benchmarks/ranking.py --quick                  # CI smoke size
 """
 
@@ -45,11 +54,27 @@ def load_ground_truth(path: Path, limit: int | None) -> list[tuple[Arch, float, 
         rows = list(csv.DictReader(f))
     if not rows:
         raise SystemExit(f"{path} holds no rows; run benchmarks/ground_truth.py first")
+    rows.sort(key=lambda r: int(r["index"]))
     out = [
         (Arch.from_json(r["arch"]), float(r["val_accuracy"]), float(r["test_accuracy"]))
         for r in rows
     ]
     return out[:limit] if limit else out
+
+
+def merge_ground_truth(
+    tables: list[list[tuple[Arch, float, float]]],
+) -> tuple[list[Arch], list[float], list[float]]:
+    """Archs present in every table (their common prefix) and their mean val/test accuracy."""
+    n = min(len(t) for t in tables)
+    for t in tables[1:]:
+        for i in range(n):
+            if t[i][0] != tables[0][i][0]:
+                raise SystemExit(f"ground-truth tables disagree on architecture {i}")
+    archs = [a for a, _, _ in tables[0][:n]]
+    val = [statistics.mean(t[i][1] for t in tables) for i in range(n)]
+    test = [statistics.mean(t[i][2] for t in tables) for i in range(n)]
+    return archs, val, test
 
 
 def top_overlap(a: list[float], b: list[float], k: int = 5) -> int:
@@ -59,8 +84,10 @@ def top_overlap(a: list[float], b: list[float], k: int = 5) -> int:
     return len(top_a & top_b)
 
 
-def supernet_scores(sampler: str, epochs: int, seed: int, archs: list[Arch], data) -> dict:
-    """Train one supernet and score every arch; returns scores and costs."""
+def supernet_scores(
+    sampler: str, epochs: int, seed: int, archs: list[Arch], data, bn_batches: list[int]
+) -> dict:
+    """Train one supernet and score every arch with each BN recalibration size."""
     cfg = replace(
         study.supernet,
         sampler=sampler,
@@ -75,11 +102,14 @@ def supernet_scores(sampler: str, epochs: int, seed: int, archs: list[Arch], dat
     passes = epochs * len(trainer.batches) * trainer.sampler.paths_per_step
     train = Batches(data.train, study.train.batch_size, seed=seed, drop_last=True)
     val = Batches(data.val, 512, shuffle=False)
-    scores, t1 = [], time.perf_counter()
+    scores: dict[int, list[float]] = {n: [] for n in bn_batches}
+    t1 = time.perf_counter()
     for arch in archs:
-        net = result.supernet.extract(study.space.path(arch))
-        recalibrate_bn(net, train.epoch(0), study.bn_batches)
-        scores.append(evaluate(net, val)[0])
+        for n in bn_batches:
+            net = result.supernet.extract(study.space.path(arch))
+            if n:
+                recalibrate_bn(net, train.epoch(0), n)
+            scores[n].append(evaluate(net, val)[0])
     return {
         "scores": scores,
         "train_seconds": train_s,
@@ -92,51 +122,79 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="supernet ranking: fair vs uniform")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--epochs", type=int, default=study.supernet.epochs, help="fair epochs")
-    p.add_argument("--gt", type=Path, default=GT)
+    p.add_argument("--gt", type=Path, nargs="+", default=[GT], help="ground-truth table(s)")
+    p.add_argument(
+        "--bn-batches",
+        type=int,
+        nargs="+",
+        default=[study.bn_batches],
+        help="BN recalibration batches to score with (0: none)",
+    )
     p.add_argument("--limit", type=int, help="use only the first N ground-truth archs")
     p.add_argument("--quick", action="store_true", help="smoke size: 1 seed, 1 epoch, 8 archs")
     p.add_argument("--json", type=Path, help="write the results here")
     args = p.parse_args(argv)
     if args.quick:
         args.seeds, args.epochs, args.limit = [0], 1, args.limit or 8
+    if any(n < 0 for n in args.bn_batches):
+        p.error(f"--bn-batches must be >= 0, got {args.bn_batches}")
     torch.set_num_threads(1)
-    rows = load_ground_truth(args.gt, args.limit)
-    archs = [a for a, _, _ in rows]
-    sa_val = [v for _, v, _ in rows]
-    sa_test = [t for _, _, t in rows]
+    tables = [load_ground_truth(path, args.limit) for path in args.gt]
+    archs, sa_val, sa_test = merge_ground_truth(tables)
     data = study.data()
     m = max(len(c.values) for c in study.space.path_choices)
     results: dict[str, list[dict]] = {"fair": [], "uniform": []}
     for seed in args.seeds:
         for sampler, epochs in (("fair", args.epochs), ("uniform", args.epochs * m)):
-            r = supernet_scores(sampler, epochs, seed, archs, data)
+            r = supernet_scores(sampler, epochs, seed, archs, data, args.bn_batches)
             r["seed"] = seed
-            r["tau_test"] = float(kendalltau(r["scores"], sa_test).statistic)
-            r["tau_val"] = float(kendalltau(r["scores"], sa_val).statistic)
-            r["top5"] = top_overlap(r["scores"], sa_test)
+            r["tau_test"] = {n: tau(sc, sa_test) for n, sc in r["scores"].items()}
+            r["tau_val"] = {n: tau(sc, sa_val) for n, sc in r["scores"].items()}
+            r["top5"] = {n: top_overlap(sc, sa_test) for n, sc in r["scores"].items()}
             results[sampler].append(r)
-            print(
-                f"seed {seed} {sampler:7s} epochs {epochs:3d} passes {r['path_passes']:6d} "
-                f"train {r['train_seconds']:6.1f}s  tau(test) {r['tau_test']:+.3f} "
-                f"tau(val) {r['tau_val']:+.3f}  top-5 overlap {r['top5']}/5",
-                flush=True,
-            )
-    noise = float(kendalltau(sa_val, sa_test).statistic)
+            for n in args.bn_batches:
+                print(
+                    f"seed {seed} {sampler:7s} epochs {epochs:3d} bn {n:3d} "
+                    f"passes {r['path_passes']:6d} train {r['train_seconds']:6.1f}s  "
+                    f"tau(test) {r['tau_test'][n]:+.3f} tau(val) {r['tau_val'][n]:+.3f}  "
+                    f"top-5 overlap {r['top5'][n]}/5",
+                    flush=True,
+                )
+    noise = tau(sa_val, sa_test)
     print(f"\n{len(archs)} architectures; stand-alone val vs test tau: {noise:+.3f}")
-    print("| sampler | epochs | tau vs stand-alone test (mean ± std) | tau vs val | top-5 |")
-    print("|---|---|---|---|---|")
-    for sampler, rs in results.items():
-        taus = [r["tau_test"] for r in rs]
-        sd = statistics.stdev(taus) if len(taus) > 1 else 0.0
+    ceilings = [
+        tau([t[i][2] for i in range(len(archs))], [u[i][2] for i in range(len(archs))])
+        for j, t in enumerate(tables)
+        for u in tables[j + 1 :]
+    ]
+    if ceilings:
         print(
-            f"| {sampler} | {args.epochs if sampler == 'fair' else args.epochs * m} "
-            f"| {statistics.mean(taus):+.3f} ± {sd:.3f} "
-            f"| {statistics.mean(r['tau_val'] for r in rs):+.3f} "
-            f"| {statistics.mean(r['top5'] for r in rs):.1f}/5 |"
+            f"stand-alone test vs a retrain's test tau: {', '.join(f'{c:+.3f}' for c in ceilings)}"
         )
+    print(
+        "| sampler | epochs | BN batches | tau vs stand-alone test (mean ± std) | tau vs val "
+        "| top-5 |"
+    )
+    print("|---|---|---|---|---|---|")
+    for sampler, rs in results.items():
+        for n in args.bn_batches:
+            taus = [r["tau_test"][n] for r in rs]
+            sd = statistics.stdev(taus) if len(taus) > 1 else 0.0
+            print(
+                f"| {sampler} | {args.epochs if sampler == 'fair' else args.epochs * m} | {n} "
+                f"| {statistics.mean(taus):+.3f} ± {sd:.3f} "
+                f"| {statistics.mean(r['tau_val'][n] for r in rs):+.3f} "
+                f"| {statistics.mean(r['top5'][n] for r in rs):.1f}/5 |"
+            )
     if args.json:
-        args.json.write_text(json.dumps({"noise_tau": noise, "results": results}, indent=1))
+        record = {"archs": len(archs), "noise_tau": noise, "retrain_tau": ceilings}
+        args.json.write_text(json.dumps({**record, "results": results}, indent=1))
     return 0
+
+
+def tau(a: list[float], b: list[float]) -> float:
+    """Kendall tau-b (ties in both lists are common: accuracies on a 400/1000-sample split)."""
+    return float(kendalltau(a, b).statistic)
 
 
 if __name__ == "__main__":

@@ -130,13 +130,31 @@ def test_b1_quick_runs_every_method(tmp_path: Path) -> None:
 
 def test_b2_quick_prints_both_samplers(tmp_path: Path) -> None:
     out = tmp_path / "b2.json"
-    proc = _bench("b2", "--quick", "--json", str(out), cwd=tmp_path)
+    gt = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
+    proc = _bench(
+        "b2",
+        "--quick",
+        "--json",
+        str(out),
+        "--gt",
+        str(gt),
+        str(gt),
+        "--bn-batches",
+        "0",
+        "2",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(out.read_text())["results"]
+    report = json.loads(out.read_text())
+    # The same table twice: a retrain that ranks exactly like the first training.
+    assert report["archs"] == 8 and report["retrain_tau"] == [1.0]
+    results = report["results"]
     assert set(results) == {"fair", "uniform"}
     for rs in results.values():
         (r,) = rs
-        assert len(r["scores"]) == 8 and -1 <= r["tau_test"] <= 1
+        assert set(r["scores"]) == set(r["tau_test"]) == {"0", "2"}
+        assert all(len(v) == 8 for v in r["scores"].values())
+        assert all(-1 <= t <= 1 for t in r["tau_test"].values())
     # Equal compute: the same number of path forward/backward passes.
     assert results["fair"][0]["path_passes"] == results["uniform"][0]["path_passes"]
 
