@@ -9,7 +9,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_quick_scaling_benchmark_prints_a_row_per_configuration(postgres_url: str) -> None:
+def test_quick_scaling_benchmark_prints_the_curve_and_a_row_per_configuration(
+    postgres_url: str,
+) -> None:
     out = subprocess.run(
         [sys.executable, "benchmarks/scaling.py", "--quick", "--postgres", postgres_url],
         cwd=REPO,
@@ -21,11 +23,17 @@ def test_quick_scaling_benchmark_prints_a_row_per_configuration(postgres_url: st
     rows = [
         line for line in out.stdout.splitlines() if line.startswith("| ") and "---" not in line
     ]
-    assert [r.split("|")[1:3] for r in rows[1:]] == [
+    # --quick runs the search-loop curve (30 trials in 3 windows) and then the storage table.
+    curve, storage = rows[:4], rows[4:]
+    assert curve[0].startswith("| trials | wall ms per trial")
+    assert [r.split("|")[1].strip() for r in curve[1:]] == ["1–10", "11–20", "21–30"]
+    cumulative = [float(r.split("|")[4]) for r in curve[1:]]
+    assert cumulative == sorted(cumulative) and cumulative[0] > 0
+    assert [r.split("|")[1:3] for r in storage[1:]] == [
         [" sqlite ", " 1 "],
         [" postgresql ", " 1 "],
         [" postgresql ", " 2 "],
     ]
-    for r in rows[1:]:
+    for r in storage[1:]:
         trials, per_s = int(r.split("|")[3]), float(r.split("|")[5])
         assert trials >= 20 and per_s > 0
