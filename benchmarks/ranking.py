@@ -133,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, help="use only the first N ground-truth archs")
     p.add_argument("--quick", action="store_true", help="smoke size: 1 seed, 1 epoch, 8 archs")
     p.add_argument("--json", type=Path, help="write the results here")
+    p.add_argument(
+        "--from-json",
+        type=Path,
+        help="train nothing: score the supernets of this earlier --json against --gt",
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.seeds, args.epochs, args.limit = [0], 1, args.limit or 8
@@ -141,25 +146,44 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     tables = [load_ground_truth(path, args.limit) for path in args.gt]
     archs, sa_val, sa_test = merge_ground_truth(tables)
-    data = study.data()
+    data = None if args.from_json else study.data()
     m = max(len(c.values) for c in study.space.path_choices)
     results: dict[str, list[dict]] = {"fair": [], "uniform": []}
-    for seed in args.seeds:
-        for sampler, epochs in (("fair", args.epochs), ("uniform", args.epochs * m)):
+    runs = []
+    if args.from_json:  # the supernets' scores of an earlier run, against these tables
+        old = json.loads(args.from_json.read_text())
+        args.bn_batches = sorted(
+            {int(n) for rs in old["results"].values() for n in rs[0]["scores"]}
+        )
+        args.epochs = old.get("epochs", args.epochs)
+        for sampler, rs in old["results"].items():
+            for r in rs:
+                r["scores"] = {int(n): sc[: len(archs)] for n, sc in r["scores"].items()}
+                if len(next(iter(r["scores"].values()))) < len(archs):
+                    raise SystemExit(f"{args.from_json} scored fewer archs than the tables hold")
+                runs.append((r["seed"], sampler, r["epochs"], r))
+    else:
+        runs = [
+            (seed, sampler, epochs, None)
+            for seed in args.seeds
+            for sampler, epochs in (("fair", args.epochs), ("uniform", args.epochs * m))
+        ]
+    for seed, sampler, epochs, r in runs:
+        if r is None:
             r = supernet_scores(sampler, epochs, seed, archs, data, args.bn_batches)
-            r["seed"] = seed
-            r["tau_test"] = {n: tau(sc, sa_test) for n, sc in r["scores"].items()}
-            r["tau_val"] = {n: tau(sc, sa_val) for n, sc in r["scores"].items()}
-            r["top5"] = {n: top_overlap(sc, sa_test) for n, sc in r["scores"].items()}
-            results[sampler].append(r)
-            for n in args.bn_batches:
-                print(
-                    f"seed {seed} {sampler:7s} epochs {epochs:3d} bn {n:3d} "
-                    f"passes {r['path_passes']:6d} train {r['train_seconds']:6.1f}s  "
-                    f"tau(test) {r['tau_test'][n]:+.3f} tau(val) {r['tau_val'][n]:+.3f}  "
-                    f"top-5 overlap {r['top5'][n]}/5",
-                    flush=True,
-                )
+        r["seed"], r["epochs"] = seed, epochs
+        r["tau_test"] = {n: tau(sc, sa_test) for n, sc in r["scores"].items()}
+        r["tau_val"] = {n: tau(sc, sa_val) for n, sc in r["scores"].items()}
+        r["top5"] = {n: top_overlap(sc, sa_test) for n, sc in r["scores"].items()}
+        results[sampler].append(r)
+        for n in args.bn_batches:
+            print(
+                f"seed {seed} {sampler:7s} epochs {epochs:3d} bn {n:3d} "
+                f"passes {r['path_passes']:6d} train {r['train_seconds']:6.1f}s  "
+                f"tau(test) {r['tau_test'][n]:+.3f} tau(val) {r['tau_val'][n]:+.3f}  "
+                f"top-5 overlap {r['top5'][n]}/5",
+                flush=True,
+            )
     noise = tau(sa_val, sa_test)
     print(f"\n{len(archs)} architectures; stand-alone val vs test tau: {noise:+.3f}")
     ceilings = [
@@ -187,7 +211,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {statistics.mean(r['top5'][n] for r in rs):.1f}/5 |"
             )
     if args.json:
-        record = {"archs": len(archs), "noise_tau": noise, "retrain_tau": ceilings}
+        record = {
+            "archs": len(archs),
+            "epochs": args.epochs,
+            "noise_tau": noise,
+            "retrain_tau": ceilings,
+        }
         args.json.write_text(json.dumps({**record, "results": results}, indent=1))
     return 0
 

@@ -155,6 +155,24 @@ def test_b2_quick_prints_both_samplers(tmp_path: Path) -> None:
         assert set(r["scores"]) == set(r["tau_test"]) == {"0", "2"}
         assert all(len(v) == 8 for v in r["scores"].values())
         assert all(-1 <= t <= 1 for t in r["tau_test"].values())
+    # --from-json re-scores those supernets against the tables without training: same taus.
+    again = tmp_path / "again.json"
+    proc = _bench(
+        "b2",
+        "--quick",
+        "--from-json",
+        str(out),
+        "--json",
+        str(again),
+        "--gt",
+        str(gt),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    redone = json.loads(again.read_text())["results"]
+    for sampler, rs in results.items():
+        assert redone[sampler][0]["tau_test"] == rs[0]["tau_test"]
+        assert redone[sampler][0]["train_seconds"] == rs[0]["train_seconds"]
     # Equal compute: the same number of path forward/backward passes.
     assert results["fair"][0]["path_passes"] == results["uniform"][0]["path_passes"]
 
