@@ -108,6 +108,21 @@ def test_b1_table_counts_a_failed_run_as_its_budget_and_marks_it() -> None:
     assert "| random | 1 | 0/1 | >650 | >650 | ×6.50 |" in lines[3]
 
 
+def test_b1_replay_of_random_search_on_the_table_follows_the_incumbent(tmp_path: Path) -> None:
+    b1 = _load("search_efficiency.py")
+    gt = tmp_path / "gt.csv"
+    gt.write_text(
+        "index,arch,val_accuracy,test_accuracy,params,train_seconds\n"
+        '0,"{}",0.90,0.990,1,1\n'  # passes; displaced only by a better validation score
+        '1,"{}",0.95,0.900,1,1\n'  # once it leads, nothing displaces it: no success
+        '2,"{}",0.80,0.995,1,1\n'  # passes, but only if drawn before the others
+    )
+    counts = b1.resampled_random(gt, 0.99, 600, 0)
+    # First drawn 0 or 2: success at once; first drawn 1: never. Each about a third.
+    assert set(counts) == {1, None}
+    assert 150 < counts.count(None) < 250
+
+
 # ---------------------------------------------------------------------------- smoke runs
 def test_b1_quick_runs_every_method(tmp_path: Path) -> None:
     out = tmp_path / "b1.json"
