@@ -86,7 +86,7 @@ class Run:
     seed: int
     threshold: float
     budget: float
-    c0: float = field(default_factory=lambda: cpu_seconds())
+    c0: float = field(default_factory=cpu_seconds)
     events: list[dict] = field(default_factory=list)
     success_cpu: float | None = None
     phases: dict[str, float] = field(default_factory=dict)
@@ -227,10 +227,9 @@ def run_nni(run: Run, spec: StudySpec, data: DataBundle, retrain_max: int) -> No
     from _nni_spos import search
 
     paths = max(len(c.values) for c in spec.space.path_choices)  # fair: paths per step
-    with _env("NNI_OUTPUT_DIR", tempfile.gettempdir()):
-        top, counts = search(
-            spec, data, run.seed, spec.supernet.epochs * paths, spec.n_trials, retrain_max
-        )
+    top, counts = search(
+        spec, data, run.seed, spec.supernet.epochs * paths, spec.n_trials, retrain_max
+    )
     run.phases = {**counts, "search_cpu": run.cpu()}
     for rank, sample in enumerate(top):
         arch = spec.space.validate(sample)
