@@ -1,27 +1,37 @@
-"""Ground truth for the default MNIST-1D space: stand-alone training of a fixed arch sample.
+"""Ground truth for a study's space: stand-alone training of a fixed arch sample.
 
-Every architecture of a seeded random sample is built fresh (``space.build``) and trained
-from scratch with the default study's recipe (``studies/mnist1d.py``: ``study.train``), then
-scored on the validation split (what search sees) and the test split (what users get).
-Rows are appended to a CSV as they finish, so an interrupted run resumes where it stopped.
+Every architecture of a seeded random sample of the study's space is built fresh
+(``space.build``) and trained from scratch with the study's recipe (``study.train``),
+recording after every epoch the validation accuracy (what search sees) and the CPU
+seconds of that epoch's training steps, and the test accuracy (what users get) after the
+epochs in ``--test-epochs`` and the last. The per-epoch curves let methods that only draw
+from the table (random search, random search + Hyperband/ASHA) be replayed over hundreds
+of seeds, as NAS-Bench-201 allows. Rows are appended to a CSV as they finish, so an
+interrupted run resumes where it stopped; ``--shard K/N`` trains every N-th architecture
+(run N processes, one per core, into N files; ``ranking.py`` and friends merge tables by
+architecture).
 
 Usage::
 
-    python benchmarks/ground_truth.py --n 100 --seed 0 \
+    # the proving ground (studies/mnist1d_front.py), 200 architectures, seeds 0 and 1:
+    python benchmarks/ground_truth.py --study studies/mnist1d_front.py --n 200 \\
+        --train-seed 0 --out benchmarks/data/mnist1d_front_ground_truth.csv
+    python benchmarks/ground_truth.py --study studies/mnist1d_front.py --n 200 \\
+        --train-seed 1 --out benchmarks/data/mnist1d_front_ground_truth_seed1.csv
+    # the saturated default space (studies/mnist1d.py, the default):
+    python benchmarks/ground_truth.py --n 100 --seed 0 \\
         --out benchmarks/data/mnist1d_ground_truth.csv
-    # the same sample trained again from other initial weights and batch order:
-    python benchmarks/ground_truth.py --n 100 --seed 0 --train-seed 1 \
-        --out benchmarks/data/mnist1d_ground_truth_seed1.csv
     python benchmarks/ground_truth.py --quick --out /tmp/gt.csv   # CI smoke size
 
 The table feeds the supernet-ranking benchmark (``benchmarks/ranking.py``) and the
-search-efficiency benchmark (best-in-sample accuracy).
+search-efficiency benchmark (best-in-sample accuracy, replays).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import platform
 import sys
 import time
@@ -34,15 +44,27 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from nasflow.search import StudySpec, load_study_file  # noqa: E402
 from nasflow.space import Arch  # noqa: E402
-from nasflow.train import Batches, train_standalone  # noqa: E402
-from studies.mnist1d import study  # noqa: E402
+from nasflow.train import Batches, EpochTrainer, evaluate  # noqa: E402
 
-FIELDS = ["index", "arch", "val_accuracy", "test_accuracy", "params", "train_seconds"]
+FIELDS = [
+    "index",
+    "arch",
+    "val_accuracy",
+    "test_accuracy",
+    "params",
+    "train_seconds",
+    "train_cpu_seconds",
+    "val_curve",
+    "test_curve",
+    "cpu_curve",
+]
+DEFAULT_STUDY = ROOT / "studies" / "mnist1d.py"
 
 
-def sample_archs(n: int, seed: int) -> list[Arch]:
-    """``n`` distinct archs of the default space, drawn with ``seed``."""
+def sample_archs(study: StudySpec, n: int, seed: int) -> list[Arch]:
+    """``n`` distinct archs of the study's space, drawn with ``seed``."""
     rng = np.random.default_rng(seed)
     seen: dict[Arch, None] = {}
     while len(seen) < n:
@@ -57,8 +79,48 @@ def read_rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def train_one(
+    study: StudySpec,
+    arch: Arch,
+    data,  # DataBundle
+    recipe,  # TrainConfig
+    init_seed: int,
+    batch_seed: int,
+    test_epochs: set[int],
+) -> dict[str, object]:
+    """Train ``arch`` from scratch; its curves and final accuracies."""
+    torch.manual_seed(init_seed)
+    net = study.space.build(arch)
+    train = Batches(data.train, recipe.batch_size, seed=batch_seed, drop_last=True)
+    val = Batches(data.val, 1000, shuffle=False)
+    test = Batches(data.test, 1000, shuffle=False)
+    trainer = EpochTrainer(net, train, recipe)
+    val_curve: list[float] = []
+    cpu_curve: list[float] = []
+    test_curve: dict[int, float] = {}
+    for epoch in range(1, recipe.epochs + 1):
+        c0 = time.process_time()
+        trainer.run_epoch()
+        cpu_curve.append(time.process_time() - c0)
+        val_curve.append(evaluate(net, val)[0])
+        if epoch in test_epochs or epoch == recipe.epochs:
+            test_curve[epoch] = evaluate(net, test)[0]
+    return {
+        "arch": arch.to_json(),
+        "val_accuracy": f"{val_curve[-1]:.4f}",
+        "test_accuracy": f"{test_curve[recipe.epochs]:.4f}",
+        "params": sum(p.numel() for p in net.parameters()),
+        "train_seconds": f"{trainer.seconds:.2f}",
+        "train_cpu_seconds": f"{sum(cpu_curve):.2f}",
+        "val_curve": json.dumps([round(v, 4) for v in val_curve]),
+        "test_curve": json.dumps({str(k): round(v, 4) for k, v in test_curve.items()}),
+        "cpu_curve": json.dumps([round(c, 3) for c in cpu_curve]),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--study", type=Path, default=DEFAULT_STUDY, help="the study file")
     p.add_argument("--n", type=int, default=100, help="architectures in the sample")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample")
     p.add_argument(
@@ -67,6 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         help="seed of the initial weights and batch order (default: --seed)",
     )
     p.add_argument("--epochs", type=int, help="override the study's training epochs")
+    p.add_argument(
+        "--test-epochs",
+        type=int,
+        nargs="*",
+        default=[1, 3, 6, 9],
+        help="epochs after which the test split is scored too (the last always is)",
+    )
+    p.add_argument("--shard", default="0/1", help="K/N: train the archs with index %% N == K")
     p.add_argument("--quick", action="store_true", help="smoke size: 2 archs, 1 epoch")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks/data/mnist1d_ground_truth.csv")
@@ -75,10 +145,17 @@ def main(argv: list[str] | None = None) -> int:
         args.n, args.epochs = 2, 1
     if args.n < 1:
         p.error(f"--n must be >= 1, got {args.n}")
+    try:
+        k, n_shards = (int(v) for v in args.shard.split("/"))
+        if not 0 <= k < n_shards:
+            raise ValueError
+    except ValueError:
+        p.error(f"--shard must be K/N with 0 <= K < N, got {args.shard!r}")
     torch.set_num_threads(args.threads)
+    study = load_study_file(args.study)
     recipe = study.train if args.epochs is None else replace(study.train, epochs=args.epochs)
     data = study.data()
-    archs = sample_archs(args.n, args.seed)
+    archs = sample_archs(study, args.n, args.seed)
     train_seed = args.seed if args.train_seed is None else args.train_seed
     # With --train-seed equal to --seed this is the original table's recipe exactly.
     batch_seed = recipe.seed + train_seed - args.seed
@@ -90,28 +167,24 @@ def main(argv: list[str] | None = None) -> int:
         if new_file:
             writer.writeheader()
         for i, arch in enumerate(archs):
-            if i in done:
+            if i in done or i % n_shards != k:
                 continue
-            torch.manual_seed(train_seed * 100_003 + i)
-            net = study.space.build(arch)
-            train = Batches(data.train, recipe.batch_size, seed=batch_seed, drop_last=True)
-            val = Batches(data.val, 512, shuffle=False)
-            test = Batches(data.test, 512, shuffle=False)
             t0 = time.perf_counter()
-            res = train_standalone(net, train, val, recipe, test)
-            row = {
-                "index": i,
-                "arch": arch.to_json(),
-                "val_accuracy": f"{res.val_accuracy:.4f}",
-                "test_accuracy": f"{res.test_accuracy:.4f}",
-                "params": sum(p.numel() for p in net.parameters()),
-                "train_seconds": f"{res.seconds:.2f}",
-            }
+            row = train_one(
+                study,
+                arch,
+                data,
+                recipe,
+                train_seed * 100_003 + i,
+                batch_seed,
+                set(args.test_epochs),
+            )
+            row = {"index": i, **row}
             writer.writerow(row)
             f.flush()
             print(
                 f"[{i + 1}/{args.n}] test {row['test_accuracy']} val {row['val_accuracy']} "
-                f"{row['params']} params {row['train_seconds']}s "
+                f"{row['params']} params {row['train_cpu_seconds']} CPU-s "
                 f"(wall {time.perf_counter() - t0:.1f}s)",
                 flush=True,
             )

@@ -10,7 +10,12 @@ from nasflow.data._images import (
     load_cifar10,
     load_image_folder,
 )
-from nasflow.data._mnist1d import default_cache_dir, load_mnist1d, mnist1d_arrays
+from nasflow.data._mnist1d import (
+    MNIST1DVariant,
+    default_cache_dir,
+    load_mnist1d,
+    mnist1d_arrays,
+)
 from nasflow.data._text import CharBlocks, CharVocab, load_text
 
 __all__ = [
@@ -19,6 +24,7 @@ __all__ = [
     "CharBlocks",
     "CharVocab",
     "DataBundle",
+    "MNIST1DVariant",
     "ZipImageFolder",
     "default_cache_dir",
     "load_cifar10",
