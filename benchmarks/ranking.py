@@ -1,12 +1,13 @@
 """B2: supernet ranking — does supernet accuracy rank architectures like stand-alone training?
 
-For each seed, two supernets of the default MNIST-1D space are trained at *equal compute*
+For each seed, two supernets of a study's space (``--study``, default the default MNIST-1D
+study; ``studies/mnist1d_front.py`` is the proving ground) are trained at *equal compute*
 (the same number of path forward/backward passes): strictly fair sampling (``M`` paths per
 step) for ``E`` epochs, and uniform single-path sampling (SPOS) for ``E * M`` epochs. Every
 architecture of the ground-truth sample (``benchmarks/ground_truth.py``) is then scored the
 way search scores it — BN statistics re-estimated on training batches, accuracy on the
-validation split — and compared with its stand-alone accuracy: Kendall tau-b and the overlap
-of the top-5 sets.
+validation split — and compared with its stand-alone accuracy: Kendall tau-b, the overlap
+of the top-5 sets, and the recall of the true top-10 among the supernet's top-50.
 
 With several ``--gt`` tables (the same architectures trained from different initial
 weights, ``ground_truth.py --train-seed``), the stand-alone accuracy is their mean over the
@@ -20,6 +21,9 @@ Usage::
     python benchmarks/ranking.py --seeds 0 1 2            # full (about 15 min on 2 cores)
     python benchmarks/ranking.py --gt benchmarks/data/mnist1d_ground_truth.csv \
         benchmarks/data/mnist1d_ground_truth_seed1.csv --bn-batches 0 10 50
+    python benchmarks/ranking.py --study studies/mnist1d_front.py --seeds 0 1 2 \
+        --gt benchmarks/data/mnist1d_front_ground_truth.csv \
+        benchmarks/data/mnist1d_front_ground_truth_seed1.csv --json b2_front.json
     python benchmarks/ranking.py --quick                  # CI smoke size
 """
 
@@ -40,12 +44,13 @@ from scipy.stats import kendalltau
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from nasflow.search import StudySpec, load_study_file  # noqa: E402
 from nasflow.space import Arch  # noqa: E402
 from nasflow.supernet import recalibrate_bn  # noqa: E402
 from nasflow.train import Batches, SupernetTrainer, evaluate  # noqa: E402
-from studies.mnist1d import study  # noqa: E402
 
 GT = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
+DEFAULT_STUDY = ROOT / "studies/mnist1d.py"
 
 
 def load_ground_truth(path: Path, limit: int | None) -> list[tuple[Arch, float, float]]:
@@ -84,8 +89,21 @@ def top_overlap(a: list[float], b: list[float], k: int = 5) -> int:
     return len(top_a & top_b)
 
 
+def top_recall(score: list[float], truth: list[float], k: int = 10, m: int = 50) -> int:
+    """How many of the ``k`` best by ``truth`` are among the ``m`` best by ``score``."""
+    top_true = set(sorted(range(len(truth)), key=lambda i: -truth[i])[:k])
+    top_score = set(sorted(range(len(score)), key=lambda i: -score[i])[:m])
+    return len(top_true & top_score)
+
+
 def supernet_scores(
-    sampler: str, epochs: int, seed: int, archs: list[Arch], data, bn_batches: list[int]
+    study: StudySpec,
+    sampler: str,
+    epochs: int,
+    seed: int,
+    archs: list[Arch],
+    data,
+    bn_batches: list[int],
 ) -> dict:
     """Train one supernet and score every arch with each BN recalibration size."""
     cfg = replace(
@@ -119,7 +137,11 @@ def supernet_scores(
 
 
 def main(argv: list[str] | None = None) -> int:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--study", type=Path, default=DEFAULT_STUDY)
+    study = load_study_file(pre.parse_known_args(argv)[0].study)
     p = argparse.ArgumentParser(description="supernet ranking: fair vs uniform")
+    p.add_argument("--study", type=Path, default=DEFAULT_STUDY, help="the study file")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--epochs", type=int, default=study.supernet.epochs, help="fair epochs")
     p.add_argument("--gt", type=Path, nargs="+", default=[GT], help="ground-truth table(s)")
@@ -170,18 +192,19 @@ def main(argv: list[str] | None = None) -> int:
         ]
     for seed, sampler, epochs, r in runs:
         if r is None:
-            r = supernet_scores(sampler, epochs, seed, archs, data, args.bn_batches)
+            r = supernet_scores(study, sampler, epochs, seed, archs, data, args.bn_batches)
         r["seed"], r["epochs"] = seed, epochs
         r["tau_test"] = {n: tau(sc, sa_test) for n, sc in r["scores"].items()}
         r["tau_val"] = {n: tau(sc, sa_val) for n, sc in r["scores"].items()}
         r["top5"] = {n: top_overlap(sc, sa_test) for n, sc in r["scores"].items()}
+        r["recall10_50"] = {n: top_recall(sc, sa_test) for n, sc in r["scores"].items()}
         results[sampler].append(r)
         for n in args.bn_batches:
             print(
                 f"seed {seed} {sampler:7s} epochs {epochs:3d} bn {n:3d} "
                 f"passes {r['path_passes']:6d} train {r['train_seconds']:6.1f}s  "
                 f"tau(test) {r['tau_test'][n]:+.3f} tau(val) {r['tau_val'][n]:+.3f}  "
-                f"top-5 overlap {r['top5'][n]}/5",
+                f"top-5 overlap {r['top5'][n]}/5  top-10 in top-50 {r['recall10_50'][n]}/10",
                 flush=True,
             )
     noise = tau(sa_val, sa_test)
@@ -197,9 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         "| sampler | epochs | BN batches | tau vs stand-alone test (mean ± std) | tau vs val "
-        "| top-5 |"
+        "| top-5 | true top-10 in top-50 |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for sampler, rs in results.items():
         for n in args.bn_batches:
             taus = [r["tau_test"][n] for r in rs]
@@ -208,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {sampler} | {args.epochs if sampler == 'fair' else args.epochs * m} | {n} "
                 f"| {statistics.mean(taus):+.3f} ± {sd:.3f} "
                 f"| {statistics.mean(r['tau_val'][n] for r in rs):+.3f} "
-                f"| {statistics.mean(r['top5'][n] for r in rs):.1f}/5 |"
+                f"| {statistics.mean(r['top5'][n] for r in rs):.1f}/5 "
+                f"| {statistics.mean(r['recall10_50'][n] for r in rs):.1f}/10 |"
             )
     if args.json:
         record = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nasflow.search._evolution import RegularizedEvolutionSampler
 from nasflow.search._objective import CandidateError, arch_summary
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
 from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner
@@ -21,6 +22,7 @@ __all__ = [
     "Budget",
     "CandidateError",
     "ParetoSuccessiveHalvingPruner",
+    "RegularizedEvolutionSampler",
     "RunResult",
     "StorageError",
     "StudyFileError",

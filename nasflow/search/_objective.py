@@ -18,7 +18,7 @@ from torch import nn
 from nasflow.cost import CostModel
 from nasflow.search._compat import set_constraints
 from nasflow.search._recovery import TrialInterrupted, original_number
-from nasflow.search._spec import StudySpec
+from nasflow.search._spec import RECIPE_KEYS, StudySpec
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet, recalibrate_bn
 from nasflow.train import (
@@ -34,9 +34,6 @@ from nasflow.train import (
     measure_step_time,
     save_checkpoint,
 )
-
-#: Hyper-parameter labels that override the training recipe when a space declares them.
-RECIPE_KEYS = ("lr", "weight_decay", "batch_size")
 
 
 class CandidateError(RuntimeError):

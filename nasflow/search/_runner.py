@@ -20,6 +20,7 @@ from optuna.trial import TrialState
 from nasflow.bench import TabularObjective, tabular_summary
 from nasflow.data import DataBundle
 from nasflow.search._compat import sampler_constraints_kwargs
+from nasflow.search._evolution import RegularizedEvolutionSampler
 from nasflow.search._multipliers import MULTIPLIERS_KEY, format_multipliers, search_multipliers
 from nasflow.search._objective import (
     CandidateError,
@@ -88,13 +89,18 @@ class RunResult:
 
 
 def make_sampler(spec: StudySpec, seed: int) -> optuna.samplers.BaseSampler:
-    """The Optuna sampler of a study (seeded)."""
+    """The Optuna sampler of a study (seeded; a sampler instance is used as given)."""
+    if isinstance(spec.sampler, optuna.samplers.BaseSampler):
+        return spec.sampler
     name = "tpe" if spec.sampler == "auto" else spec.sampler
     kwargs = sampler_constraints_kwargs() if name in ("tpe", "nsga2") else {}
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed, **kwargs)
+    if name == "evolution":
+        population = max(4, min(20, spec.n_trials // 5))
+        return RegularizedEvolutionSampler(population, max(2, population // 4), seed=seed)
     startup = max(5, min(10, spec.n_trials // 4))
     return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, **kwargs)
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import optuna
+
 from nasflow.bench import TabularBenchmark
 from nasflow.data import DataBundle
 from nasflow.space import SearchSpace
@@ -24,7 +26,9 @@ OBJECTIVES: dict[str, str] = {
 }
 
 PRUNERS = ("auto", "hyperband", "asha", "pareto", "none")
-SAMPLERS = ("auto", "tpe", "nsga2", "random")
+SAMPLERS = ("auto", "tpe", "nsga2", "random", "evolution")
+#: Hyper-parameter labels that override the training recipe when a space declares them.
+RECIPE_KEYS = ("lr", "weight_decay", "batch_size")
 COSTS = ("model", "measure")
 
 
@@ -73,7 +77,8 @@ class StudySpec:
         train: The training budget: how a candidate is trained stand-alone. Training cost
             is the time of this recipe; winners are retrained with it.
         pruner: ``"auto"`` picks Hyperband (one objective) or the Pareto pruner.
-        sampler: ``"auto"`` picks TPE.
+        sampler: ``"auto"`` picks TPE; ``"evolution"`` is regularized evolution
+            (``RegularizedEvolutionSampler``); or any Optuna ``BaseSampler`` instance.
         budget: Limits on candidates.
         retrain_top: How many winners phase 3 retrains from scratch.
         seed: Seed of the sampler, the supernet and the data order.
@@ -108,7 +113,7 @@ class StudySpec:
     finetune: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-3, warmup_epochs=0))
     train: TrainConfig = field(default_factory=TrainConfig)
     pruner: str = "auto"
-    sampler: str = "auto"
+    sampler: str | optuna.samplers.BaseSampler = "auto"
     budget: Budget = field(default_factory=Budget)
     retrain_top: int = 1
     seed: int = 0
@@ -141,8 +146,13 @@ class StudySpec:
             )
         if self.pruner not in PRUNERS:
             raise StudyFileError(f"unknown pruner {self.pruner!r}; choose from {PRUNERS}")
-        if self.sampler not in SAMPLERS:
-            raise StudyFileError(f"unknown sampler {self.sampler!r}; choose from {SAMPLERS}")
+        if not isinstance(self.sampler, optuna.samplers.BaseSampler) and (
+            not isinstance(self.sampler, str) or self.sampler not in SAMPLERS
+        ):
+            raise StudyFileError(
+                f"unknown sampler {self.sampler!r}; choose from {SAMPLERS} or pass an Optuna "
+                "BaseSampler"
+            )
         if self.pruner in ("hyperband", "asha") and len(objectives) > 1:
             raise StudyFileError(
                 f"pruner {self.pruner!r} takes one objective (Optuna refuses report() in "
@@ -169,6 +179,25 @@ class StudySpec:
             )
         if self.table is not None:
             self._check_tabular()
+        else:
+            self._check_hyper_parameters()
+
+    def _check_hyper_parameters(self) -> None:
+        """A searched hyper-parameter must change how some phase trains, or trials that
+        differ only in it would score the same and the search would waste them."""
+        for c in self.space.hyper_choices:
+            if c.label not in RECIPE_KEYS:
+                raise StudyFileError(
+                    f"study {self.name!r}: the space searches hyper-parameter {c.label!r}, "
+                    f"which no phase trains with (recipe hyper-parameters: {RECIPE_KEYS})"
+                )
+            if not self.finetune_epochs:
+                raise StudyFileError(
+                    f"study {self.name!r}: the space searches hyper-parameter {c.label!r}, but "
+                    "with finetune_epochs=0 candidates are scored from the supernet without "
+                    "training, so it cannot change any score; set finetune_epochs >= 1 or "
+                    "remove it from the space"
+                )
 
     def _check_tabular(self) -> None:
         """A tabular study scores one objective from its table, for its own space."""

@@ -25,7 +25,7 @@ def data():
     return DataBundle(*(TensorDataset(x, y),) * 3, (1, 40), 10, "noise")
 
 
-study = StudySpec(name="cells", space=CellSpace(), data=data)
+study = StudySpec(name="cells", space=CellSpace(), data=data, finetune_epochs=1)
 """
 
 
