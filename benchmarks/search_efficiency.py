@@ -1,12 +1,15 @@
-"""B1: search efficiency — CPU-seconds to find a near-best architecture of the default space.
+"""B1: search efficiency — CPU-seconds to find a near-best architecture of a study's space.
 
-Methods, each run for several seeds on the default MNIST-1D study (``studies/mnist1d.py``),
-one torch intra-op thread, on the same data:
+Methods, each run for several seeds on a study (``--study``: the default MNIST-1D study
+``studies/mnist1d.py``, or the proving ground ``studies/mnist1d_front.py``), one torch
+intra-op thread, on the same data:
 
-* ``nasflow``: the default study as ``nasflow search`` runs it (fair supernet, then TPE
-  with inherited weights under the Pareto successive-halving pruner, the cost-model table
-  built from scratch), then the evaluated candidates are retrained from scratch in order of
-  their supernet accuracy (the default study retrains only the first).
+* ``nasflow``: the study as ``nasflow search`` runs it (fair supernet, then the study's
+  sampler over supernet scores — with inherited-weight fine-tuning under the Pareto
+  successive-halving pruner where the study fine-tunes — the cost-model table built from
+  scratch), then the evaluated candidates are retrained from scratch: first the Pareto set
+  of (supernet score, predicted cost), most accurate first, then the rest in order of
+  supernet score (the study itself retrains only the first).
 * ``random``: random search with full stand-alone training of every candidate.
 * ``optuna``: what an Optuna user writes without nasflow — a single-objective TPE study on
   the same choices, each candidate trained from scratch with the stand-alone recipe and
@@ -21,13 +24,30 @@ Every fully trained candidate is an *event* at the process CPU time it finished.
 *incumbent* is the fully trained candidate with the best validation accuracy so far
 (selection never looks at test accuracy); a run *succeeds* at the first event where the
 incumbent's test accuracy is within ``--margin`` of the best test accuracy in the
-ground-truth sample (``benchmarks/data/mnist1d_ground_truth.csv``). A run stops at success
-or once it has spent ``--budget`` CPU-seconds. All stand-alone training uses the study's
-recipe (``study.train``), the one the ground truth was made with.
+ground-truth sample (``--gt``; with several tables of the same sample trained from other
+seeds, the best of the per-architecture means). A run stops at success or once it has
+spent ``--budget`` CPU-seconds (``--full`` ignores success and spends the whole budget,
+for the hypervolume curve). All stand-alone training uses the study's recipe
+(``study.train``), the one the ground truth was made with.
+
+Multi-objective view: every fully trained candidate also records its training
+CPU-seconds; at each CPU budget, the hypervolume of (test accuracy up, training
+CPU-seconds down) of the candidates trained so far is divided by that of the ground
+truth's own front (per-architecture means), with the reference point at the table's
+lowest accuracy and 1.1 × its largest training cost.
+
+Replays: methods that only draw architectures (random search, and random search under
+Optuna's ``HyperbandPruner``) are replayed on the ground-truth table for many seeds from
+its per-epoch validation curves and per-epoch CPU-seconds (``ground_truth.py`` records
+them), each training drawn from one of the tables at random; the real ``random`` runs
+check the replay.
 
 Usage::
 
-    python benchmarks/search_efficiency.py --seeds 0 1 2 --json b1.json
+    python benchmarks/search_efficiency.py --study studies/mnist1d_front.py \
+        --gt benchmarks/data/mnist1d_front_ground_truth.csv \
+        benchmarks/data/mnist1d_front_ground_truth_seed1.csv --seeds 0 1 2 --json b1.json
+    python benchmarks/search_efficiency.py --seeds 0 1 2 --json b1.json   # default space
     .venv-nni/bin/python benchmarks/search_efficiency.py --methods nni --json b1_nni.json
     python benchmarks/search_efficiency.py --merge b1.json b1_nni.json   # one table
     python benchmarks/search_efficiency.py --quick      # CI smoke size
@@ -57,13 +77,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from nasflow.data import DataBundle  # noqa: E402
-from nasflow.search import StudyRunner, StudySpec  # noqa: E402
+from nasflow.search import StudyRunner, StudySpec, load_study_file  # noqa: E402
 from nasflow.search._objective import recipe_for  # noqa: E402
+from nasflow.search._pareto import non_dominated_sort  # noqa: E402
 from nasflow.space import Arch  # noqa: E402
 from nasflow.train import Batches, EpochTrainer, TrainConfig, evaluate  # noqa: E402
-from studies.mnist1d import study as default_study  # noqa: E402
 
 GT = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
+DEFAULT_STUDY = ROOT / "studies/mnist1d.py"
 METHODS = ("nasflow", "random", "optuna", "nni")
 DEFAULT_METHODS = ("nasflow", "random", "optuna")
 
@@ -86,6 +107,7 @@ class Run:
     seed: int
     threshold: float
     budget: float
+    full: bool = False
     c0: float = field(default_factory=cpu_seconds)
     events: list[dict] = field(default_factory=list)
     success_cpu: float | None = None
@@ -97,10 +119,20 @@ class Run:
     def incumbent(self) -> dict | None:
         return max(self.events, key=lambda e: e["val"], default=None)
 
-    def add(self, arch: Arch, val: float, test: float, note: str = "") -> None:
-        """Record a fully trained candidate; raise ``Stop`` on success or budget."""
+    def add(
+        self, arch: Arch, val: float, test: float, note: str = "", train_cpu: float = 0.0
+    ) -> None:
+        """Record a fully trained candidate (``train_cpu``: its training CPU-seconds);
+        raise ``Stop`` on success (unless ``full``) or budget."""
         self.events.append(
-            {"cpu": self.cpu(), "arch": arch.to_json(), "val": val, "test": test, "note": note}
+            {
+                "cpu": self.cpu(),
+                "arch": arch.to_json(),
+                "val": val,
+                "test": test,
+                "note": note,
+                "train_cpu": train_cpu,
+            }
         )
         inc = self.incumbent()
         if self.success_cpu is None and inc is not None and inc["test"] >= self.threshold:
@@ -108,7 +140,7 @@ class Run:
         self.check()
 
     def check(self) -> None:
-        if self.success_cpu is not None or self.cpu() >= self.budget:
+        if (self.success_cpu is not None and not self.full) or self.cpu() >= self.budget:
             raise Stop
 
     def summary(self) -> dict:
@@ -140,18 +172,37 @@ def standalone(
     data: DataBundle,
     seed: int,
     on_epoch: Callable[[int, torch.nn.Module], None] | None = None,
-) -> tuple[float, float]:
-    """Train ``arch`` from scratch with the study's recipe; (val, test) accuracy."""
+) -> tuple[float, float, float]:
+    """Train ``arch`` from scratch with the study's recipe; (val, test) accuracy and the
+    CPU-seconds of the training steps."""
     recipe = recipe_for(arch, spec.train)
     train, val, test = loaders(data, recipe, seed)
     torch.manual_seed(seed)
     net = spec.space.build(arch)
     trainer = EpochTrainer(net, train, recipe)
+    train_cpu = 0.0
     for _ in range(recipe.epochs):
+        c0 = time.process_time()
         trainer.run_epoch()
+        train_cpu += time.process_time() - c0
         if on_epoch is not None:
             on_epoch(trainer.epoch, net)
-    return evaluate(net, val)[0], evaluate(net, test)[0]
+    return evaluate(net, val)[0], evaluate(net, test)[0], train_cpu
+
+
+def retrain_order(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """Completed trials: the Pareto set (most accurate first), then the rest by accuracy."""
+    done = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    if not done:
+        return []
+    ranks = non_dominated_sort(np.array([t.values for t in done]), study.directions)
+    front = sorted((t for t, r in zip(done, ranks, strict=True) if r == 0), key=_by_acc)
+    rest = sorted((t for t, r in zip(done, ranks, strict=True) if r > 0), key=_by_acc)
+    return front + rest
+
+
+def _by_acc(t: optuna.trial.FrozenTrial) -> float:
+    return -t.values[0]
 
 
 # ---------------------------------------------------------------------------- methods
@@ -163,12 +214,21 @@ def run_nasflow(run: Run, spec: StudySpec, data: DataBundle, retrain_max: int) -
         result = runner.run(retrain=False)
         run.phases = {k: v for k, v in result.seconds.items()}
         run.phases["search_cpu"] = run.cpu()
-        done = result.study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
-        done.sort(key=lambda t: -t.values[0])
-        for rank, t in enumerate(done[:retrain_max]):
+        run.phases["trials"] = len(result.study.trials)
+        scored = [t.user_attrs.get("score_seconds") for t in result.study.trials]
+        scored = [s for s in scored if s is not None]
+        if scored:
+            run.phases["median_score_ms"] = 1000 * statistics.median(scored)
+        seen: set[Arch] = set()
+        for rank, t in enumerate(retrain_order(result.study)):
             arch = Arch.from_json(t.user_attrs["arch"])
-            val, test = standalone(spec, arch, data, spec.seed)
-            run.add(arch, val, test, f"trial {t.number}, supernet rank {rank + 1}")
+            if arch in seen:  # a duplicate trial of an architecture already retrained
+                continue
+            seen.add(arch)
+            if len(seen) > retrain_max:
+                break
+            val, test, train_cpu = standalone(spec, arch, data, spec.seed)
+            run.add(arch, val, test, f"trial {t.number}, retrain rank {rank + 1}", train_cpu)
 
 
 def run_random(run: Run, spec: StudySpec, data: DataBundle) -> None:
@@ -179,8 +239,8 @@ def run_random(run: Run, spec: StudySpec, data: DataBundle) -> None:
         if arch in seen:
             continue
         seen.add(arch)
-        val, test = standalone(spec, arch, data, run.seed * 100_003 + len(seen))
-        run.add(arch, val, test)
+        val, test, train_cpu = standalone(spec, arch, data, run.seed * 100_003 + len(seen))
+        run.add(arch, val, test, train_cpu=train_cpu)
 
 
 def run_optuna(run: Run, spec: StudySpec, data: DataBundle) -> None:
@@ -206,9 +266,11 @@ def run_optuna(run: Run, spec: StudySpec, data: DataBundle) -> None:
             run.check()
 
         try:
-            val, test = standalone(spec, arch, data, run.seed * 100_003 + trial.number, report)
+            val, test, train_cpu = standalone(
+                spec, arch, data, run.seed * 100_003 + trial.number, report
+            )
             trial.report(val, epochs)
-            run.add(arch, val, test, f"trial {trial.number}")
+            run.add(arch, val, test, f"trial {trial.number}", train_cpu)
         except Stop:
             stopped.append(trial.number)
             study.stop()
@@ -233,8 +295,8 @@ def run_nni(run: Run, spec: StudySpec, data: DataBundle, retrain_max: int) -> No
     run.phases = {**counts, "search_cpu": run.cpu()}
     for rank, sample in enumerate(top):
         arch = spec.space.validate(sample)
-        val, test = standalone(spec, arch, data, run.seed)
-        run.add(arch, val, test, f"evolution rank {rank + 1}")
+        val, test, train_cpu = standalone(spec, arch, data, run.seed)
+        run.add(arch, val, test, f"evolution rank {rank + 1}", train_cpu)
 
 
 @contextlib.contextmanager
@@ -251,12 +313,71 @@ def _env(name: str, value: str) -> Iterator[None]:
 
 
 # ---------------------------------------------------------------------------- reporting
+@dataclass
+class GroundTruth:
+    """Ground-truth tables of one sample, trained from one or more seeds.
+
+    Attributes:
+        archs: The architectures (JSON), in the tables' order.
+        val: ``(n_tables, n_archs)`` final validation accuracies.
+        test: ``(n_tables, n_archs)`` final test accuracies.
+        cpu: ``(n_tables, n_archs)`` training CPU-seconds (``nan`` where not recorded).
+        val_curves: ``[table][arch]`` per-epoch validation accuracy (empty if absent).
+        cpu_curves: ``[table][arch]`` per-epoch training CPU-seconds (empty if absent).
+    """
+
+    archs: list[str]
+    val: np.ndarray
+    test: np.ndarray
+    cpu: np.ndarray
+    val_curves: list[list[list[float]]]
+    cpu_curves: list[list[list[float]]]
+
+    @property
+    def best(self) -> float:
+        """The best per-architecture mean test accuracy."""
+        return float(self.test.mean(0).max())
+
+    @property
+    def has_curves(self) -> bool:
+        return all(c for t in self.val_curves for c in t)
+
+
+def load_ground_truth(paths: list[Path]) -> GroundTruth:
+    """Read tables of the same sample (rows matched by ``index``; only common ones kept)."""
+    tables = []
+    for path in paths:
+        with path.open(newline="") as f:
+            rows = {int(r["index"]): r for r in csv.DictReader(f)}
+        if not rows:
+            raise SystemExit(f"{path} holds no rows; run benchmarks/ground_truth.py first")
+        tables.append(rows)
+    common = sorted(set.intersection(*(set(t) for t in tables)))
+    for i in common:
+        if len({t[i]["arch"] for t in tables}) != 1:
+            raise SystemExit(f"ground-truth tables disagree on architecture {i}")
+
+    def col(name: str) -> np.ndarray:
+        return np.array(
+            [[float(t[i].get(name) or "nan") for i in common] for t in tables], dtype=float
+        )
+
+    def curves(name: str) -> list[list[list[float]]]:
+        return [[json.loads(t[i].get(name) or "[]") for i in common] for t in tables]
+
+    return GroundTruth(
+        [tables[0][i]["arch"] for i in common],
+        col("val_accuracy"),
+        col("test_accuracy"),
+        col("train_cpu_seconds"),
+        curves("val_curve"),
+        curves("cpu_curve"),
+    )
+
+
 def best_in_sample(path: Path) -> tuple[float, int]:
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        raise SystemExit(f"{path} holds no rows; run benchmarks/ground_truth.py first")
-    return max(float(r["test_accuracy"]) for r in rows), len(rows)
+    gt = load_ground_truth([path])
+    return gt.best, len(gt.archs)
 
 
 def resampled_random(path: Path, threshold: float, orderings: int, seed: int) -> list[int | None]:
@@ -277,6 +398,102 @@ def resampled_random(path: Path, threshold: float, orderings: int, seed: int) ->
                 hit = k
                 break
         out.append(hit)
+    return out
+
+
+def replay(
+    gt: GroundTruth, threshold: float, method: str, seed: int, budget: float
+) -> tuple[float | None, int, list[dict]]:
+    """One replayed run of ``"random"`` or ``"hyperband"`` (random search under Optuna's
+    ``HyperbandPruner``, the same settings as the ``optuna`` method) on the table.
+
+    Each trial draws the next architecture of a seeded permutation of the sample and one
+    of its tables at random; its cost is the recorded CPU-seconds of the epochs it trained.
+    Returns ``(CPU-s to success or None, trainings started, fully trained events)``.
+    """
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(gt.archs))
+    which = rng.integers(len(gt.val), size=len(gt.archs))
+    epochs = len(gt.val_curves[0][0])
+    spent, events, success = 0.0, [], None
+    best_val, best_test = -1.0, 0.0
+
+    def finish(i: int) -> None:
+        nonlocal best_val, best_test, success
+        t = which[i]
+        events.append(
+            {"cpu": spent, "val": gt.val[t, i], "test": gt.test[t, i], "train_cpu": gt.cpu[t, i]}
+        )
+        if gt.val[t, i] > best_val:
+            best_val, best_test = gt.val[t, i], gt.test[t, i]
+        if success is None and best_test >= threshold:
+            success = spent
+
+    if method == "random":
+        for n, i in enumerate(order, start=1):
+            spent += sum(gt.cpu_curves[which[i]][i])
+            finish(i)
+            if success is not None or spent >= budget:
+                return success, n, events
+        return success, len(order), events
+    study = optuna.create_study(
+        direction="maximize",
+        sampler=optuna.samplers.RandomSampler(seed=seed),
+        pruner=optuna.pruners.HyperbandPruner(
+            min_resource=1, max_resource=epochs, reduction_factor=3
+        ),
+    )
+    started = 0
+    for i in order:
+        trial = study.ask()
+        started += 1
+        curve, costs = gt.val_curves[which[i]][i], gt.cpu_curves[which[i]][i]
+        pruned = False
+        for e in range(1, epochs + 1):
+            spent += costs[e - 1]
+            if e < epochs:
+                trial.report(curve[e - 1], e)
+                if trial.should_prune():
+                    pruned = True
+                    break
+        if pruned:
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(trial, curve[-1])
+            finish(i)
+        if success is not None or spent >= budget:
+            break
+    return success, started, events
+
+
+def hypervolume_2d(points: np.ndarray, ref: tuple[float, float]) -> float:
+    """Area dominated by ``(accuracy up, cost down)`` points, bounded by ``ref`` =
+    (lowest accuracy, highest cost). Optuna's hypervolume code is private
+    (``optuna._hypervolume``), and the 2-D case is a sort and a sum."""
+    pts = [(a, c) for a, c in points if a > ref[0] and c < ref[1]]
+    pts.sort(key=lambda p: p[1])  # cheapest first
+    area, best_acc = 0.0, ref[0]
+    for i, (acc, cost) in enumerate(pts):
+        best_acc = max(best_acc, acc)
+        nxt = pts[i + 1][1] if i + 1 < len(pts) else ref[1]
+        area += (best_acc - ref[0]) * (nxt - cost)
+    return area
+
+
+def hv_reference(gt: GroundTruth) -> tuple[tuple[float, float], float]:
+    """The reference point and the ground-truth front's hypervolume (per-arch means)."""
+    acc, cost = gt.test.mean(0), gt.cpu.mean(0)
+    ref = (float(acc.min()), float(1.1 * np.nanmax(cost)))
+    return ref, hypervolume_2d(np.stack([acc, cost], 1), ref)
+
+
+def hv_curve(events: list[dict], budgets: list[float], gt: GroundTruth) -> list[float]:
+    """The run's hypervolume / the ground truth's, after each CPU budget."""
+    ref, total = hv_reference(gt)
+    out = []
+    for b in budgets:
+        pts = np.array([(e["test"], e["train_cpu"]) for e in events if e["cpu"] <= b])
+        out.append(hypervolume_2d(pts, ref) / total if len(pts) else 0.0)
     return out
 
 
@@ -317,15 +534,77 @@ def table(runs: list[dict], budget: float) -> str:
     return "\n".join(lines)
 
 
+def replay_summary(
+    gt: GroundTruth, threshold: float, budget: float, n: int, budgets: list[float]
+) -> tuple[list[str], dict]:
+    """Lines and a record for ``n`` replayed runs of random search with and without
+    Hyperband on the table."""
+    lines, record = [], {}
+    for method in ("random", "hyperband"):
+        cost, started, hv = [], [], []
+        for seed in range(n):
+            success, k, events = replay(gt, threshold, method, seed, budget)
+            cost.append(success if success is not None else budget)
+            started.append(k)
+            hv.append(hv_curve(events, budgets, gt))
+        ok = sum(c < budget for c in cost)
+        q = np.percentile(cost, [25, 50, 75])
+        record[method] = {
+            "runs": n,
+            "succeeded": ok,
+            "cpu_quartiles": q.tolist(),
+            "hv_median": np.median(hv, 0).tolist() if budgets else [],
+        }
+        lines.append(
+            f"replayed {method:9s} ({n} seeds on the table): {ok}/{n} succeed within "
+            f"{budget:.0f} CPU-s; CPU-s to success median {q[1]:.0f} (quartiles "
+            f"{q[0]:.0f}-{q[2]:.0f}, failures counted as the budget); trainings started "
+            f"median {np.median(started):.0f}"
+        )
+    return lines, record
+
+
+def hv_table(runs: list[dict], replays: dict, budgets: list[float], gt: GroundTruth) -> str:
+    """Markdown: median hypervolume ratio per method at each CPU budget."""
+    by: dict[str, list[list[float]]] = {}
+    for r in runs:
+        by.setdefault(r["method"], []).append(hv_curve(r["events"], budgets, gt))
+    head = "| method | runs | " + " | ".join(f"HV @ {b:.0f} CPU-s" for b in budgets) + " |"
+    lines = [head, "|---|---:|" + "---:|" * len(budgets)]
+    for method, curves in by.items():
+        med = np.median(curves, 0)
+        lines.append(f"| {method} | {len(curves)} | " + " | ".join(f"{v:.3f}" for v in med) + " |")
+    for method, rec in replays.items():
+        if rec["hv_median"]:
+            lines.append(
+                f"| {method} (replayed) | {rec['runs']} | "
+                + " | ".join(f"{v:.3f}" for v in rec["hv_median"])
+                + " |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="B1: search efficiency")
-    p.add_argument("--methods", nargs="+", choices=METHODS, default=list(DEFAULT_METHODS))
+    p.add_argument("--study", type=Path, default=DEFAULT_STUDY, help="the study file")
+    p.add_argument("--methods", nargs="*", choices=METHODS, default=list(DEFAULT_METHODS))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--budget", type=float, default=900.0, help="CPU-seconds per run")
     p.add_argument("--margin", type=float, default=0.003, help="accuracy below the best")
     p.add_argument("--retrain-max", type=int, default=10, help="nasflow retrains at most")
-    p.add_argument("--n-trials", type=int, help="override the default study's trials")
-    p.add_argument("--gt", type=Path, default=GT)
+    p.add_argument("--n-trials", type=int, help="override the study's trials")
+    p.add_argument("--gt", type=Path, nargs="+", default=[GT], help="ground-truth table(s)")
+    p.add_argument(
+        "--full", action="store_true", help="spend the whole budget (hypervolume curves)"
+    )
+    p.add_argument(
+        "--hv-budgets",
+        type=float,
+        nargs="*",
+        default=[],
+        help="CPU budgets at which to print the hypervolume ratio",
+    )
+    p.add_argument("--replays", type=int, default=300, help="replayed runs per method")
     p.add_argument("--quick", action="store_true", help="smoke size: tiny budget, 1 seed")
     p.add_argument("--json", type=Path, help="write every run's events here")
     p.add_argument("--merge", type=Path, nargs="+", help="print one table of these --json files")
@@ -341,9 +620,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--budget must be > 0, got {args.budget}")
     if not 0 <= args.margin < 1:
         p.error(f"--margin must be in [0, 1), got {args.margin}")
-    spec = default_study
+    spec = load_study_file(args.study)
     if args.quick:  # tiny everything: only checks that each method runs end to end
         args.seeds, args.budget, args.retrain_max = [0], 1.0, 1
+        args.replays = min(args.replays, 5)
         spec = replace(
             spec,
             n_trials=2,
@@ -355,18 +635,22 @@ def main(argv: list[str] | None = None) -> int:
         spec = replace(spec, n_trials=args.n_trials)
     torch.set_num_threads(1)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    best, n_gt = best_in_sample(args.gt)
+    gt = load_ground_truth(args.gt)
+    best, n_gt = gt.best, len(gt.archs)
     threshold = round(best - args.margin, 6)
-    data = spec.data()
+    mean_test = gt.test.mean(0)
     print(
-        f"best test accuracy in the {n_gt}-arch ground truth: {best:.4f}; success: "
-        f"incumbent test >= {threshold:.4f}; budget {args.budget:.0f} CPU-s per run",
+        f"best test accuracy in the {n_gt}-arch ground truth ({len(args.gt)} table(s), "
+        f"per-arch mean): {best:.4f}; median {np.median(mean_test):.4f}; "
+        f"{np.mean(mean_test >= threshold):.1%} of the sample pass; success: incumbent "
+        f"test >= {threshold:.4f}; budget {args.budget:.0f} CPU-s per run",
         flush=True,
     )
+    data = spec.data() if args.methods else None
     runs = []
     for seed in args.seeds:  # methods interleaved seed by seed: drifts in load hit all
         for method in args.methods:
-            run = Run(method, seed, threshold, args.budget)
+            run = Run(method, seed, threshold, args.budget, full=args.full)
             w0 = time.perf_counter()
             try:
                 if method == "nasflow":
@@ -383,6 +667,12 @@ def main(argv: list[str] | None = None) -> int:
             s["wall"] = time.perf_counter() - w0
             runs.append(s)
             inc = f"{s['incumbent_test']:.4f}" if s["incumbent_test"] is not None else "—"
+            extra = ""
+            if "median_score_ms" in s["phases"]:
+                extra = (
+                    f"; {s['phases']['trials']} candidates screened, median scoring "
+                    f"{s['phases']['median_score_ms']:.1f} ms each"
+                )
             print(
                 f"seed {seed} {method:8s} "
                 + (
@@ -391,32 +681,42 @@ def main(argv: list[str] | None = None) -> int:
                     else f"no success in {s['cpu']:.0f} CPU-s"
                 )
                 + f" (wall {s['wall']:.0f} s), {s['trained']} trained from scratch, "
-                f"incumbent test {inc}",
+                f"incumbent test {inc}{extra}",
                 flush=True,
             )
-    print()
-    print(table(runs, args.budget))
-    counts = resampled_random(args.gt, threshold, 10_000, 0)
-    hits = sorted(c for c in counts if c is not None)
-    if hits:
-        q = np.percentile(hits, [25, 50, 75])
-        per = [
-            e["cpu"] - (r["events"][i - 1]["cpu"] if i else 0.0)
-            for r in runs
-            if r["method"] == "random"
-            for i, e in enumerate(r["events"])
-        ]
-        cost = f"; {statistics.median(per):.0f} CPU-s per training in this run" if per else ""
-        print(
-            f"\nrandom search replayed on the {n_gt}-arch ground truth (10,000 orders): "
-            f"{len(hits) / len(counts):.1%} succeed within the sample; those take "
-            f"{q[1]:.0f} trainings (median; quartiles {q[0]:.0f}-{q[2]:.0f}){cost}"
-        )
+    if runs:
+        print()
+        print(table(runs, args.budget))
+    replays: dict = {}
+    if gt.has_curves and not np.isnan(gt.cpu).any():
+        lines, replays = replay_summary(gt, threshold, args.budget, args.replays, args.hv_budgets)
+        print()
+        print("\n".join(lines))
+        if args.hv_budgets:
+            print()
+            print(hv_table(runs, replays, args.hv_budgets, gt))
+    else:  # an older table without curves: trainings only
+        counts = resampled_random(args.gt[0], threshold, 10_000, 0)
+        hits = sorted(c for c in counts if c is not None)
+        if hits:
+            q = np.percentile(hits, [25, 50, 75])
+            print(
+                f"\nrandom search replayed on the {n_gt}-arch ground truth (10,000 orders): "
+                f"{len(hits) / len(counts):.1%} succeed within the sample; those take "
+                f"{q[1]:.0f} trainings (median; quartiles {q[0]:.0f}-{q[2]:.0f})"
+            )
     if args.json:
         args.json.write_text(
             json.dumps(
-                {"best": best, "threshold": threshold, "budget": args.budget, "runs": runs},
+                {
+                    "best": best,
+                    "threshold": threshold,
+                    "budget": args.budget,
+                    "runs": runs,
+                    "replays": replays,
+                },
                 indent=1,
+                default=float,
             )
         )
     return 0

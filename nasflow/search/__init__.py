@@ -16,6 +16,7 @@ from nasflow.search._runner import (
 )
 from nasflow.search._spec import OBJECTIVES, Budget, StudyFileError, StudySpec, load_study_file
 from nasflow.search._storage import StorageError, redact, resolve_storage
+from nasflow.search._trust import TrustProbe, TrustResult, run_trust_probe
 
 __all__ = [
     "OBJECTIVES",
@@ -29,6 +30,8 @@ __all__ = [
     "StudyMismatchError",
     "StudyRunner",
     "StudySpec",
+    "TrustProbe",
+    "TrustResult",
     "Winner",
     "arch_summary",
     "crowding_distance",
@@ -37,5 +40,6 @@ __all__ = [
     "pareto_trials",
     "redact",
     "resolve_storage",
+    "run_trust_probe",
     "summary_table",
 ]

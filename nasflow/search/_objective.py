@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -197,9 +198,12 @@ class CandidateScorer:
                 why = ", ".join(f"{k} {v:+.0%} over the limit" for k, v in over.items())
                 trial.set_user_attr("skipped", f"over budget: {why}")
                 raise optuna.TrialPruned(f"over budget: {why}")
+        # The one-shot score: extract the path's weights, re-estimate BN, validate.
+        t0 = time.perf_counter()
         net = self.supernet.extract(spec.space.path(arch)).to(self.device)
         recalibrate_bn(net, self.train.epoch(0), spec.bn_batches, device=self.device)
         acc, loss = evaluate(net, self.val, device=self.device)
+        trial.set_user_attr("score_seconds", time.perf_counter() - t0)
         trial.set_user_attr("supernet_accuracy", acc)
         values = self.values(acc, cost, params, loss)
         if spec.finetune_epochs:

@@ -45,6 +45,7 @@ from nasflow.search._storage import (
     open_storage,
     resolve_storage,
 )
+from nasflow.search._trust import TRUST_KEY, format_trust, run_trust_probe, trust_record
 from nasflow.space import Arch
 from nasflow.supernet import Supernet
 from nasflow.train import Batches, SupernetTrainer, TrainingInterrupted, train_standalone
@@ -56,6 +57,8 @@ IDENTITY_KEYS = ("nasflow:space", "nasflow:fingerprint", "nasflow:objectives")
 SPACE_CONFIG_KEY = "nasflow:space_config"
 #: Study user attribute holding the measured speedup stack (``auto_stack``'s record).
 STACK_KEY = "nasflow:stack"
+#: Study user attribute: candidates scored from the supernet and the median scoring time.
+SCREENING_KEY = "nasflow:screening"
 
 
 class StudyMismatchError(ValueError):
@@ -469,6 +472,39 @@ class StudyRunner:
             study.set_user_attr(f"nasflow:retrain:{t.number}", record)
         return winners
 
+    def trust_probe(self, study: optuna.Study, data: DataBundle) -> None:
+        """Phase 2b: how far the supernet's ranking can be trusted on this space (once per
+        study: a stored record is kept while no new candidate was screened)."""
+        spec = self.spec
+        scored: dict[Arch, float] = {}
+        for t in study.get_trials(deepcopy=False):
+            if "supernet_accuracy" in t.user_attrs and "arch" in t.user_attrs:
+                scored.setdefault(
+                    Arch.from_json(t.user_attrs["arch"]), t.user_attrs["supernet_accuracy"]
+                )
+        stored = study.user_attrs.get(TRUST_KEY)
+        if isinstance(stored, dict) and stored.get("screened") == len(scored):
+            return
+        if len(scored) < spec.trust.archs:  # type: ignore[union-attr]
+            self.log(
+                f"trust probe skipped: {len(scored)} screened architectures, fewer than "
+                f"its {spec.trust.archs}"  # type: ignore[union-attr]
+            )
+            return
+        train, val, _ = self._batches(data, spec.train.batch_size)
+        result = run_trust_probe(
+            spec.space,
+            list(scored.items()),
+            train,
+            val,
+            spec.train,
+            spec.trust,  # type: ignore[arg-type]
+            seed=spec.seed,
+            device=self.device,
+            log=self._quiet_log,
+        )
+        study.set_user_attr(TRUST_KEY, {**trust_record(result), "screened": len(scored)})
+
     # ------------------------------------------------------------------ all phases
     def run(
         self,
@@ -500,6 +536,10 @@ class StudyRunner:
             seconds["search"] = time.perf_counter() - t
             if self.stop.is_set():
                 raise TrainingInterrupted("the search, between trials")
+            if spec.trust is not None and not worker and data is not None and is_rank_zero():
+                t = time.perf_counter()
+                self.trust_probe(study, data)
+                seconds["trust"] = time.perf_counter() - t
             winners: list[Winner] = []
             if retrain and not worker and data is not None:
                 t = time.perf_counter()
@@ -508,6 +548,9 @@ class StudyRunner:
             seconds["total"] = time.perf_counter() - t0
             if not worker and is_rank_zero():
                 study.set_user_attr("nasflow:seconds", seconds)
+                screening = screening_record(study)
+                if screening is not None:
+                    study.set_user_attr(SCREENING_KEY, screening)
                 if spec.table is None:
                     trials = study.get_trials(deepcopy=False)
                     multipliers = search_multipliers(
@@ -549,6 +592,22 @@ class StudyRunner:
     def _close(bar: Any) -> None:
         if bar is not None:
             bar.close()
+
+
+def screening_record(study: optuna.Study) -> dict[str, float] | None:
+    """How many candidates were scored from the supernet and the median time of one score
+    (path extraction, BN recalibration and validation; cost prediction excluded)."""
+    times = [
+        float(t.user_attrs["score_seconds"])
+        for t in study.get_trials(deepcopy=False)
+        if "score_seconds" in t.user_attrs
+    ]
+    if not times:
+        return None
+    times.sort()
+    mid = len(times) // 2
+    median = times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+    return {"candidates": len(times), "median_score_ms": 1000 * median}
 
 
 def summary_table(result: RunResult, spec: StudySpec) -> str:
@@ -596,6 +655,16 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         )
     secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
     lines.append(f"time: {secs}")
+    screening = result.study.user_attrs.get(SCREENING_KEY)
+    if isinstance(screening, dict):
+        lines.append(
+            f"screening: {screening['candidates']} candidates scored from the supernet, "
+            f"median {screening['median_score_ms']:.1f} ms each (BN recalibration on "
+            f"{spec.bn_batches} training batches + validation, measured)"
+        )
+    trust = result.study.user_attrs.get(TRUST_KEY)
+    if isinstance(trust, dict):
+        lines.append(format_trust(trust))
     multipliers = result.study.user_attrs.get(MULTIPLIERS_KEY)
     if isinstance(multipliers, dict):
         lines.extend(format_multipliers(multipliers))

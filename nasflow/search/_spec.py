@@ -13,6 +13,7 @@ import optuna
 
 from nasflow.bench import TabularBenchmark
 from nasflow.data import DataBundle
+from nasflow.search._trust import TrustProbe
 from nasflow.space import SearchSpace
 from nasflow.train import SupernetConfig, TrainConfig
 from nasflow.train.stack import Stack
@@ -100,6 +101,10 @@ class StudySpec:
             (about 15 s on 2 CPU cores for the default space) keeps the layers that
             measurably pay off, and its measurements are stored on the study (user
             attribute ``nasflow:stack``, drawn by the report); a resumed study reuses them.
+        trust: After screening, train a few screened architectures spread over the
+            supernet's ranking stand-alone with a short recipe and report how well the
+            supernet's ranking agrees (Kendall tau with a bootstrap interval, and a
+            verdict); ``None`` skips it. See :class:`~nasflow.search.TrustProbe`.
     """
 
     name: str
@@ -121,6 +126,7 @@ class StudySpec:
     table: TabularBenchmark | None = None
     catch: tuple[type[Exception], ...] = ()
     stack: Stack | str | None = None
+    trust: TrustProbe | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.space, SearchSpace):
@@ -176,6 +182,10 @@ class StudySpec:
         if not (self.stack is None or self.stack == "auto" or isinstance(self.stack, Stack)):
             raise StudyFileError(
                 f"study {self.name!r}: stack must be a Stack, 'auto' or None, got {self.stack!r}"
+            )
+        if self.trust is not None and not isinstance(self.trust, TrustProbe):
+            raise StudyFileError(
+                f"study {self.name!r}: trust must be a TrustProbe or None, got {self.trust!r}"
             )
         if self.table is not None:
             self._check_tabular()

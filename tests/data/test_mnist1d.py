@@ -185,3 +185,42 @@ def test_interrupted_write_leaves_old_file_and_no_temp(
     assert len(bundle.train) == 3600
     assert target.read_bytes() == b"old, corrupt cache"
     assert [p.name for p in tmp_path.iterdir()] == ["mnist1d.npz"]
+
+
+# ---------------------------------------------------------------------------- variants
+def test_a_variant_has_its_own_sizes_test_seed_and_cache_file(tmp_path: Path) -> None:
+    v = m1d.MNIST1DVariant(train_samples=200, test_samples=300, iid_noise_scale=0.05)
+    bundle = load_mnist1d(tmp_path, val_fraction=0.25, variant=v)
+    assert (len(bundle.train), len(bundle.val), len(bundle.test)) == (150, 50, 300)
+    assert bundle.name == f"mnist1d-{v.key()}"
+    assert [p.name for p in tmp_path.iterdir()] == [f"mnist1d-{v.key()}.npz"]
+    arrays = mnist1d_arrays(tmp_path, v)
+    # The test set comes from another generator seed: no sequence of the pool recurs.
+    pool = {row.tobytes() for row in arrays["x"]}
+    assert not any(row.tobytes() in pool for row in arrays["x_test"])
+    assert sorted(np.bincount(arrays["y_test"]).tolist()) == [30] * 10  # balanced classes
+    # Other settings give other data and another cache file; the published one is intact.
+    noisier = m1d.MNIST1DVariant(train_samples=200, test_samples=300, iid_noise_scale=0.5)
+    assert noisier.key() != v.key()
+    assert not np.allclose(mnist1d_arrays(tmp_path, noisier)["x"], arrays["x"])
+    assert len(load_mnist1d(tmp_path).test) == 1000
+
+
+@pytest.mark.parametrize(
+    "kwargs, bad",
+    [
+        ({"train_samples": 15}, "train_samples must be a positive multiple of 10, got 15"),
+        ({"test_samples": 0}, "test_samples must be a positive multiple of 10, got 0"),
+        ({"iid_noise_scale": -1.0}, "iid_noise_scale must be a number in"),
+        ({"max_translation": 61}, "max_translation must be an int in"),
+        ({"seed": 7, "test_seed": 7}, "test_seed must differ from seed, both are 7"),
+    ],
+)
+def test_bad_variant_settings_are_refused(kwargs, bad) -> None:
+    with pytest.raises(ValueError, match=bad):
+        m1d.MNIST1DVariant(**kwargs)
+
+
+def test_load_refuses_a_variant_of_the_wrong_type(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="variant must be an MNIST1DVariant or None, got"):
+        load_mnist1d(tmp_path, variant={"train_samples": 100})  # type: ignore[arg-type]

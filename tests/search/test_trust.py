@@ -1,0 +1,66 @@
+"""The trust probe: architectures spread over the ranking, tau with an interval, a verdict."""
+
+from __future__ import annotations
+
+import pytest
+
+from nasflow.search import StudyFileError, StudyRunner, TrustProbe, load_study_file
+from nasflow.search._trust import TRUST_KEY, bootstrap_tau, spread_over_ranking, verdict
+from nasflow.space import Arch
+from tests.search._study_template import write_study
+
+
+def test_the_probe_takes_the_best_the_worst_and_even_ranks_between() -> None:
+    scored = [(Arch({"x": i}), float(s)) for i, s in enumerate([5, 1, 9, 3, 7, 2, 8, 0, 6, 4])]
+    picks = spread_over_ranking(scored, 4)
+    assert [scored[i][1] for i in picks] == [9.0, 6.0, 3.0, 0.0]
+    assert sorted(spread_over_ranking(scored[:3], 4)) == [0, 1, 2]  # fewer than k: all
+
+
+def test_bootstrap_interval_brackets_the_tau_and_tightens_with_agreement() -> None:
+    a = list(range(12))
+    tau, low, high = bootstrap_tau(a, [v + 0.1 * (v % 2) for v in a], 500, 0)
+    assert tau == pytest.approx(1.0) and low > 0.9
+    noisy = [3, 1, 4, 1.5, 5, 9, 2, 6, 5.5, 3.5, 5.8, 9.7]
+    tau2, low2, high2 = bootstrap_tau(a, noisy, 500, 0)
+    assert low2 <= tau2 <= high2 and high2 - low2 > 0.2 and tau2 < tau
+
+
+@pytest.mark.parametrize(
+    "tau, low, word",
+    [(0.8, 0.5, "trust it"), (0.45, 0.0, "screen more"), (0.1, -0.4, "train longer")],
+)
+def test_verdicts(tau: float, low: float, word: str) -> None:
+    assert verdict(tau, low).startswith(word)
+
+
+@pytest.mark.parametrize("kwargs", [{"archs": 3}, {"epochs": 0}, {"bootstrap": True}])
+def test_bad_probe_settings_are_refused(kwargs) -> None:
+    with pytest.raises(ValueError, match=f"TrustProbe.{next(iter(kwargs))} must be an int"):
+        TrustProbe(**kwargs)
+
+
+def test_a_study_with_a_probe_reports_it_once(tmp_path) -> None:
+    extra = "from nasflow.search import TrustProbe\nstudy = study.replace(trust=TrustProbe(4, 1))"
+    spec = load_study_file(write_study(tmp_path, n_trials=8, finetune=0, extra=extra))
+    lines: list[str] = []
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lines.append)
+    result = runner.run(retrain=False)
+    record = result.study.user_attrs[TRUST_KEY]
+    assert len(record["archs"]) == 4 and len(record["short_accuracies"]) == 4
+    assert record["supernet_scores"] == sorted(record["supernet_scores"], reverse=True)
+    assert record["low"] <= record["tau"] <= record["high"] or record["tau"] != record["tau"]
+    assert record["epochs"] == 1 and record["verdict"]
+    assert sum("trust probe: 4/4 trained" in line for line in lines) == 1
+    # A rerun that screens nothing new keeps the record and trains nothing.
+    lines.clear()
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lines.append)
+    again = runner.run(retrain=False)
+    assert again.study.user_attrs[TRUST_KEY] == record
+    assert not any("trust probe:" in line for line in lines)
+
+
+def test_trust_must_be_a_probe(tmp_path) -> None:
+    spec = load_study_file(write_study(tmp_path, finetune=0))
+    with pytest.raises(StudyFileError, match="trust must be a TrustProbe or None, got 8"):
+        spec.replace(trust=8)
