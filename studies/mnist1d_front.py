@@ -13,6 +13,7 @@ trained with, so a study's retrained winners can be compared with the ground tru
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 from nasflow.data import MNIST1DVariant, load_mnist1d
 from nasflow.search import StudySpec
@@ -21,6 +22,10 @@ from search_spaces.mnist1d import MNIST1DFrontSpace
 
 #: 2,000 training sequences (published generator settings), 10,000 test sequences.
 DATA = MNIST1DVariant(train_samples=2000, test_samples=10000)
+
+#: Random architectures of this space trained stand-alone with this recipe (source
+#: checkouts only): the summary compares the winner with their median.
+GROUND_TRUTH = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
 
 study = StudySpec(
     name="mnist1d_front",
@@ -36,4 +41,8 @@ study = StudySpec(
     train=TrainConfig(epochs=12, batch_size=64, lr=3e-3, weight_decay=1e-2),
     retrain_top=1,
     seed=0,
+    baseline=(
+        GROUND_TRUTH / "mnist1d_front_ground_truth.csv",
+        GROUND_TRUTH / "mnist1d_front_ground_truth_seed1.csv",
+    ),
 )

@@ -610,6 +610,30 @@ def screening_record(study: optuna.Study) -> dict[str, float] | None:
     return {"candidates": len(times), "median_score_ms": 1000 * median}
 
 
+def baseline_line(winner_test: float, paths: tuple[str | os.PathLike, ...]) -> str:
+    """How the winner compares with random architectures trained with the same recipe."""
+    import csv
+    import statistics
+
+    accs, missing = [], []
+    for path in paths:
+        try:
+            with open(path, newline="") as f:
+                accs += [float(r["test_accuracy"]) for r in csv.DictReader(f)]
+        except (OSError, KeyError, ValueError):
+            missing.append(str(Path(path).name))
+    if not accs:
+        return f"baseline: no readable table of random architectures ({', '.join(missing)})"
+    median = statistics.median(accs)
+    beaten = sum(a < winner_test for a in accs) / len(accs)
+    return (
+        f"winner vs random architectures of this space: test accuracy {winner_test:.4f} "
+        f"(retrained) against a median of {median:.4f} over {len(accs)} stand-alone trainings "
+        f"of random architectures with the same recipe and test split "
+        f"({100 * (winner_test - median):+.2f} points; better than {beaten:.0%} of them)"
+    )
+
+
 def summary_table(result: RunResult, spec: StudySpec) -> str:
     """The end-of-run text: the Pareto set, the winners, and where things were written."""
     if spec.table is not None:  # tabular mode: the best found and its regret
@@ -653,6 +677,8 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
             f"{w.test_accuracy:.4f}, training cost measured {w.measured_train_cost:.1f}s vs "
             f"predicted {w.predicted_train_cost:.1f}s"
         )
+    if result.winners and spec.baseline:
+        lines.append(baseline_line(result.winners[0].test_accuracy, spec.baseline))
     secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
     lines.append(f"time: {secs}")
     screening = result.study.user_attrs.get(SCREENING_KEY)

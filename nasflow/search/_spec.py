@@ -105,6 +105,10 @@ class StudySpec:
             supernet's ranking stand-alone with a short recipe and report how well the
             supernet's ranking agrees (Kendall tau with a bootstrap interval, and a
             verdict); ``None`` skips it. See :class:`~nasflow.search.TrustProbe`.
+        baseline: CSV files of random architectures of this space trained stand-alone with
+            this study's recipe (``benchmarks/ground_truth.py`` writes them; a column
+            ``test_accuracy``): the summary says how much better the retrained winner is
+            than their median. Missing files are skipped with a note.
     """
 
     name: str
@@ -127,6 +131,7 @@ class StudySpec:
     catch: tuple[type[Exception], ...] = ()
     stack: Stack | str | None = None
     trust: TrustProbe | None = None
+    baseline: tuple[str | os.PathLike, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.space, SearchSpace):
@@ -183,6 +188,15 @@ class StudySpec:
             raise StudyFileError(
                 f"study {self.name!r}: stack must be a Stack, 'auto' or None, got {self.stack!r}"
             )
+        baseline = (
+            (self.baseline,) if isinstance(self.baseline, (str, os.PathLike)) else self.baseline
+        )
+        object.__setattr__(self, "baseline", tuple(baseline))
+        for b in self.baseline:
+            if not isinstance(b, (str, os.PathLike)):
+                raise StudyFileError(
+                    f"study {self.name!r}: baseline must hold file paths, got {b!r}"
+                )
         if self.trust is not None and not isinstance(self.trust, TrustProbe):
             raise StudyFileError(
                 f"study {self.name!r}: trust must be a TrustProbe or None, got {self.trust!r}"

@@ -64,3 +64,15 @@ def test_trust_must_be_a_probe(tmp_path) -> None:
     spec = load_study_file(write_study(tmp_path, finetune=0))
     with pytest.raises(StudyFileError, match="trust must be a TrustProbe or None, got 8"):
         spec.replace(trust=8)
+
+
+def test_the_winner_is_compared_with_the_median_random_architecture(tmp_path) -> None:
+    from nasflow.search._runner import baseline_line
+
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("index,test_accuracy\n0,0.90\n1,0.95\n")
+    b.write_text("index,test_accuracy\n0,0.97\n1,0.99\n")
+    line = baseline_line(0.98, (a, b, tmp_path / "missing.csv"))
+    assert "median of 0.9600 over 4 stand-alone trainings" in line
+    assert "+2.00 points; better than 75% of them" in line
+    assert "no readable table" in baseline_line(0.98, (tmp_path / "missing.csv",))
