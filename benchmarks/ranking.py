@@ -44,7 +44,7 @@ from scipy.stats import kendalltau
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nasflow.search import StudySpec, load_study_file  # noqa: E402
+from nasflow.search import StudySpec, TrustProbe, load_study_file, run_trust_probe  # noqa: E402
 from nasflow.space import Arch  # noqa: E402
 from nasflow.supernet import recalibrate_bn  # noqa: E402
 from nasflow.train import Batches, SupernetTrainer, evaluate  # noqa: E402
@@ -104,14 +104,19 @@ def supernet_scores(
     archs: list[Arch],
     data,
     bn_batches: list[int],
+    lr: float | None = None,
+    probe: TrustProbe | None = None,
 ) -> dict:
-    """Train one supernet and score every arch with each BN recalibration size."""
+    """Train one supernet and score every arch with each BN recalibration size; with
+    ``probe``, also run the study's trust probe on the scored sample (at the first BN
+    size) and record its tau and interval."""
     cfg = replace(
         study.supernet,
         sampler=sampler,
         epochs=epochs,
         seed=seed,
         warmup_epochs=study.supernet.warmup_epochs * epochs / study.supernet.epochs,
+        lr=study.supernet.lr if lr is None else lr,
     )
     trainer = SupernetTrainer(study.space, data.train, cfg)
     t0 = time.perf_counter()
@@ -128,12 +133,24 @@ def supernet_scores(
             if n:
                 recalibrate_bn(net, train.epoch(0), n)
             scores[n].append(evaluate(net, val)[0])
-    return {
+    out = {
         "scores": scores,
         "train_seconds": train_s,
         "eval_seconds": time.perf_counter() - t1,
         "path_passes": passes,
     }
+    if probe is not None:
+        res = run_trust_probe(
+            study.space,
+            list(zip(archs, scores[bn_batches[0]], strict=True)),
+            train,
+            val,
+            study.train,
+            probe,
+            seed=seed,
+        )
+        out["probe"] = {"tau": res.tau, "low": res.low, "high": res.high, "seconds": res.seconds}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,6 +170,14 @@ def main(argv: list[str] | None = None) -> int:
         help="BN recalibration batches to score with (0: none)",
     )
     p.add_argument("--limit", type=int, help="use only the first N ground-truth archs")
+    p.add_argument("--lr", type=float, help="supernet learning rate (default: the study's)")
+    p.add_argument(
+        "--probe",
+        type=int,
+        default=0,
+        help="also run the trust probe with this many archs (0: no probe)",
+    )
+    p.add_argument("--probe-epochs", type=int, default=3, help="the probe's short recipe")
     p.add_argument("--quick", action="store_true", help="smoke size: 1 seed, 1 epoch, 8 archs")
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument(
@@ -192,7 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         ]
     for seed, sampler, epochs, r in runs:
         if r is None:
-            r = supernet_scores(study, sampler, epochs, seed, archs, data, args.bn_batches)
+            probe = TrustProbe(args.probe, args.probe_epochs) if args.probe else None
+            r = supernet_scores(
+                study, sampler, epochs, seed, archs, data, args.bn_batches, args.lr, probe
+            )
         r["seed"], r["epochs"] = seed, epochs
         r["tau_test"] = {n: tau(sc, sa_test) for n, sc in r["scores"].items()}
         r["tau_val"] = {n: tau(sc, sa_val) for n, sc in r["scores"].items()}
@@ -207,6 +235,21 @@ def main(argv: list[str] | None = None) -> int:
                 f"top-5 overlap {r['top5'][n]}/5  top-10 in top-50 {r['recall10_50'][n]}/10",
                 flush=True,
             )
+    probed = [
+        (r["probe"], r["tau_test"][args.bn_batches[0]])
+        for rs in results.values()
+        for r in rs
+        if "probe" in r
+    ]
+    if probed:
+        print("\ntrust probe vs the full ground truth (first BN size):")
+        for pr, full in probed:
+            print(
+                f"  probe tau {pr['tau']:+.3f} [{pr['low']:+.3f}, {pr['high']:+.3f}] "
+                f"({pr['seconds']:.0f}s)  vs tau on all archs {full:+.3f}"
+            )
+        inside = sum(pr["low"] <= full <= pr["high"] for pr, full in probed)
+        print(f"  the full tau lies inside the probe's interval in {inside}/{len(probed)} runs")
     noise = tau(sa_val, sa_test)
     print(f"\n{len(archs)} architectures; stand-alone val vs test tau: {noise:+.3f}")
     ceilings = [
@@ -238,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         record = {
             "archs": len(archs),
             "epochs": args.epochs,
+            "lr": args.lr,
             "noise_tau": noise,
             "retrain_tau": ceilings,
         }
