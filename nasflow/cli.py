@@ -119,7 +119,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "ranking": ("B2", "supernet ranking (Kendall tau): fair vs uniform sampling"),
     "stack": ("B3", "speedup-stack layers alone and stacked, trainer overhead"),
     "scaling": ("B4", "storage overhead per trial, SQLite vs PostgreSQL workers"),
-    "ground_truth": ("", "stand-alone training of a fixed sample of the default space"),
+    "ground_truth": ("", "stand-alone training of a fixed sample of a study's space"),
+    "space_probe": ("", "spread of accuracies vs training noise of a candidate space"),
     "cost_model": ("", "cost-model predictions vs measured step times"),
     "tabular": ("", "samplers on tabular NAS-Bench-201"),
 }
