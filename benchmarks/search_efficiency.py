@@ -534,6 +534,18 @@ def table(runs: list[dict], budget: float) -> str:
     return "\n".join(lines)
 
 
+def rescore(run: dict, threshold: float) -> dict:
+    """A stored run's success against another threshold (its events are kept as run)."""
+    best_val, best_test, success = -1.0, 0.0, None
+    for e in run["events"]:
+        if e["val"] > best_val:
+            best_val, best_test = e["val"], e["test"]
+        if best_test >= threshold:
+            success = e["cpu"]
+            break
+    return {**run, "success_cpu": success}
+
+
 def replay_summary(
     gt: GroundTruth, threshold: float, budget: float, n: int, budgets: list[float]
 ) -> tuple[list[str], dict]:
@@ -608,6 +620,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="smoke size: tiny budget, 1 seed")
     p.add_argument("--json", type=Path, help="write every run's events here")
     p.add_argument("--merge", type=Path, nargs="+", help="print one table of these --json files")
+    p.add_argument(
+        "--rescore",
+        type=Path,
+        nargs="+",
+        help="run nothing: score the runs of these --json files against --gt again",
+    )
     args = p.parse_args(argv)
     if args.merge:
         reports = [json.loads(f.read_text()) for f in args.merge]
@@ -646,8 +664,16 @@ def main(argv: list[str] | None = None) -> int:
         f"test >= {threshold:.4f}; budget {args.budget:.0f} CPU-s per run",
         flush=True,
     )
+    if args.rescore:
+        args.methods = []
     data = spec.data() if args.methods else None
-    runs = []
+    runs = [
+        rescore(r, threshold)
+        for f in args.rescore or []
+        for r in json.loads(f.read_text())["runs"]
+    ]
+    if runs:
+        args.budget = max(json.loads(f.read_text())["budget"] for f in args.rescore)
     for seed in args.seeds:  # methods interleaved seed by seed: drifts in load hit all
         for method in args.methods:
             run = Run(method, seed, threshold, args.budget, full=args.full)
