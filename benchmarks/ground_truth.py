@@ -22,6 +22,8 @@ Usage::
     python benchmarks/ground_truth.py --n 100 --seed 0 \\
         --out benchmarks/data/mnist1d_ground_truth.csv
     python benchmarks/ground_truth.py --quick --out /tmp/gt.csv   # CI smoke size
+    # the reliability of finished tables (retrain-vs-retrain tau, noise, spread):
+    python benchmarks/ground_truth.py --summary benchmarks/data/mnist1d_front_ground_truth*.csv
 
 The table feeds the supernet-ranking benchmark (``benchmarks/ranking.py``) and the
 search-efficiency benchmark (best-in-sample accuracy, replays).
@@ -118,6 +120,56 @@ def train_one(
     }
 
 
+def summarize(paths: list[Path], margin: float) -> list[str]:
+    """The reliability of tables of one sample trained from different seeds."""
+    from scipy.stats import kendalltau
+
+    tables = [{int(r["index"]): r for r in read_rows(path)} for path in paths]
+    common = sorted(set.intersection(*(set(t) for t in tables)))
+    if not common:
+        raise SystemExit("the tables share no architecture")
+    test = np.array([[float(t[i]["test_accuracy"]) for i in common] for t in tables])
+    val = np.array([[float(t[i]["val_accuracy"]) for i in common] for t in tables])
+    cpu = np.array(
+        [[float(t[i].get("train_cpu_seconds") or "nan") for i in common] for t in tables]
+    )
+    mean = test.mean(0)
+    lines = [
+        f"{len(common)} architectures in all {len(tables)} tables",
+        f"per-architecture mean test accuracy: {mean.min():.4f}-{mean.max():.4f}, median "
+        f"{np.median(mean):.4f}, std over architectures {mean.std(ddof=1):.4f}",
+        f"share within {margin:.3f} of the best mean ({mean.max():.4f}): "
+        f"{np.mean(mean >= mean.max() - margin):.1%}",
+    ]
+    if len(tables) > 1:
+        # Seed-to-seed std of one training: pooled within-architecture sample std.
+        sd = float(np.sqrt(np.mean(test.var(0, ddof=1))))
+        lines.append(
+            f"seed-to-seed std of one training's test accuracy: {sd:.4f} (spread/noise "
+            f"{mean.std(ddof=1) / sd:.1f}x)"
+        )
+        for a in range(len(tables)):
+            for b in range(a + 1, len(tables)):
+                lines.append(
+                    f"retrain-vs-retrain Kendall tau (test), tables {a} and {b}: "
+                    f"{kendalltau(test[a], test[b]).statistic:+.3f}; (validation) "
+                    f"{kendalltau(val[a], val[b]).statistic:+.3f}"
+                )
+        top = mean >= np.percentile(mean, 75)
+        sd_top = float(np.sqrt(np.mean(test[:, top].var(0, ddof=1))))
+        lines.append(f"seed-to-seed std in the top quarter: {sd_top:.4f}")
+    lines.append(
+        f"validation vs test Kendall tau (mean over tables): "
+        f"{kendalltau(val.mean(0), mean).statistic:+.3f}"
+    )
+    if not np.isnan(cpu).all():
+        lines.append(
+            f"training CPU-seconds: median {np.nanmedian(cpu):.2f}, "
+            f"{np.nanmin(cpu):.2f}-{np.nanmax(cpu):.2f}"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--study", type=Path, default=DEFAULT_STUDY, help="the study file")
@@ -140,7 +192,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="smoke size: 2 archs, 1 epoch")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks/data/mnist1d_ground_truth.csv")
+    p.add_argument(
+        "--summary",
+        type=Path,
+        nargs="+",
+        help="train nothing: print the reliability of these tables of one sample",
+    )
+    p.add_argument("--margin", type=float, default=0.003, help="success bar below the best")
     args = p.parse_args(argv)
+    if args.summary:
+        print("\n".join(summarize(args.summary, args.margin)))
+        return 0
     if args.quick:
         args.n, args.epochs = 2, 1
     if args.n < 1:
