@@ -251,12 +251,15 @@ _OBJECTIVE_HEADERS = {
 }
 
 
-def _show_rows(study: object) -> list[dict[str, object]]:
-    """The Pareto trials of a study as ``nasflow show`` rows, best accuracy first."""
+def _show_rows(study: object, run_dir: Path) -> list[dict[str, object]]:
+    """The Pareto trials of a study as ``nasflow show`` rows, best accuracy first.
+
+    ``run_dir`` (``OUT/NAME``) is where phase 3 saved the retrained winners' weights.
+    """
     import json
 
     from nasflow.search import pareto_trials
-    from nasflow.search._winners import WINNERS_DIR
+    from nasflow.search._winners import winner_dir
 
     attrs = study.user_attrs  # type: ignore[attr-defined]
     raw = attrs.get("nasflow:objectives")
@@ -271,6 +274,7 @@ def _show_rows(study: object) -> list[dict[str, object]]:
         else:
             scored = "supernet, BN-recal."
         retrain = attrs.get(f"nasflow:retrain:{t.number}")
+        saved = winner_dir(run_dir, t.number)
         rows.append(
             {
                 "trial": t.number,
@@ -285,7 +289,7 @@ def _show_rows(study: object) -> list[dict[str, object]]:
                         k: retrain.get(k)
                         for k in ("test_accuracy", "val_accuracy", "measured_train_cost")
                     }
-                    | {"weights": f"{WINNERS_DIR}/trial-{t.number}"}
+                    | {"weights": str(saved) if saved.is_dir() else None}
                     if isinstance(retrain, dict)
                     else None
                 ),
@@ -301,7 +305,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     from nasflow.search._storage import load_existing_study
 
     study, _, _ = load_existing_study(args.name, args.storage, args.out)
-    rows = _show_rows(study)
+    rows = _show_rows(study, Path(args.out) / args.name)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

@@ -59,12 +59,11 @@ WEIGHT_KINDS = (RETRAINED, SUPERNET)
 def retrained_notes(how: str) -> dict[str, str]:
     """What the metrics of retrained weights are; ``how`` says which training made them."""
     return {
-        "test_accuracy": f"weights retrained from scratch ({how}): accuracy on the test "
-        "split, measured",
-        "val_accuracy": f"weights retrained from scratch ({how}): accuracy on the "
-        "validation split, measured",
-        "train_seconds_measured": "measured seconds of that from-scratch training "
-        "(training steps only, on the machine that trained it)",
+        "test_accuracy": f"these weights, retrained from scratch in {how}; test split; measured",
+        "val_accuracy": f"these weights, retrained from scratch in {how}; validation split; "
+        "measured",
+        "train_seconds_measured": f"seconds of the from-scratch training in {how} (training "
+        "steps only, on the machine that trained it); measured",
     }
 
 
@@ -72,8 +71,8 @@ def supernet_notes(batch_norm: str, data: str) -> dict[str, str]:
     """What the metrics of supernet weights are; ``batch_norm`` says how BN was set and
     ``data`` which study's data they were measured on."""
     return {
-        "val_accuracy": "supernet weights (inherited, not trained stand-alone; batch norm "
-        f"{batch_norm}): accuracy on the validation split of {data}, measured at export",
+        "val_accuracy": "these weights, the supernet's (inherited, not trained stand-alone; "
+        f"batch norm {batch_norm}); validation split of {data}; measured at export",
     }
 
 

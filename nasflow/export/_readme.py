@@ -19,7 +19,7 @@ def _metrics(info: ExportInfo) -> str:
     rows = []
     for k, v in info.metrics.items():
         note = info.notes.get(k)
-        rows.append(f"- `{k}`: {v:.4f}" + (f" ({note})" if note else ""))
+        rows.append(f"- `{k}`: {v:.4f}" + (f" — {note}" if note else ""))
     return "\n".join(rows)
 
 
@@ -36,7 +36,7 @@ def _weights(info: ExportInfo) -> str:
                 f"learning rate {recipe.get('lr')}, seed {w.get('seed')}"
             )
         return (
-            f"**Weights: retrained from scratch**{detail} ({w.get('source', '?')}), not the "
+            f"**Weights: retrained from scratch** in {w.get('source', '?')}{detail}; not the "
             f"supernet's. Batch norm: {bn}. The test accuracy below is that of these weights "
             "on the study's test split."
         )

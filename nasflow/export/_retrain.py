@@ -141,7 +141,7 @@ def write_retrained(
     if onnx is None:
         onnx = (src.path / ONNX_FILE).is_file()
     res, recipe = done.result, done.recipe
-    how = f"`nasflow retrain`, {recipe.epochs} epochs on the data of {done.data}"
+    how = f"`nasflow retrain` ({recipe.epochs} epochs, data of {done.data})"
     study = {k: v for k, v in src.info.study.items() if k != "data"}
     if "train_cost" in src.info.metrics and "train_cost_predicted_s" not in study:
         study["train_cost_predicted_s"] = src.info.metrics["train_cost"]  # older exports
@@ -157,7 +157,7 @@ def write_retrained(
         notes=retrained_notes(how),
         study={**study, "data": done.data},
         weights={
-            "source": f"retrained from scratch by {how}",
+            "source": how,
             "recipe": dataclasses.asdict(recipe),
             "seed": done.seed,
         },

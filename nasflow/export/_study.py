@@ -376,7 +376,7 @@ def _prepare_winner(
         notes=retrained_notes(how),
         study={**base, "trial": t.number, **search_record(t)},
         weights={
-            "source": f"retrained from scratch in {how}",
+            "source": how,
             "recipe": record.get("recipe"),
             "seed": record.get("seed"),
             "stack": record.get("stack"),
