@@ -11,7 +11,10 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    import optuna
 
 DEFAULT_STUDY = "mnist1d"
 
@@ -251,7 +254,7 @@ _OBJECTIVE_HEADERS = {
 }
 
 
-def _show_rows(study: object, run_dir: Path) -> list[dict[str, object]]:
+def _show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
     """The Pareto trials of a study as ``nasflow show`` rows, best accuracy first.
 
     ``run_dir`` (``OUT/NAME``) is where phase 3 saved the retrained winners' weights.
@@ -261,11 +264,11 @@ def _show_rows(study: object, run_dir: Path) -> list[dict[str, object]]:
     from nasflow.search import pareto_trials
     from nasflow.search._winners import winner_dir
 
-    attrs = study.user_attrs  # type: ignore[attr-defined]
+    attrs = study.user_attrs
     raw = attrs.get("nasflow:objectives")
     names = json.loads(raw) if isinstance(raw, str) else []
     rows = []
-    for t in pareto_trials(study):  # type: ignore[arg-type]
+    for t in pareto_trials(study):
         epochs = t.user_attrs.get("epochs_trained")
         if "supernet_accuracy" not in t.user_attrs:
             scored = "table look-up"
@@ -321,12 +324,12 @@ def _cmd_show(args: argparse.Namespace) -> int:
     for row in rows:
         retrained = row["retrained"]
         test = retrained.get("test_accuracy") if isinstance(retrained, dict) else None
-        arch = ", ".join(f"{k}={v}" for k, v in row["arch"].items())  # type: ignore[attr-defined]
+        arch = ", ".join(f"{k}={v}" for k, v in row["arch"].items())
         print(
             "\t".join(
                 [
                     str(row["trial"]),
-                    *(f"{v:.4g}" for v in row["objectives"].values()),  # type: ignore[attr-defined]
+                    *(f"{v:.4g}" for v in row["objectives"].values()),
                     str(row["scored_with"]),
                     f"{test:.4f}" if isinstance(test, float) else "-",
                     arch,

@@ -332,9 +332,13 @@ def export_study(
             recalibrate,
             log,
         )
+    shape: tuple[int, ...] | None = None
+    if winners and "input_shape" not in space.config:  # then only the study's data says
+        found = (spec, "") if spec is not None else find_study_spec(study_file, name, space.name)
+        shape = tuple(found[0].data().input_shape) if found is not None else None
     for t in trials:
         if t.number in winners:
-            prepared.append(_prepare_winner(t, space, name, *winners[t.number], base))
+            prepared.append(_prepare_winner(t, space, name, *winners[t.number], base, shape))
     order = {t.number: i for i, t in enumerate(trials)}
     prepared.sort(key=lambda p: order[p[0]])
     with atomic_dir(out, force) as tmp:
@@ -355,6 +359,7 @@ def _prepare_winner(
     folder: Path,
     record: dict[str, Any],
     base: dict[str, Any],
+    input_shape: tuple[int, ...] | None = None,
 ) -> tuple[int, Any, ExportInfo]:
     """The retrained network of trial ``t`` and its record, from phase 3's saved winner."""
     from nasflow.search._winners import WinnerError, load_winner_weights
@@ -383,6 +388,7 @@ def _prepare_winner(
             "device": record.get("device"),
             "winner_sha256": record["weights"]["sha256"],
         },
+        input_shape=input_shape,
     )
     return t.number, net, info
 

@@ -207,7 +207,7 @@ def _bad_cases(run: TinyRun, tmp: Path) -> dict[str, tuple[list[str], str]]:
     retrained = ["--weights", "retrained"]
     study = _study(run)
     best = pareto_trials(study)[0].number
-    other = next(t.number for t in study.trials if t.state.name == "COMPLETE" and t.number != best)
+    loser = next(t.number for t in study.trials if t.state.name == "COMPLETE" and t.number != best)
     corrupt = tmp / "runs-corrupt"
     shutil.copytree(run.runs / run.name, corrupt / run.name)
     weights = corrupt / run.name / "winners" / f"trial-{best}" / "model.safetensors"
@@ -229,8 +229,8 @@ def _bad_cases(run: TinyRun, tmp: Path) -> dict[str, tuple[list[str], str]]:
             "no valid supernet checkpoint",
         ),
         "no retrained weights": (
-            export_args(run, out, "--trial", str(other), "--weights", "retrained"),
-            f"trial {other} of study 'tiny' has no retrained weights",
+            export_args(run, out, "--trial", str(loser), "--weights", "retrained"),
+            f"trial {loser} of study 'tiny' has no retrained weights",
         ),
         "retrained weights but no phase 3": (
             ["export", run.name, "--runs", str(nosupernet), "--out", str(out), *retrained],
