@@ -450,9 +450,11 @@ class StudyRunner:
         Each winner's weights and record (recipe, seed, test and validation accuracy,
         measured training time) are saved in ``OUT/NAME/winners/trial-N/``, atomically and
         checksummed. A winner saved there by an earlier run with the same space,
-        architecture, recipe, seed and speedup stack is reused instead of retrained.
+        architecture, recipe, seed, speedup stack and data (name and split sizes) is
+        reused instead of retrained.
         """
         spec, winners = self.spec, []
+        splits = (data.train, data.val, data.test)
         front = pareto_trials(study)[: spec.retrain_top]
         for t in front:
             arch = Arch.from_json(t.user_attrs["arch"])
@@ -465,6 +467,10 @@ class StudyRunner:
                 "recipe": asdict(recipe),
                 "seed": spec.seed,
                 "stack": (self.stack or Stack()).to_dict(),
+                "data": {
+                    "name": data.name,
+                    "sizes": [getattr(d, "__len__", lambda: None)() for d in splits],
+                },
             }
             saved, why = find_winner(folder, identity)
             if saved is not None:

@@ -2,7 +2,7 @@
 
 ``RUNS/NAME/winners/trial-N/`` holds ``model.safetensors`` (the weights of trial ``N``'s
 architecture retrained from scratch) and ``record.json`` (what was trained and how: space,
-fingerprint, architecture, recipe, seed, speedup stack; what it scored: test and
+fingerprint, architecture, recipe, seed, speedup stack, data; what it scored: test and
 validation accuracy of these weights, measured training seconds; the weights' SHA-256).
 Both files are written atomically (temporary file, fsync, rename), the weights first, so a
 winner counts as saved only once its record exists and the weights match the record's
@@ -29,7 +29,7 @@ WEIGHTS_FILE = "model.safetensors"
 FORMAT = "nasflow-winner"
 FORMAT_VERSION = 1
 #: Record keys that must equal what a run would train for the winner to be reused.
-IDENTITY = ("space", "fingerprint", "arch", "recipe", "seed", "stack")
+IDENTITY = ("space", "fingerprint", "arch", "recipe", "seed", "stack", "data")
 
 
 class WinnerError(ValueError):
