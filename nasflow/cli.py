@@ -11,7 +11,10 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    import optuna
 
 DEFAULT_STUDY = "mnist1d"
 
@@ -50,10 +53,34 @@ def _add_storage(p: argparse.ArgumentParser, required: bool = False) -> None:
     p.add_argument("--out", default="runs", help="folder for studies, checkpoints, reports")
 
 
+def _version() -> str:
+    """The installed package's version (``importlib.metadata``), else the source's."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nasflow")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        from nasflow import __version__
+
+        return __version__
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print ``nasflow VERSION`` and exit (looked up only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"nasflow {_version()}")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nasflow", description="Neural-architecture search for PyTorch on Optuna."
     )
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("search", help="train the supernet, search, retrain the winner")
@@ -70,23 +97,31 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="retrain the winners from scratch (default)",
     )
-    g.add_argument("--no-retrain", dest="retrain", action="store_false")
+    g.add_argument(
+        "--no-retrain",
+        dest="retrain",
+        action="store_false",
+        help="skip phase 3 (no test accuracy, no retrained weights to export)",
+    )
     p.add_argument("--no-progress", action="store_true", help="plain log lines, no bars")
 
     p = sub.add_parser("worker", help="join a running study on a shared storage")
     p.add_argument("study", help="study file or ready study")
     _add_storage(p, required=True)
     p.add_argument("--n-trials", type=int, help="total finished trials wanted")
-    p.add_argument("--timeout", type=float)
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--timeout", type=float, help="stop searching after this many seconds")
+    p.add_argument("--no-progress", action="store_true", help="plain log lines, no bars")
 
     p = sub.add_parser("studies", help="list the studies in a storage")
-    p.add_argument("--storage", required=True)
+    p.add_argument(
+        "--storage", required=True, help="sqlite:///FILE, journal:///FILE or postgresql://..."
+    )
 
-    p = sub.add_parser("show", help="print the best trials of a study")
+    p = sub.add_parser("show", help="print the Pareto set of a study, with a header row")
     p.add_argument("name", help="study name")
-    p.add_argument("--storage", help="default: runs/NAME/study.db")
-    p.add_argument("--out", default="runs")
+    p.add_argument("--storage", help="default: OUT/NAME/study.db")
+    p.add_argument("--out", default="runs", help="folder the search wrote to (default runs)")
+    p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
 
     p = sub.add_parser("report", help="write a study's offline HTML report")
     p.add_argument("name", help="study name")
@@ -99,7 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: a free one)")
 
-    sub.add_parser("spaces", help="list the registered search spaces")
+    p = sub.add_parser(
+        "spaces",
+        help="list the registered search spaces",
+        description="List the registered search spaces by name (nothing is imported). Name "
+        "spaces, or pass --details, for their sizes and descriptions (imports them).",
+    )
+    p.add_argument("names", nargs="*", help="spaces to describe: size and description")
+    p.add_argument("--details", action="store_true", help="describe every registered space")
     _add_export_parsers(sub)
     _add_bench_stack_parser(sub)
     p = sub.add_parser(
@@ -204,15 +246,97 @@ def _cmd_studies(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_show(args: argparse.Namespace) -> int:
+#: ``nasflow show`` column headers of the objectives (which split, predicted or measured).
+_OBJECTIVE_HEADERS = {
+    "accuracy": "val acc",
+    "perplexity": "val ppl",
+    "train_cost": "pred. train s",
+    "params": "params",
+}
+
+
+def _show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
+    """The Pareto trials of a study as ``nasflow show`` rows, best accuracy first.
+
+    ``run_dir`` (``OUT/NAME``) is where phase 3 saved the retrained winners' weights.
+    """
+    import json
 
     from nasflow.search import pareto_trials
+    from nasflow.search._winners import winner_dir
+
+    attrs = study.user_attrs
+    raw = attrs.get("nasflow:objectives")
+    names = json.loads(raw) if isinstance(raw, str) else []
+    rows = []
+    for t in pareto_trials(study):
+        epochs = t.user_attrs.get("epochs_trained")
+        if "supernet_accuracy" not in t.user_attrs:
+            scored = "table look-up"
+        elif isinstance(epochs, int) and epochs > 0:
+            scored = f"fine-tuned {epochs} ep"
+        else:
+            scored = "supernet, BN-recal."
+        retrain = attrs.get(f"nasflow:retrain:{t.number}")
+        saved = winner_dir(run_dir, t.number)
+        rows.append(
+            {
+                "trial": t.number,
+                "objectives": {
+                    (names[i] if i < len(names) else f"objective_{i}"): v
+                    for i, v in enumerate(t.values)
+                },
+                "scored_with": scored,
+                "supernet_val_accuracy": t.user_attrs.get("supernet_accuracy"),
+                "retrained": (
+                    {
+                        k: retrain.get(k)
+                        for k in ("test_accuracy", "val_accuracy", "measured_train_cost")
+                    }
+                    | {"weights": str(saved) if saved.is_dir() else None}
+                    if isinstance(retrain, dict)
+                    else None
+                ),
+                "arch": json.loads(t.user_attrs.get("arch", "{}")),
+            }
+        )
+    return rows
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    import json
+
     from nasflow.search._storage import load_existing_study
 
     study, _, _ = load_existing_study(args.name, args.storage, args.out)
-    for t in pareto_trials(study):
-        vals = " ".join(f"{v:.4g}" for v in t.values)
-        print(f"trial {t.number}\t{vals}\t{t.user_attrs.get('arch', '')}")
+    rows = _show_rows(study, Path(args.out) / args.name)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    names = json.loads(study.user_attrs.get("nasflow:objectives", "[]"))
+    header = [
+        "trial",
+        *(_OBJECTIVE_HEADERS.get(n, n) for n in names),
+        "scored with",
+        "retrained test acc",
+        "arch",
+    ]
+    print("\t".join(header))
+    for row in rows:
+        retrained = row["retrained"]
+        test = retrained.get("test_accuracy") if isinstance(retrained, dict) else None
+        arch = ", ".join(f"{k}={v}" for k, v in row["arch"].items())
+        print(
+            "\t".join(
+                [
+                    str(row["trial"]),
+                    *(f"{v:.4g}" for v in row["objectives"].values()),
+                    str(row["scored_with"]),
+                    f"{test:.4f}" if isinstance(test, float) else "-",
+                    arch,
+                ]
+            )
+        )
     return 0
 
 
@@ -236,11 +360,20 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--best", action="store_true", help="the most accurate Pareto trial (default)")
     g.add_argument("--pareto", action="store_true", help="every Pareto trial, one folder each")
     p.add_argument("--out", required=True, help="export directory to create")
+    p.add_argument(
+        "--weights",
+        choices=("retrained", "supernet"),
+        help="retrained: the winner phase 3 retrained from scratch (an error where it did "
+        "not); supernet: the supernet's, BN-recalibrated (default: retrained where saved, "
+        "else supernet)",
+    )
     p.add_argument("--storage", help="default: RUNS/NAME/study.db")
     p.add_argument("--runs", default="runs", help="folder the search wrote to (default runs)")
     p.add_argument("--study", help="study file or ready study with the data for BN statistics")
     p.add_argument(
-        "--no-recalibrate", action="store_true", help="keep the supernet's BN statistics"
+        "--no-recalibrate",
+        action="store_true",
+        help="supernet weights: keep the supernet's BN statistics",
     )
     p.add_argument("--no-onnx", action="store_true", help="skip model.onnx")
     p.add_argument("--force", action="store_true", help="replace an existing export at --out")
@@ -251,6 +384,15 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("export_dir", help="a directory written by `nasflow export`")
     p.add_argument("--epochs", type=int, help="epochs (default: the study's training budget)")
     p.add_argument("--study", help="study file or ready study with the data and recipe")
+    p.add_argument(
+        "--out",
+        help="export directory for the retrained weights (default: EXPORT_DIR itself, "
+        "updated in place)",
+    )
+    p.add_argument("--force", action="store_true", help="replace an existing export at --out")
+    p.add_argument(
+        "--no-onnx", action="store_true", help="skip model.onnx (default: as EXPORT_DIR has)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no per-epoch lines")
 
 
@@ -268,7 +410,7 @@ def _add_bench_stack_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--accumulation", type=int, default=2, help="k of the accumulation layer")
     p.add_argument("--compile-backend", help="default inductor (eager with --quick)")
     p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the data and weights (default 0)")
     p.add_argument("--json", dest="json_path", help="write the full result as JSON here")
     p.add_argument("--figure", help="write the waterfall as an offline HTML file here")
     p.add_argument("--overhead", action="store_true", help="also time the trainer overhead")
@@ -302,29 +444,40 @@ def _cmd_export(args: argparse.Namespace) -> int:
         recalibrate=not args.no_recalibrate,
         onnx=not args.no_onnx,
         force=args.force,
+        weights=args.weights or "auto",
     )
     return 0
 
 
 def _cmd_retrain(args: argparse.Namespace) -> int:
-    from nasflow.export import retrain_exported
+    from nasflow.export import retrain_exported, write_retrained
+    from nasflow.export._programs import require_onnx
+    from nasflow.export._retrain import retrain_target
 
     if args.epochs is not None and args.epochs < 1:
         raise UsageError(f"--epochs must be >= 1, got {args.epochs}")
+    out = retrain_target(args.export_dir, args.out, args.force)  # checked before training
+    onnx = not args.no_onnx and (Path(args.export_dir) / "model.onnx").is_file()
+    if onnx:
+        require_onnx()
 
     def on_epoch(epoch: int, loss: float) -> None:
         if not args.no_progress:
             print(f"epoch {epoch}: loss {loss:.4f}", flush=True)
 
     done = retrain_exported(args.export_dir, args.epochs, args.study, on_epoch=on_epoch)
-    res, info = done.result, done.exported.info
+    res, before = done.result, done.exported.info
     print(
         f"retrained {args.export_dir} from scratch for {done.recipe.epochs} epochs "
-        f"({done.data}): test accuracy {res.test_accuracy:.4f}, val accuracy "
-        f"{res.val_accuracy:.4f}, training cost measured {res.seconds:.3g}s"
+        f"({done.data}): test accuracy {res.test_accuracy:.4f} (retrained weights, test "
+        f"split), val accuracy {res.val_accuracy:.4f} (validation split), training cost "
+        f"measured {res.seconds:.3g}s"
     )
-    if "train_cost" in info.metrics:
-        print(f"predicted training cost during search: {info.metrics['train_cost']:.1f}s")
+    predicted = before.study.get("train_cost_predicted_s", before.metrics.get("train_cost"))
+    if isinstance(predicted, int | float):
+        print(f"predicted training cost during search: {predicted:.1f}s")
+    write_retrained(done, out, force=args.force, onnx=onnx)
+    print(f"wrote the retrained weights, arch.json and README.md to {out}")
     return 0
 
 
@@ -406,56 +559,67 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_spaces() -> int:
+def _cmd_spaces(args: argparse.Namespace) -> int:
+    registered = _registered("nasflow.spaces")
+    unknown = [n for n in args.names if n not in registered]
+    if unknown:
+        raise UsageError(f"no registered space {unknown[0]!r}; known: {sorted(registered)}")
+    names = args.names or (sorted(registered) if args.details else [])
+    if not names:  # names only: importing a space imports torch (seconds)
+        for name, target in sorted(registered.items()):
+            print(f"{name}\t{target}")
+        return 0
     from importlib import import_module
 
-    for name, target in sorted(_registered("nasflow.spaces").items()):
-        module, _, attr = target.partition(":")
+    for name in names:
+        module, _, attr = registered[name].partition(":")
         space = getattr(import_module(module), attr)()
         print(f"{name}\t{space.size:,} architectures\t{space.description}")
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code (2 for bad input, one line on stderr)."""
-    args = build_parser().parse_args(argv)
+def _user_errors() -> tuple[type[Exception], ...]:
+    """Errors reported as one line with exit code 2 (imported only when one is raised)."""
     from nasflow.export import ExportError
     from nasflow.search import StorageError, StudyFileError, StudyMismatchError
     from nasflow.train import CheckpointError
 
+    return (StudyFileError, StorageError, StudyMismatchError, CheckpointError, ExportError)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code (2 for bad input, one line on stderr).
+
+    Parsing and the light commands (``--help``, ``--version``, ``spaces``) import neither
+    torch nor Optuna; each command imports what it needs.
+    """
+    args = build_parser().parse_args(argv)
+    commands = {
+        "search": lambda: _cmd_search(args, worker=False),
+        "worker": lambda: _cmd_search(args, worker=True),
+        "studies": lambda: _cmd_studies(args),
+        "show": lambda: _cmd_show(args),
+        "report": lambda: _cmd_report(args),
+        "dashboard": lambda: _cmd_dashboard(args),
+        "export": lambda: _cmd_export(args),
+        "retrain": lambda: _cmd_retrain(args),
+        "bench-stack": lambda: _cmd_bench_stack(args),
+        "bench": lambda: _cmd_bench(args),
+        "spaces": lambda: _cmd_spaces(args),
+    }
     try:
-        if args.command in ("search", "worker"):
-            return _cmd_search(args, worker=args.command == "worker")
-        if args.command == "studies":
-            return _cmd_studies(args)
-        if args.command == "show":
-            return _cmd_show(args)
-        if args.command == "report":
-            return _cmd_report(args)
-        if args.command == "dashboard":
-            return _cmd_dashboard(args)
-        if args.command == "export":
-            return _cmd_export(args)
-        if args.command == "retrain":
-            return _cmd_retrain(args)
-        if args.command == "bench-stack":
-            return _cmd_bench_stack(args)
-        if args.command == "bench":
-            return _cmd_bench(args)
-        return _cmd_spaces()
-    except (
-        UsageError,
-        StudyFileError,
-        StorageError,
-        StudyMismatchError,
-        CheckpointError,
-        ExportError,
-    ) as e:
+        return commands[args.command]()
+    except UsageError as e:
         print(f"nasflow: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("nasflow: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:
+        if not isinstance(e, _user_errors()):
+            raise
+        print(f"nasflow: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from nasflow.cli import main
 from tests.search._study_template import write_study
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _tree(root: Path) -> set[str]:
@@ -56,3 +61,75 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(in_tmp, capsys, args, m
     assert "pw@" not in err[0]  # passwords never printed
     assert _tree(in_tmp) == before  # nothing written: no runs/, no database, no lock
     assert not os.path.exists(in_tmp / "runs")
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    from nasflow.cli import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {"": parser, **sub.choices}
+
+
+@pytest.mark.parametrize("command", sorted(_subcommands()))
+def test_every_option_of_every_command_has_help(command, capsys) -> None:
+    parser = _subcommands()[command]
+    missing = [
+        a.option_strings[0] if a.option_strings else a.dest
+        for a in parser._actions
+        if not isinstance(a, argparse._SubParsersAction)
+        and (not a.help or a.help == argparse.SUPPRESS)
+    ]
+    assert not missing, f"`nasflow {command}` options without help: {missing}"
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"] if command else ["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: nasflow {command}".rstrip())
+
+
+def test_version_prints_the_installed_package_version(capsys) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out == f"nasflow {version('nasflow')}\n"
+
+
+_LIGHT = """
+import sys
+from nasflow.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as e:  # --help, --version
+    code = e.code
+heavy = sorted(m for m in ("torch", "optuna", "transformers") if m in sys.modules)
+print("HEAVY", heavy, "EXIT", code)
+"""
+
+
+@pytest.mark.parametrize(
+    "argv", [["spaces"], ["--help"], ["--version"], ["show", "--help"], ["export", "--help"]]
+)
+def test_light_commands_import_neither_torch_nor_optuna(argv) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _LIGHT, *argv], capture_output=True, text=True, cwd=REPO, timeout=99
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "HEAVY [] EXIT 0", proc.stdout
+
+
+def test_spaces_lists_the_registered_names_and_describes_on_request(capsys) -> None:
+    from importlib.metadata import entry_points
+
+    names = sorted(ep.name for ep in entry_points(group="nasflow.spaces"))
+    assert main(["spaces"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [r[0] for r in rows] == names and all(":" in r[1] for r in rows)
+    assert main(["spaces", "mnist1d"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("mnist1d\t46,875 architectures\t")
+    assert main(["spaces", "mnist1d", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no registered space 'nope'" in err

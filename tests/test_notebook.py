@@ -35,6 +35,6 @@ def test_quickstart_notebook_executes(tmp_path) -> None:
     traces = figures[0]["data"]["application/vnd.plotly.v1+json"]["data"]
     assert sum(len(t.get("x", [])) for t in traces) >= 1  # the front has points
     text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
-    assert "loaded model: validation accuracy" in text
+    assert "loaded model (retrained weights): test accuracy" in text
     export = tmp_path / "runs" / "quickstart" / "winner"
     assert (export / "arch.json").is_file() and (export / "model.safetensors").is_file()

@@ -1,7 +1,8 @@
 """Exporting winners as plain models, and loading them back without pickle.
 
-An export directory holds ``arch.json`` (space, fingerprint, config, choices, metrics),
-``model.safetensors``, a ``torch.export`` program (``model.pt2``), an ONNX file checked
+An export directory holds ``arch.json`` (space, fingerprint, config, choices, which weights
+and the metrics of exactly those weights), ``model.safetensors`` (a study's retrained
+winner, or supernet weights), a ``torch.export`` program (``model.pt2``), an ONNX file checked
 with onnxruntime (``model.onnx``) and a ``README.md``. ``load_exported`` rebuilds the
 network from ``arch.json`` and ``model.safetensors`` only.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from nasflow.export._format import FORMAT_VERSION, ExportError, ExportInfo
 from nasflow.export._loader import Exported, load_exported, read_export
-from nasflow.export._retrain import Retrained, retrain_exported
+from nasflow.export._retrain import Retrained, retrain_exported, write_retrained
 from nasflow.export._study import export_study, select_trials, study_space
 from nasflow.export._writer import export_arch
 
@@ -27,4 +28,5 @@ __all__ = [
     "retrain_exported",
     "select_trials",
     "study_space",
+    "write_retrained",
 ]

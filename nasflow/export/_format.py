@@ -2,8 +2,10 @@
 
 An export directory holds:
 
-- ``arch.json``: what the network is (space name, fingerprint and config, the choices)
-  and where it came from (study, trial, metrics, checksums);
+- ``arch.json``: what the network is (space name, fingerprint and config, the choices),
+  which weights it carries (``weights["kind"]``: ``"retrained"`` from scratch in phase 3
+  or by ``nasflow retrain``, or ``"supernet"``), the metrics of exactly those weights with
+  what each one is (``metric_notes``), where it came from (study, trial) and checksums;
 - ``model.safetensors``: the weights, the only file ``load_exported`` reads besides
   ``arch.json``;
 - ``model.pt2``: a ``torch.export`` program (``torch.export.load`` unpickles: trusted
@@ -48,6 +50,30 @@ PICKLE_SUFFIXES = frozenset(
 )
 #: ``arch.json`` larger than this is refused before it is parsed.
 MAX_ARCH_BYTES = 1 << 20
+
+#: ``weights["kind"]`` of an export: which weights ``model.safetensors`` holds.
+RETRAINED, SUPERNET = "retrained", "supernet"
+WEIGHT_KINDS = (RETRAINED, SUPERNET)
+
+
+def retrained_notes(how: str) -> dict[str, str]:
+    """What the metrics of retrained weights are; ``how`` says which training made them."""
+    return {
+        "test_accuracy": f"these weights, retrained from scratch in {how}; test split; measured",
+        "val_accuracy": f"these weights, retrained from scratch in {how}; validation split; "
+        "measured",
+        "train_seconds_measured": f"seconds of the from-scratch training in {how} (training "
+        "steps only, on the machine that trained it); measured",
+    }
+
+
+def supernet_notes(batch_norm: str, data: str) -> dict[str, str]:
+    """What the metrics of supernet weights are; ``batch_norm`` says how BN was set and
+    ``data`` which study's data they were measured on."""
+    return {
+        "val_accuracy": "these weights, the supernet's (inherited, not trained stand-alone; "
+        f"batch norm {batch_norm}); validation split of {data}; measured at export",
+    }
 
 
 class ExportError(ValueError):
@@ -117,13 +143,19 @@ class ExportInfo:
         space_config: The space's ``config``; ``SearchSpace.from_config`` re-creates it.
         arch: The full architecture (path and hyper-parameters).
         input_shape: Shape of one input sample, without the batch dimension.
-        metrics: The trial's numbers (objectives, parameter count, retrain results...).
+        metrics: Numbers measured with exactly these weights (``test_accuracy``,
+            ``val_accuracy``, ``train_seconds_measured``...); never another network's.
         study: Where the trial came from: study name, storage (password-free), trial
-            number, objectives. Empty for an export made outside a study.
-        weights: SHA-256 of ``model.safetensors``, where the weights came from and how
-            batch-norm statistics were obtained.
+            number, objectives, and what the search predicted for the architecture
+            (``params``, ``train_cost_predicted_s``). Empty for an export made outside a
+            study.
+        weights: Which weights these are (``kind``: ``"retrained"`` or ``"supernet"``),
+            where they came from (``source``, ``recipe``, ``seed``), how batch-norm
+            statistics were obtained, and the SHA-256 of ``model.safetensors``.
         checks: Results of the checks made while writing (ONNX and program deviations).
         files: SHA-256 of every other file written.
+        notes: What each metric is: which weights, which split, measured or predicted
+            (``arch.json``'s ``metric_notes``).
     """
 
     space: str
@@ -136,6 +168,13 @@ class ExportInfo:
     weights: dict[str, Any] = field(default_factory=dict)
     checks: dict[str, Any] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str | None:
+        """``"retrained"``, ``"supernet"``, or ``None`` for an export that does not say."""
+        kind = self.weights.get("kind")
+        return kind if kind in WEIGHT_KINDS else None
 
     def to_json(self) -> str:
         data = {
@@ -149,6 +188,7 @@ class ExportInfo:
             "arch": self.arch.to_dict(),
             "input_shape": list(self.input_shape),
             "metrics": self.metrics,
+            "metric_notes": self.notes,
             "study": self.study,
             "weights": self.weights,
             "checks": self.checks,
@@ -213,7 +253,7 @@ class ExportInfo:
                 f"{where}: input_shape must be a list of positive ints, got {shape!r}"
             )
         parts = {}
-        for key in ("metrics", "study", "weights", "checks", "files"):
+        for key in ("metrics", "metric_notes", "study", "weights", "checks", "files"):
             value = data.get(key, {})
             if not isinstance(value, dict):
                 raise ExportError(f"{where}: {key!r} must be an object, got {value!r}")
@@ -229,4 +269,5 @@ class ExportInfo:
             weights=parts["weights"],
             checks=parts["checks"],
             files={str(k): str(v) for k, v in parts["files"].items()},
+            notes={str(k): str(v) for k, v in parts["metric_notes"].items()},
         )

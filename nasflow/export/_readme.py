@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nasflow.export._format import ExportInfo
+from nasflow.export._format import RETRAINED, SUPERNET, ExportInfo
 from nasflow.space import SearchSpace
 
 
@@ -13,9 +13,54 @@ def _arch_table(info: ExportInfo) -> str:
 
 
 def _metrics(info: ExportInfo) -> str:
+    """The metrics of these weights, each with what it is (weights, split, measured)."""
     if not info.metrics:
-        return "No metrics were recorded."
-    return "\n".join(f"- {k}: {v:.6g}" for k, v in info.metrics.items())
+        return "No accuracy was measured with these weights."
+    rows = []
+    for k, v in info.metrics.items():
+        note = info.notes.get(k)
+        rows.append(f"- `{k}`: {v:.4f}" + (f" — {note}" if note else ""))
+    return "\n".join(rows)
+
+
+def _weights(info: ExportInfo) -> str:
+    """One paragraph saying which weights ``model.safetensors`` holds."""
+    w = info.weights
+    bn = w.get("batch_norm", "?")
+    if info.kind == RETRAINED:
+        recipe = w.get("recipe")
+        detail = ""
+        if isinstance(recipe, dict):
+            detail = (
+                f" with {recipe.get('epochs')} epochs, batch size {recipe.get('batch_size')}, "
+                f"learning rate {recipe.get('lr')}, seed {w.get('seed')}"
+            )
+        return (
+            f"**Weights: retrained from scratch** in {w.get('source', '?')}{detail}; not the "
+            f"supernet's. Batch norm: {bn}. The test accuracy below is that of these weights "
+            "on the study's test split."
+        )
+    if info.kind == SUPERNET:
+        return (
+            "**Weights: the supernet's** (inherited through weight sharing, not trained "
+            f"stand-alone; {w.get('source', '?')}). Batch norm: {bn}. Their test accuracy "
+            "was not measured; retrain them from scratch (below), or export the retrained "
+            "winner (`nasflow export NAME --weights retrained`) where the search retrained it."
+        )
+    return f"Weights: {w.get('source', 'unknown origin')}. Batch norm: {bn}."
+
+
+def _search(info: ExportInfo) -> str:
+    """What the search predicted for the architecture (not measured with these weights)."""
+    rows = []
+    if isinstance(info.study.get("params"), int | float):
+        rows.append(f"- parameters: {int(info.study['params']):,}")
+    if isinstance(info.study.get("train_cost_predicted_s"), int | float):
+        rows.append(
+            "- training time predicted by the cost model during the search: "
+            f"{info.study['train_cost_predicted_s']:.1f}s (a prediction for the architecture)"
+        )
+    return "\n".join(rows)
 
 
 def readme(info: ExportInfo, space: SearchSpace, onnx: bool) -> str:
@@ -69,8 +114,13 @@ Checked with onnxruntime when written: largest difference from PyTorch
     )
     return f"""# Exported architecture: space `{info.space}`
 
-{origin}A plain PyTorch network (no nasflow supernet code) with the weights it had in the
-search. Batch norm: {info.weights.get("batch_norm", "?")}.
+{origin}A plain PyTorch network (no nasflow supernet code).
+
+{_weights(info)}
+
+## Metrics of these weights
+
+{_metrics(info)}
 
 Input: {what} of shape `(batch, {shape})`; output: logits.
 
@@ -100,16 +150,14 @@ logits = program.module()({sample})
 ## Retrain from scratch
 
 ```bash
-nasflow retrain path/to/this/directory --epochs 20
+nasflow retrain path/to/this/directory --epochs 20 --out path/to/retrained
 ```
 
 ## Architecture
 
 {_arch_table(info)}
 
-## Metrics
-
-{_metrics(info)}
+{_search(info)}
 
 Space description: {space.description or space.name}.
 """

@@ -6,12 +6,15 @@ import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
+from torch import nn
 
-from nasflow.export._format import ExportError
+from nasflow.export._format import ONNX_FILE, ExportError, ExportInfo, retrained_notes
 from nasflow.export._loader import Exported, read_export
 from nasflow.export._study import find_study_spec
+from nasflow.export._writer import atomic_dir, check_target, prepare_retrained, write_export
 from nasflow.train import Batches, TrainConfig, TrainResult, train_standalone
 
 
@@ -24,12 +27,16 @@ class Retrained:
         recipe: The training recipe (the study's, with the arch's hyper-parameters).
         result: Accuracies and the measured training seconds.
         data: Which study provided the data and recipe.
+        net: The retrained network.
+        seed: The seed it was initialised and its data shuffled with (the study's).
     """
 
     exported: Exported
     recipe: TrainConfig
     result: TrainResult
     data: str
+    net: nn.Module
+    seed: int
 
 
 def retrain_exported(
@@ -91,4 +98,70 @@ def retrain_exported(
     torch.manual_seed(spec.seed)
     net = exported.space.build(exported.arch)
     result = train_standalone(net, train, val, recipe, test, device, on_epoch=on_epoch)
-    return Retrained(exported, recipe, result, where)
+    return Retrained(exported, recipe, result, where, net, spec.seed)
+
+
+def retrain_target(path: os.PathLike | str, out: os.PathLike | str | None, force: bool) -> Path:
+    """Where ``nasflow retrain PATH`` writes (``out``, default ``path`` itself), checked
+    before anything is trained: a folder other than ``path`` must be empty or absent, or an
+    export replaced with ``force``; ``path`` itself is an export, updated in place.
+
+    Raises:
+        ExportError: ``out`` exists and cannot be written to.
+    """
+    target = Path(out) if out is not None else Path(path)
+    if target.resolve() != Path(path).resolve():
+        check_target(target, force)
+    return target
+
+
+def write_retrained(
+    done: Retrained, out: os.PathLike | str, force: bool = False, onnx: bool | None = None
+) -> ExportInfo:
+    """Write an export of the retrained network: weights, ``arch.json``, model card.
+
+    ``arch.json`` and ``README.md`` report the test and validation accuracy and the
+    measured training time of the retrained weights only. Writing to the retrained
+    export's own folder replaces it (all or nothing); another folder follows
+    ``nasflow export``'s rules (empty or absent, or an export replaced with ``force``).
+
+    Args:
+        done: What ``retrain_exported`` returned.
+        out: The export directory to write.
+        force: Replace an existing export at ``out``.
+        onnx: Also write and check ``model.onnx`` (default: when the retrained export had
+            one).
+
+    Returns:
+        The record written to ``arch.json``.
+    """
+    src = done.exported
+    out = retrain_target(src.path, out, force)
+    in_place = out.resolve() == src.path.resolve()
+    if onnx is None:
+        onnx = (src.path / ONNX_FILE).is_file()
+    res, recipe = done.result, done.recipe
+    how = f"`nasflow retrain` ({recipe.epochs} epochs, data of {done.data})"
+    study = {k: v for k, v in src.info.study.items() if k != "data"}
+    if "train_cost" in src.info.metrics and "train_cost_predicted_s" not in study:
+        study["train_cost_predicted_s"] = src.info.metrics["train_cost"]  # older exports
+    net, info = prepare_retrained(
+        src.space,
+        src.arch,
+        {k: v.detach().cpu() for k, v in done.net.state_dict().items()},
+        metrics={
+            "test_accuracy": float(res.test_accuracy or 0.0),
+            "val_accuracy": float(res.val_accuracy),
+            "train_seconds_measured": float(res.seconds),
+        },
+        notes=retrained_notes(how),
+        study={**study, "data": done.data},
+        weights={
+            "source": how,
+            "recipe": dataclasses.asdict(recipe),
+            "seed": done.seed,
+        },
+        input_shape=src.info.input_shape,
+    )
+    with atomic_dir(out, force or in_place) as tmp:
+        return write_export(tmp, src.space, net, info, onnx)

@@ -11,13 +11,21 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nasflow.export._format import ExportError, ExportInfo
+from nasflow.export._format import (
+    RETRAINED,
+    SUPERNET,
+    ExportError,
+    ExportInfo,
+    retrained_notes,
+    supernet_notes,
+)
 from nasflow.export._programs import require_onnx
 from nasflow.export._writer import (
     atomic_dir,
     check_target,
     input_shape_of,
     prepare_export,
+    prepare_retrained,
     write_export,
 )
 from nasflow.space import Arch, SearchSpace, rebuild_space
@@ -152,22 +160,49 @@ def select_trials(study: optuna.Study, which: str | int) -> list[optuna.trial.Fr
     return front[:1] if which == "best" else front
 
 
-def trial_metrics(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> dict[str, float]:
-    """The trial's objective values, cost and size, and its retrain results if any."""
-    raw = study.user_attrs.get(OBJECTIVES_KEY)
-    names = json.loads(raw) if isinstance(raw, str) else []
+def search_record(trial: optuna.trial.FrozenTrial) -> dict[str, float]:
+    """What the search predicted or counted for a trial's architecture (not its weights):
+    ``params`` and ``train_cost_predicted_s`` (the cost model's training seconds)."""
     out: dict[str, float] = {}
-    for i, value in enumerate(trial.values or []):
-        out[names[i] if i < len(names) else f"objective_{i}"] = float(value)
-    for key in ("params", "train_cost", "supernet_accuracy"):
-        if isinstance(trial.user_attrs.get(key), int | float):
-            out[key] = float(trial.user_attrs[key])
-    retrain = study.user_attrs.get(f"nasflow:retrain:{trial.number}")
-    if isinstance(retrain, dict):
-        for key in ("val_accuracy", "test_accuracy", "measured_train_cost"):
-            if isinstance(retrain.get(key), int | float):
-                out[f"retrain_{key}"] = float(retrain[key])
+    for key, name in (("params", "params"), ("train_cost", "train_cost_predicted_s")):
+        value = trial.user_attrs.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[name] = value
     return out
+
+
+def retrained_winner(
+    runs: os.PathLike | str, name: str, trial: optuna.trial.FrozenTrial, space: SearchSpace
+) -> tuple[Path, dict[str, Any]] | None:
+    """The weights phase 3 saved for ``trial`` (``RUNS/NAME/winners/trial-N``), checked.
+
+    Returns:
+        ``(folder, record)``, or ``None`` when phase 3 never saved that trial.
+
+    Raises:
+        ExportError: A saved winner that is corrupt, or of another space or architecture.
+    """
+    from nasflow.search._winners import RECORD_FILE, WinnerError, read_winner, winner_dir
+
+    folder = winner_dir(Path(runs) / name, trial.number)
+    if not (folder / RECORD_FILE).exists():
+        return None
+    try:
+        record = read_winner(folder)
+    except WinnerError as e:
+        raise ExportError(
+            f"the retrained weights of trial {trial.number} are unusable: {e}; run "
+            f"`nasflow search` on study {name!r} again to retrain it, or pass --weights supernet"
+        ) from None
+    if record.get("fingerprint") != space.fingerprint() or record.get("arch") != json.loads(
+        json.dumps(Arch.from_json(trial.user_attrs["arch"]).to_dict())
+    ):
+        raise ExportError(
+            f"{str(folder / RECORD_FILE)!r} records another space or architecture than trial "
+            f"{trial.number} of study {name!r}; remove the folder and run `nasflow search` "
+            "again, or pass --weights supernet"
+        )
+    return folder, record
 
 
 def find_study_spec(arg: str | None, *names: str) -> tuple[StudySpec, str] | None:
@@ -217,27 +252,37 @@ def export_study(
     recalibrate: bool = True,
     onnx: bool = True,
     force: bool = False,
+    weights: str = "auto",
     log: Callable[[str], None] = print,
 ) -> list[ExportInfo]:
     """Export trials of a stored study (``nasflow export``); everything is checked first.
 
     ``which="pareto"`` writes one ``trial-N`` folder per Pareto trial inside ``out``.
-    Batch-norm statistics are re-estimated on the study's training data, as the search
-    scored them, unless ``recalibrate`` is false; the data comes from ``spec``, else
-    ``study_file``, else the registered study of the same name (or of the space's name).
-    The export's own validation accuracy is then recorded as ``export_val_accuracy``.
+
+    The weights are a trial's retrained winner (phase 3 saves them in
+    ``RUNS/NAME/winners/trial-N``), recorded with the test and validation accuracy and the
+    measured training time of exactly those weights; or the supernet's, with batch-norm
+    statistics re-estimated on the study's training data as the search scored them
+    (unless ``recalibrate`` is false), recorded with their validation accuracy measured
+    now when the study's data is found (from ``spec``, else ``study_file``, else the
+    registered study of the same name or of the space's name).
 
     Args:
         name: The study's name in the storage.
         out: The export directory to create.
         which: ``"best"``, ``"pareto"`` or a trial number.
         storage: Storage URL (default ``RUNS/NAME/study.db``).
-        runs: The folder the search wrote to (``RUNS/NAME/supernet`` holds checkpoints).
+        runs: The folder the search wrote to (``RUNS/NAME/supernet`` holds checkpoints,
+            ``RUNS/NAME/winners`` the retrained winners).
         study_file: A study file or registered study name giving the data.
         spec: The study itself (space and data), for a space that is not registered.
-        recalibrate: Re-estimate batch-norm statistics on the study's training data.
+        recalibrate: Re-estimate batch-norm statistics of supernet weights on the study's
+            training data.
         onnx: Also write and check ``model.onnx``.
         force: Replace an existing export at ``out``.
+        weights: ``"retrained"`` (an error for a trial phase 3 did not retrain),
+            ``"supernet"``, or ``"auto"``: retrained where phase 3 saved them, else the
+            supernet's.
         log: Line logger.
 
     Raises:
@@ -245,14 +290,123 @@ def export_study(
         StudyFileError: ``study_file`` does not exist or does not run.
         StorageError: A bad or unreachable storage.
     """
-    from nasflow.train import Batches, evaluate
-
+    if weights not in ("auto", RETRAINED, SUPERNET):
+        raise ExportError(f"--weights must be 'retrained' or 'supernet', got {weights!r}")
     out = Path(out)
     if onnx:
         require_onnx()
     study, storage_spec = open_stored_study(name, storage, runs)
     trials = select_trials(study, which)
     space = study_space(study, spec.space if spec is not None else None)
+    check_target(out, force)
+    winners: dict[int, tuple[Path, dict[str, Any]]] = {}
+    if weights != SUPERNET:
+        for t in trials:
+            found_winner = retrained_winner(runs, name, t, space)
+            if found_winner is not None:
+                winners[t.number] = found_winner
+    missing = [t.number for t in trials if t.number not in winners]
+    if weights == RETRAINED and missing:
+        what = f"trial {missing[0]}" if len(missing) == 1 else f"trials {missing}"
+        raise ExportError(
+            f"{what} of study {name!r} {'has' if len(missing) == 1 else 'have'} no retrained "
+            f"weights in {str(Path(runs) / name / 'winners')!r}: run phase 3 (`nasflow search` "
+            "with --retrain, the default; it retrains the study's retrain_top most accurate "
+            "Pareto trials), or pass --weights supernet"
+        )
+    base = {
+        "name": name,
+        "storage": storage_spec.safe_url,
+        "objectives": json.loads(study.user_attrs.get(OBJECTIVES_KEY, "[]")),
+    }
+    prepared = []
+    if missing:
+        prepared += _prepare_supernet(
+            [t for t in trials if t.number in missing],
+            space,
+            name,
+            runs,
+            base,
+            spec,
+            study_file,
+            recalibrate,
+            log,
+        )
+    shape: tuple[int, ...] | None = None
+    if winners and "input_shape" not in space.config:  # then only the study's data says
+        found = (spec, "") if spec is not None else find_study_spec(study_file, name, space.name)
+        shape = tuple(found[0].data().input_shape) if found is not None else None
+    for t in trials:
+        if t.number in winners:
+            prepared.append(_prepare_winner(t, space, name, *winners[t.number], base, shape))
+    order = {t.number: i for i, t in enumerate(trials)}
+    prepared.sort(key=lambda p: order[p[0]])
+    with atomic_dir(out, force) as tmp:
+        infos = []
+        for number, net, info in prepared:
+            folder = tmp / f"trial-{number}" if which == "pareto" else tmp
+            infos.append(write_export(folder, space, net, info, onnx))
+            shown = ", ".join(f"{k} {v:.4f}" for k, v in info.metrics.items())
+            log(f"trial {number}: {info.kind} weights; {shown or 'no accuracy measured'}")
+    log(f"exported to {out}")
+    return infos
+
+
+def _prepare_winner(
+    t: optuna.trial.FrozenTrial,
+    space: SearchSpace,
+    name: str,
+    folder: Path,
+    record: dict[str, Any],
+    base: dict[str, Any],
+    input_shape: tuple[int, ...] | None = None,
+) -> tuple[int, Any, ExportInfo]:
+    """The retrained network of trial ``t`` and its record, from phase 3's saved winner."""
+    from nasflow.search._winners import WinnerError, load_winner_weights
+
+    try:
+        state = load_winner_weights(folder, record)
+    except WinnerError as e:
+        raise ExportError(f"the retrained weights of trial {t.number} are unusable: {e}") from None
+    how = f"phase 3 of study {name!r}"
+    net, info = prepare_retrained(
+        space,
+        Arch.from_json(t.user_attrs["arch"]),
+        state,
+        metrics={
+            "test_accuracy": float(record["test_accuracy"]),
+            "val_accuracy": float(record["val_accuracy"]),
+            "train_seconds_measured": float(record["measured_train_cost"]),
+        },
+        notes=retrained_notes(how),
+        study={**base, "trial": t.number, **search_record(t)},
+        weights={
+            "source": how,
+            "recipe": record.get("recipe"),
+            "seed": record.get("seed"),
+            "stack": record.get("stack"),
+            "device": record.get("device"),
+            "winner_sha256": record["weights"]["sha256"],
+        },
+        input_shape=input_shape,
+    )
+    return t.number, net, info
+
+
+def _prepare_supernet(
+    trials: list[optuna.trial.FrozenTrial],
+    space: SearchSpace,
+    name: str,
+    runs: os.PathLike | str,
+    base: dict[str, Any],
+    spec: StudySpec | None,
+    study_file: str | None,
+    recalibrate: bool,
+    log: Callable[[str], None],
+) -> list[tuple[int, Any, ExportInfo]]:
+    """The supernet paths of ``trials`` (BN recalibrated if asked) with their records."""
+    from nasflow.train import Batches, evaluate
+
     supernet, checkpoint = load_supernet(space, Path(runs) / name / "supernet", log)
     if spec is not None:
         found: tuple[StudySpec, str] | None = (spec, f"study {spec.name!r}")
@@ -263,46 +417,42 @@ def export_study(
             f"cannot find the data of study {name!r} to recalibrate batch norm: pass "
             "--study STUDY_FILE, or --no-recalibrate to keep the supernet's statistics"
         )
-    data = found[0].data() if found is not None and recalibrate else None
+    data = found[0].data() if found is not None else None
     shape = input_shape_of(space, data.input_shape if data is not None else None)
     if data is not None and tuple(data.input_shape) != shape:
         raise ExportError(
             f"the data of {found[1]} has inputs of shape {list(data.input_shape)}, space "
             f"{space.name!r} takes {list(shape)}; pass --study with the searched study file"
         )
-    if data is not None:
+    if data is not None and recalibrate:
         log(f"batch norm recalibrated on the training data of {found[1]}")
-    check_target(out, force)
     prepared = []
     for t in trials:
-        metrics = trial_metrics(study, t)
-        record = {
-            "name": name,
-            "storage": storage_spec.safe_url,
-            "trial": t.number,
-            "objectives": json.loads(study.user_attrs.get(OBJECTIVES_KEY, "[]")),
-            "data": found[1] if data is not None else None,
-        }
         net, info = prepare_export(
             space,
             supernet,
             Arch.from_json(t.user_attrs["arch"]),
-            metrics=metrics,
-            study=record,
-            calibration=calibration_batches(found[0], data) if data is not None else None,
+            study={
+                **base,
+                "trial": t.number,
+                "data": found[1] if data is not None else None,
+                **search_record(t),
+            },
+            calibration=(
+                calibration_batches(found[0], data)  # type: ignore[index]
+                if recalibrate and data is not None
+                else None
+            ),
             bn_batches=found[0].bn_batches if found is not None else 1,
             input_shape=shape,
             source=f"supernet checkpoint {checkpoint}",
         )
         if data is not None:
             acc = evaluate(net, Batches(data.val, 512, shuffle=False))[0]
-            info = dataclasses.replace(info, metrics={**metrics, "export_val_accuracy": acc})
+            info = dataclasses.replace(
+                info,
+                metrics={"val_accuracy": acc},
+                notes=supernet_notes(info.weights["batch_norm"], found[1]),  # type: ignore[index]
+            )
         prepared.append((t.number, net, info))
-    with atomic_dir(out, force) as tmp:
-        infos = []
-        for number, net, info in prepared:
-            folder = tmp / f"trial-{number}" if which == "pareto" else tmp
-            infos.append(write_export(folder, space, net, info, onnx))
-            log(f"trial {number}: " + ", ".join(f"{k} {v:.4g}" for k, v in info.metrics.items()))
-    log(f"exported to {out}")
-    return infos
+    return prepared

@@ -20,6 +20,8 @@ from nasflow.export._format import (
     ONNX_FILE,
     PROGRAM_FILE,
     README_FILE,
+    RETRAINED,
+    SUPERNET,
     WEIGHTS_FILE,
     ExportError,
     ExportInfo,
@@ -212,10 +214,11 @@ def prepare_export(
     bn_batches: int = 10,
     input_shape: Sequence[int] | None = None,
     source: str = "supernet",
+    notes: Mapping[str, str] | None = None,
 ) -> tuple[nn.Module, ExportInfo]:
     """The stand-alone network of ``arch`` (BN recalibrated if asked) and its record.
 
-    Arguments as for ``export_arch``.
+    Arguments as for ``export_arch``; ``notes`` says what each metric is.
     """
     try:
         full = space.validate(arch)
@@ -240,8 +243,58 @@ def prepare_export(
         shape,
         metrics=dict(metrics or {}),
         study=dict(study or {}),
-        weights={"source": source, "batch_norm": bn},
+        weights={"kind": SUPERNET, "source": source, "batch_norm": bn},
+        notes=dict(notes or {}),
     )
+    return net, info
+
+
+def prepare_retrained(
+    space: SearchSpace,
+    arch: Mapping[str, Any],
+    state: Mapping[str, torch.Tensor],
+    *,
+    metrics: Mapping[str, float],
+    notes: Mapping[str, str],
+    study: Mapping[str, Any] | None = None,
+    weights: Mapping[str, Any] | None = None,
+    input_shape: Sequence[int] | None = None,
+) -> tuple[nn.Module, ExportInfo]:
+    """``space.build(arch)`` with retrained weights ``state``, and its record.
+
+    Args:
+        space: The space ``arch`` belongs to.
+        arch: A full architecture of ``space``.
+        state: The retrained network's ``state_dict`` (exactly its names and shapes).
+        metrics: Numbers measured with these weights.
+        notes: What each metric is (weights, split, measured or predicted).
+        study: Provenance to record.
+        weights: Where the weights came from (``source``, ``recipe``, ``seed``...).
+        input_shape: One sample's shape when the space's config records none.
+
+    Raises:
+        ExportError: ``arch`` is not in ``space``, or ``state`` does not fit it.
+    """
+    try:
+        full = space.validate(arch)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
+    info = ExportInfo(
+        space.name,
+        space.fingerprint(),
+        dict(space.config),
+        full,
+        input_shape_of(space, input_shape),
+        metrics=dict(metrics),
+        study=dict(study or {}),
+        weights={
+            "kind": RETRAINED,
+            "batch_norm": "running statistics of the from-scratch training",
+            **dict(weights or {}),
+        },
+        notes=dict(notes),
+    )
+    net = build_with_weights(Exported(Path("."), info, space, full), dict(state))
     return net, info
 
 

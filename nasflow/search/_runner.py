@@ -46,6 +46,8 @@ from nasflow.search._storage import (
     resolve_storage,
 )
 from nasflow.search._trust import TRUST_KEY, format_trust, run_trust_probe, trust_record
+from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
+from nasflow.search._winners import find_winner, save_winner, winner_dir
 from nasflow.space import Arch
 from nasflow.supernet import Supernet
 from nasflow.train import Batches, SupernetTrainer, TrainingInterrupted, train_standalone
@@ -67,7 +69,20 @@ class StudyMismatchError(ValueError):
 
 @dataclass
 class Winner:
-    """A retrained winner (phase 3)."""
+    """A retrained winner (phase 3): trial ``number``'s architecture trained from scratch.
+
+    Attributes:
+        number: The trial.
+        arch: Its architecture.
+        val_accuracy: Accuracy of the retrained weights on the validation split.
+        test_accuracy: Accuracy of the retrained weights on the test split.
+        predicted_train_cost: The cost model's predicted training seconds (search).
+        measured_train_cost: Measured seconds of the from-scratch training.
+        params: Parameter count.
+        weights: The folder holding the retrained weights and their record
+            (``OUT/NAME/winners/trial-N``), or ``None`` when they were not saved.
+        reused: Taken from an earlier run's saved winner instead of retrained now.
+    """
 
     number: int
     arch: Arch
@@ -76,6 +91,8 @@ class Winner:
     predicted_train_cost: float
     measured_train_cost: float
     params: int
+    weights: Path | None = None
+    reused: bool = False
 
 
 @dataclass
@@ -437,38 +454,55 @@ class StudyRunner:
         )
 
     def retrain(self, study: optuna.Study, data: DataBundle) -> list[Winner]:
-        """Phase 3: retrain the best Pareto trials from scratch; test accuracy + real cost."""
+        """Phase 3: retrain the best Pareto trials from scratch; test accuracy + real cost.
+
+        Each winner's weights and record (recipe, seed, test and validation accuracy,
+        measured training time) are saved in ``OUT/NAME/winners/trial-N/``, atomically and
+        checksummed. A winner saved there by an earlier run with the same space,
+        architecture, recipe, seed, speedup stack and data (name and split sizes) is
+        reused instead of retrained.
+        """
         spec, winners = self.spec, []
+        splits = (data.train, data.val, data.test)
         front = pareto_trials(study)[: spec.retrain_top]
         for t in front:
             arch = Arch.from_json(t.user_attrs["arch"])
             recipe = recipe_for(arch, spec.train)
-            train, val, test = self._batches(data, recipe.batch_size)
-            torch.manual_seed(spec.seed)
-            net = spec.space.build(arch)
-            bar = self._bar(recipe.epochs, f"phase 3: retrain trial {t.number}")
-            res = train_standalone(
-                net,
-                train,
-                val,
-                recipe,
-                test,
-                self.device,
-                on_epoch=lambda e, loss, b=bar: self._advance(b, e, loss),
-                stack=self.stack,
-            )
-            self._close(bar)
-            w = Winner(
-                t.number,
-                arch,
-                res.val_accuracy,
-                float(res.test_accuracy or 0.0),
-                float(t.user_attrs["train_cost"]),
-                res.seconds,
-                int(t.user_attrs["params"]),
-            )
+            folder = winner_dir(self.out, t.number)
+            identity = {
+                "space": spec.space.name,
+                "fingerprint": spec.space.fingerprint(),
+                "arch": arch.to_dict(),
+                "recipe": asdict(recipe),
+                "seed": spec.seed,
+                "stack": (self.stack or Stack()).to_dict(),
+                "data": {
+                    "name": data.name,
+                    "sizes": [getattr(d, "__len__", lambda: None)() for d in splits],
+                },
+            }
+            saved, why = find_winner(folder, identity)
+            if saved is not None:
+                self.log(f"phase 3: trial {t.number} was retrained by an earlier run: {folder}")
+                w = Winner(
+                    t.number,
+                    arch,
+                    float(saved["val_accuracy"]),
+                    float(saved["test_accuracy"]),
+                    float(t.user_attrs["train_cost"]),
+                    float(saved["measured_train_cost"]),
+                    int(t.user_attrs["params"]),
+                    folder,
+                    reused=True,
+                )
+            else:
+                if why:
+                    self.log(f"phase 3: retraining trial {t.number}: {why}")
+                w = self._retrain_one(t, arch, recipe, data, folder, identity)
             winners.append(w)
-            record = {k: v for k, v in asdict(w).items() if k != "arch"}
+            record = {k: v for k, v in asdict(w).items() if k not in ("arch", "weights", "reused")}
+            if w.weights is not None:
+                record["weights"] = str(w.weights.relative_to(self.out) / WINNER_WEIGHTS)
             study.set_user_attr(f"nasflow:retrain:{t.number}", record)
         return winners
 
@@ -504,6 +538,59 @@ class StudyRunner:
             log=self._quiet_log,
         )
         study.set_user_attr(TRUST_KEY, {**trust_record(result), "screened": len(scored)})
+
+    def _retrain_one(
+        self,
+        t: optuna.trial.FrozenTrial,
+        arch: Arch,
+        recipe: Any,
+        data: DataBundle,
+        folder: Path,
+        identity: dict[str, Any],
+    ) -> Winner:
+        """Train one winner from scratch, score it, and save its weights (rank 0)."""
+        train, val, test = self._batches(data, recipe.batch_size)
+        torch.manual_seed(self.spec.seed)
+        net = self.spec.space.build(arch)
+        bar = self._bar(recipe.epochs, f"phase 3: retrain trial {t.number}")
+        res = train_standalone(
+            net,
+            train,
+            val,
+            recipe,
+            test,
+            self.device,
+            on_epoch=lambda e, loss, b=bar: self._advance(b, e, loss),
+            stack=self.stack,
+        )
+        self._close(bar)
+        w = Winner(
+            t.number,
+            arch,
+            res.val_accuracy,
+            float(res.test_accuracy or 0.0),
+            float(t.user_attrs["train_cost"]),
+            res.seconds,
+            int(t.user_attrs["params"]),
+        )
+        if is_rank_zero():
+            save_winner(
+                folder,
+                net,
+                {
+                    **identity,
+                    "study": self.spec.name,
+                    "trial": t.number,
+                    "test_accuracy": w.test_accuracy,
+                    "val_accuracy": w.val_accuracy,
+                    "measured_train_cost": w.measured_train_cost,
+                    "predicted_train_cost": w.predicted_train_cost,
+                    "params": w.params,
+                    "device": str(self.device),
+                },
+            )
+            w.weights = folder
+        return w
 
     # ------------------------------------------------------------------ all phases
     def run(
@@ -672,11 +759,15 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         *(row(t) for t in result.pareto),
     ]
     for w in result.winners:
+        when = " (by an earlier run)" if w.reused else ""
         lines.append(
-            f"winner: trial {w.number} retrained from scratch: test accuracy "
-            f"{w.test_accuracy:.4f}, training cost measured {w.measured_train_cost:.1f}s vs "
+            f"winner: trial {w.number} retrained from scratch{when}: test accuracy "
+            f"{w.test_accuracy:.4f} (retrained weights, test split), validation accuracy "
+            f"{w.val_accuracy:.4f}; training cost measured {w.measured_train_cost:.1f}s vs "
             f"predicted {w.predicted_train_cost:.1f}s"
         )
+        if w.weights is not None:
+            lines.append(f"  weights: {w.weights / WINNER_WEIGHTS}")
     if result.winners and spec.baseline:
         lines.append(baseline_line(result.winners[0].test_accuracy, spec.baseline))
     secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
@@ -700,5 +791,6 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     lines.append(
         f"next: `nasflow report {spec.name}` writes {result.out_dir / 'report.html'}; "
         f"`nasflow export {spec.name} --best --out DIR` exports the winner"
+        + (" with its retrained weights" if any(w.weights for w in result.winners) else "")
     )
     return "\n".join(lines)

@@ -8,18 +8,20 @@ from pathlib import Path
 import pytest
 
 from nasflow.cli import main
-from nasflow.search import StudyRunner, StudySpec, load_study_file
+from nasflow.search import StudyRunner, StudySpec, load_study_file, summary_table
 from tests.search._study_template import write_study
 
 
 @dataclass(frozen=True)
 class TinyRun:
-    """A finished tiny study: its file, spec and the folder the search wrote to."""
+    """A finished tiny study: its file, spec, the folder the search wrote to, and the
+    text ``nasflow search`` printed at its end (``summary_table``)."""
 
     name: str
     study_file: Path
     spec: StudySpec
     runs: Path
+    printed: str
 
 
 @pytest.fixture(scope="session")
@@ -28,8 +30,8 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
     study_file = write_study(root, name="tiny", channels=4, n_trials=4, finetune=0)
     spec = load_study_file(study_file)
     runner = StudyRunner(spec, out_dir=root / "runs", progress=False, log=lambda _: None)
-    runner.run(retrain=True)
-    return TinyRun("tiny", study_file, spec, root / "runs")
+    result = runner.run(retrain=True)
+    return TinyRun("tiny", study_file, spec, root / "runs", summary_table(result, spec))
 
 
 def export_args(run: TinyRun, out: Path, *extra: str) -> list[str]:
@@ -49,7 +51,16 @@ def export_args(run: TinyRun, out: Path, *extra: str) -> list[str]:
 
 @pytest.fixture(scope="session")
 def exported(tiny_run: TinyRun, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The best trial exported with every format (ONNX included) through the CLI."""
+    """The best trial exported with every format (ONNX included) through the CLI, with
+    the default weights: the winner phase 3 retrained."""
     out = tmp_path_factory.mktemp("exports") / "best"
     assert main(export_args(tiny_run, out)) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def exported_supernet(tiny_run: TinyRun, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The best trial exported with the supernet's weights (BN recalibrated) and ONNX."""
+    out = tmp_path_factory.mktemp("exports") / "best-supernet"
+    assert main(export_args(tiny_run, out, "--weights", "supernet")) == 0
     return out

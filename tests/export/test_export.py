@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -45,6 +46,11 @@ def _supernet_outputs(run: TinyRun, arch: Arch, x: torch.Tensor, recalibrate: bo
         return supernet(x, path)
 
 
+def _winner_record(run: TinyRun, number: int) -> dict[str, Any]:
+    folder = run.runs / run.name / "winners" / f"trial-{number}"
+    return json.loads((folder / "record.json").read_text())
+
+
 def test_export_writes_every_file_with_a_complete_record(tiny_run, exported) -> None:
     names = {p.name for p in exported.iterdir()}
     assert names == {"arch.json", "model.safetensors", "model.pt2", "model.onnx", "README.md"}
@@ -55,17 +61,45 @@ def test_export_writes_every_file_with_a_complete_record(tiny_run, exported) -> 
     assert info.space_config == json.loads(json.dumps(tiny_run.spec.space.config))
     assert info.arch == Arch.from_json(best.user_attrs["arch"])
     assert info.study["trial"] == best.number and info.study["name"] == "tiny"
-    assert info.metrics["accuracy"] == pytest.approx(best.values[0])
-    assert info.metrics["params"] == best.user_attrs["params"]
-    assert "retrain_test_accuracy" in info.metrics  # the search retrained the winner
-    # Scored the same way as the search (same BN batches, same validation split).
-    assert info.metrics["export_val_accuracy"] == pytest.approx(
-        best.user_attrs["supernet_accuracy"]
-    )
+    assert info.study["params"] == best.user_attrs["params"]
+    assert info.study["train_cost_predicted_s"] == best.user_attrs["train_cost"]
+    # The search retrained the winner: --best exports those weights, and reports only
+    # what was measured with them (never the supernet's or the fine-tuned accuracy).
+    record = _winner_record(tiny_run, best.number)
+    assert info.kind == "retrained" and info.weights["seed"] == tiny_run.spec.seed
+    assert info.weights["recipe"] == record["recipe"]
+    assert info.metrics == {
+        "test_accuracy": record["test_accuracy"],
+        "val_accuracy": record["val_accuracy"],
+        "train_seconds_measured": record["measured_train_cost"],
+    }
+    assert set(info.notes) == set(info.metrics)
+    assert "retrained from scratch" in info.notes["test_accuracy"]
+    assert "test split" in info.notes["test_accuracy"]
+    assert "validation split" in info.notes["val_accuracy"]
     assert info.input_shape == (1, 40)
     assert info.checks["onnx_max_abs_diff"] <= 1e-4
     readme = (exported / "README.md").read_text()
     assert "nasflow.load_exported(" in readme and "onnxruntime" in readme
+    assert "**Weights: retrained from scratch**" in readme
+    assert f"`test_accuracy`: {record['test_accuracy']:.4f}" in readme
+    assert "supernet_accuracy" not in readme and "supernet weights" not in readme
+
+
+def test_supernet_export_records_only_its_own_validation_accuracy(
+    tiny_run, exported_supernet
+) -> None:
+    info = ExportInfo.read(exported_supernet)
+    best = pareto_trials(_study(tiny_run))[0]
+    assert info.kind == "supernet" and info.study["trial"] == best.number
+    assert "recalibrated on" in info.weights["batch_norm"]
+    # Scored the same way as the search (same BN batches, same validation split).
+    assert info.metrics == {"val_accuracy": pytest.approx(best.user_attrs["supernet_accuracy"])}
+    assert "supernet's" in info.notes["val_accuracy"]
+    assert "validation split" in info.notes["val_accuracy"]
+    readme = (exported_supernet / "README.md").read_text()
+    assert "**Weights: the supernet's**" in readme
+    assert "test_accuracy" not in readme and "retrained from scratch in" not in readme
 
 
 def test_onnx_and_program_match_the_loaded_model(exported) -> None:
@@ -100,9 +134,11 @@ with torch.no_grad():
 """
 
 
-def test_round_trip_in_a_fresh_process_equals_the_supernet_path(tiny_run, exported) -> None:
+def test_round_trip_in_a_fresh_process_equals_the_supernet_path(
+    tiny_run, exported_supernet
+) -> None:
     proc = subprocess.run(
-        [sys.executable, "-c", _FRESH, str(exported)],
+        [sys.executable, "-c", _FRESH, str(exported_supernet)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -113,17 +149,18 @@ def test_round_trip_in_a_fresh_process_equals_the_supernet_path(tiny_run, export
     assert got["training"] is False
     torch.manual_seed(0)
     x = torch.randn(4, 1, 40)
-    info = ExportInfo.read(exported)
+    info = ExportInfo.read(exported_supernet)
     want = _supernet_outputs(tiny_run, info.arch, x, recalibrate=True)
     assert (torch.tensor(got["y"]) - want).abs().max() <= 1e-6
 
 
 def test_without_recalibration_the_export_is_the_plain_supernet_path(tiny_run, tmp_path) -> None:
     out = tmp_path / "raw"
-    rc = main(export_args(tiny_run, out, "--trial", "2", "--no-recalibrate", "--no-onnx"))
-    assert rc == 0
+    argv = ["--trial", "2", "--weights", "supernet", "--no-recalibrate", "--no-onnx"]
+    assert main(export_args(tiny_run, out, *argv)) == 0
     info = ExportInfo.read(out)
     assert info.study["trial"] == 2 and "not recalibrated" in info.weights["batch_norm"]
+    assert info.kind == "supernet" and "not recalibrated" in info.notes["val_accuracy"]
     assert not (out / "model.onnx").exists() and (out / "model.pt2").is_file()
     x = torch.randn(6, 1, 40, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -136,8 +173,12 @@ def test_pareto_export_writes_one_folder_per_pareto_trial(tiny_run, tmp_path) ->
     assert main(export_args(tiny_run, out, "--pareto", "--no-onnx")) == 0
     front = [t.number for t in pareto_trials(_study(tiny_run))]
     assert sorted(p.name for p in out.iterdir()) == sorted(f"trial-{n}" for n in front)
+    retrained = {p.name for p in (tiny_run.runs / tiny_run.name / "winners").iterdir()}
     for n in front:
-        assert ExportInfo.read(out / f"trial-{n}").study["trial"] == n
+        info = ExportInfo.read(out / f"trial-{n}")
+        assert info.study["trial"] == n
+        # Retrained weights where phase 3 saved them, the supernet's elsewhere.
+        assert info.kind == ("retrained" if f"trial-{n}" in retrained else "supernet")
         load_exported(out / f"trial-{n}")
     with pytest.raises(ExportError, match=r"no arch.json; it holds one export per trial"):
         load_exported(out)
@@ -163,6 +204,16 @@ def _bad_cases(run: TinyRun, tmp: Path) -> dict[str, tuple[list[str], str]]:
     db = run.runs / run.name / "study.db"
     (nosupernet / run.name / "study.db").write_bytes(db.read_bytes())
     out = tmp / "out"
+    retrained = ["--weights", "retrained"]
+    study = _study(run)
+    best = pareto_trials(study)[0].number
+    loser = next(t.number for t in study.trials if t.state.name == "COMPLETE" and t.number != best)
+    corrupt = tmp / "runs-corrupt"
+    shutil.copytree(run.runs / run.name, corrupt / run.name)
+    weights = corrupt / run.name / "winners" / f"trial-{best}" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
     return {
         "unknown study": (
             ["export", "nope", "--runs", str(run.runs), "--out", str(out)],
@@ -177,6 +228,18 @@ def _bad_cases(run: TinyRun, tmp: Path) -> dict[str, tuple[list[str], str]]:
             ["export", run.name, "--runs", str(nosupernet), "--out", str(out)],
             "no valid supernet checkpoint",
         ),
+        "no retrained weights": (
+            export_args(run, out, "--trial", str(loser), "--weights", "retrained"),
+            f"trial {loser} of study 'tiny' has no retrained weights",
+        ),
+        "retrained weights but no phase 3": (
+            ["export", run.name, "--runs", str(nosupernet), "--out", str(out), *retrained],
+            f"trial {best} of study 'tiny' has no retrained weights",
+        ),
+        "corrupt retrained weights": (
+            ["export", run.name, "--runs", str(corrupt), "--out", str(out)],
+            "model.safetensors' has SHA-256",
+        ),
     }
 
 
@@ -190,6 +253,9 @@ def _bad_cases(run: TinyRun, tmp: Path) -> dict[str, tuple[list[str], str]]:
         "not empty",
         "force on a foreign folder",
         "no checkpoint",
+        "no retrained weights",
+        "retrained weights but no phase 3",
+        "corrupt retrained weights",
     ],
 )
 def test_cli_errors_are_one_line_exit_2_and_write_nothing(tiny_run, tmp_path, capsys, case):
@@ -252,6 +318,8 @@ def test_unregistered_space_exports_and_loads_only_when_given(tmp_path) -> None:
     "argv",
     [
         ["export", "tiny", "--best", "--pareto", "--out", "x"],
+        ["export", "tiny", "--out", "x", "--weights", "best"],
+        ["retrain", "x", "--force", "--out"],
         ["export", "tiny"],
         ["retrain"],
         ["retrain", "x", "--epochs", "two"],

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from nasflow.cli import main
-from nasflow.export import ExportError, retrain_exported
+from nasflow.export import ExportError, ExportInfo, load_exported, retrain_exported
+from nasflow.train import Batches, evaluate
 from tests.export.conftest import TinyRun
 
 _CELL_STUDY = """
@@ -29,14 +30,63 @@ study = StudySpec(name="cells", space=CellSpace(), data=data, finetune_epochs=1)
 """
 
 
-def test_retrain_prints_test_accuracy_and_measured_cost(tiny_run: TinyRun, exported, capsys):
+def test_retrain_prints_test_accuracy_and_writes_the_retrained_weights(
+    tiny_run: TinyRun, exported, tmp_path, capsys
+) -> None:
+    out = tmp_path / "retrained"
     argv = ["retrain", str(exported), "--epochs", "1", "--study", str(tiny_run.study_file)]
-    assert main(argv) == 0
-    out = capsys.readouterr().out
-    m = re.search(r"for 1 epochs .*test accuracy (\d\.\d+), .*measured ([0-9.e+-]+)s", out)
-    assert m is not None, out
+    assert main([*argv, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    m = re.search(r"for 1 epochs .*test accuracy (\d\.\d+) .*measured ([0-9.e+-]+)s", printed)
+    assert m is not None, printed
     assert 0.0 <= float(m.group(1)) <= 1.0 and float(m.group(2)) > 0
-    assert "epoch 1: loss" in out and "predicted training cost during search" in out
+    assert "epoch 1: loss" in printed and "predicted training cost during search" in printed
+    assert f"to {out}" in printed
+    # The written export holds the retrained weights and reports only their metrics.
+    info = ExportInfo.read(out)
+    assert info.kind == "retrained" and info.weights["recipe"]["epochs"] == 1
+    assert set(info.metrics) == {"test_accuracy", "val_accuracy", "train_seconds_measured"}
+    assert "`nasflow retrain`" in info.notes["test_accuracy"]
+    assert (out / "model.onnx").is_file()  # like the export it retrained
+    test = Batches(tiny_run.spec.data().test, 512, shuffle=False)
+    accuracy, _ = evaluate(load_exported(out), test)
+    assert accuracy == info.metrics["test_accuracy"]
+    assert abs(accuracy - float(m.group(1))) <= 5e-5
+    readme = (out / "README.md").read_text()
+    assert "**Weights: retrained from scratch** in `nasflow retrain`" in readme
+    assert f"`test_accuracy`: {accuracy:.4f}" in readme
+    assert ExportInfo.read(exported).kind == "retrained"  # the source is left alone
+
+
+def test_retrain_without_out_updates_the_export_in_place(
+    tiny_run: TinyRun, exported_supernet, tmp_path, capsys
+) -> None:
+    folder = Path(shutil.copytree(exported_supernet, tmp_path / "e"))
+    old = ExportInfo.read(folder)
+    argv = ["retrain", str(folder), "--epochs", "1", "--study", str(tiny_run.study_file)]
+    assert main([*argv, "--no-progress", "--no-onnx"]) == 0
+    capsys.readouterr()
+    new = ExportInfo.read(folder)
+    assert (old.kind, new.kind) == ("supernet", "retrained")
+    assert new.weights["sha256"] != old.weights["sha256"] and new.arch == old.arch
+    assert "test_accuracy" in new.metrics and "supernet" not in new.notes["val_accuracy"]
+    assert not (folder / "model.onnx").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e"]  # no temporary folders
+    load_exported(folder)
+
+
+def test_retrain_refuses_a_non_empty_out_before_training(
+    tiny_run: TinyRun, exported, tmp_path, capsys
+) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    argv = ["retrain", str(exported), "--epochs", "1", "--study", str(tiny_run.study_file)]
+    assert main([*argv, "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert "epoch" not in captured.out  # refused before any training
+    assert captured.err.count("\n") == 1 and "is not empty; pass --force" in captured.err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["keep.txt", "mine"]
 
 
 def test_retrain_uses_the_study_recipe_and_fresh_weights(tiny_run: TinyRun, exported) -> None:

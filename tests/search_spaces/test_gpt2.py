@@ -251,5 +251,7 @@ def test_the_ready_study_file_loads(shared_data_file) -> None:
 
 def test_nasflow_spaces_lists_it(capsys) -> None:
     assert cli_main(["spaces"]) == 0
+    assert "gpt2\tsearch_spaces.gpt2:GPT2Space" in capsys.readouterr().out.splitlines()
+    assert cli_main(["spaces", "gpt2"]) == 0
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("gpt2\t"))
     assert "54 architectures" in line and "GPT-2" in line

@@ -293,6 +293,6 @@ def test_the_ready_study_file_loads() -> None:
 
 
 def test_nasflow_spaces_lists_it(capsys) -> None:
-    assert cli_main(["spaces"]) == 0
+    assert cli_main(["spaces", "mbconv"]) == 0
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("mbconv\t"))
     assert f"{6**6 * 7**10:,} architectures" in line and "MobileNetV2 MBConv" in line

@@ -230,6 +230,6 @@ def test_a_study_searches_it_on_a_cifar10_subset(shared_data_file, tmp_path) -> 
 
 
 def test_nasflow_spaces_lists_it(capsys) -> None:
-    assert cli_main(["spaces"]) == 0
+    assert cli_main(["spaces", "nb201"]) == 0
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("nb201\t"))
     assert "15,625 architectures" in line and "NAS-Bench-201" in line

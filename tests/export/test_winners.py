@@ -1,0 +1,140 @@
+"""Phase 3's winners keep their weights: saved beside the study, reused by a re-run, and
+exported as exactly the model whose test accuracy the run printed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+import nasflow
+from nasflow.cli import main
+from nasflow.export import ExportInfo
+from nasflow.search import StudyRunner, summary_table
+from nasflow.search._winners import read_winner
+from nasflow.train import Batches, evaluate
+from tests.export.conftest import TinyRun
+
+_PRINTED = re.compile(
+    r"^winner: trial (\d+) retrained from scratch: test accuracy (\d\.\d{4}) "
+    r"\(retrained weights, test split\)",
+    re.MULTILINE,
+)
+
+
+def _printed_winner(run: TinyRun) -> tuple[int, float]:
+    """The winner's trial number and test accuracy as `nasflow search` printed them."""
+    m = _PRINTED.search(run.printed)
+    assert m is not None, run.printed
+    return int(m.group(1)), float(m.group(2))
+
+
+def _copy_run(run: TinyRun, tmp_path: Path) -> Path:
+    """A private copy of the finished study's folder (database, supernet, winners)."""
+    runs = tmp_path / "runs"
+    shutil.copytree(run.runs / run.name, runs / run.name)
+    return runs
+
+
+def _files(folder: Path) -> dict[str, tuple[bytes, int]]:
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.iterdir())}
+
+
+def test_the_exported_best_model_scores_the_printed_test_accuracy(tiny_run, exported) -> None:
+    number, printed = _printed_winner(tiny_run)
+    info = ExportInfo.read(exported)
+    assert info.study["trial"] == number and info.kind == "retrained"
+    model = nasflow.load_exported(exported)  # arch.json + model.safetensors only
+    test = Batches(tiny_run.spec.data().test, 512, shuffle=False)
+    accuracy, _ = evaluate(model, test)
+    assert abs(accuracy - printed) <= 5e-5, (accuracy, printed)  # to the 4th decimal
+    assert accuracy == info.metrics["test_accuracy"]  # and exactly the recorded number
+
+
+def test_phase_3_saves_the_winner_weights_and_record(tiny_run) -> None:
+    number, printed = _printed_winner(tiny_run)
+    folder = tiny_run.runs / tiny_run.name / "winners" / f"trial-{number}"
+    assert sorted(p.name for p in folder.iterdir()) == ["model.safetensors", "record.json"]
+    record = read_winner(folder)  # checks the weights' SHA-256
+    assert abs(record["test_accuracy"] - printed) <= 5e-5
+    assert record["trial"] == number and record["seed"] == tiny_run.spec.seed
+    assert record["recipe"] == dataclasses.asdict(tiny_run.spec.train)
+    assert 0.0 <= record["val_accuracy"] <= 1.0 and record["measured_train_cost"] > 0
+    assert f"weights: {folder / 'model.safetensors'}" in tiny_run.printed
+
+
+def test_a_second_run_of_the_finished_study_does_not_retrain_the_winner(
+    tiny_run, tmp_path
+) -> None:
+    number, printed = _printed_winner(tiny_run)
+    runs = _copy_run(tiny_run, tmp_path)
+    folder = runs / tiny_run.name / "winners" / f"trial-{number}"
+    before = _files(folder)
+    lines: list[str] = []
+    runner = StudyRunner(tiny_run.spec, out_dir=runs, progress=False, log=lines.append)
+    result = runner.run(retrain=True)
+    (w,) = result.winners
+    assert w.number == number and w.reused and w.weights == folder
+    assert abs(w.test_accuracy - printed) <= 5e-5
+    assert _files(folder) == before  # neither weights nor record were written again
+    assert f"phase 3: trial {number} was retrained by an earlier run: {folder}" in lines
+    assert "retrained from scratch (by an earlier run)" in summary_table(result, tiny_run.spec)
+    stored = result.study.user_attrs[f"nasflow:retrain:{number}"]
+    assert stored["test_accuracy"] == w.test_accuracy
+    assert stored["weights"] == f"winners/trial-{number}/model.safetensors"
+
+
+def test_a_corrupt_or_stale_saved_winner_is_retrained(tiny_run, tmp_path) -> None:
+    number, _ = _printed_winner(tiny_run)
+    runs = _copy_run(tiny_run, tmp_path)
+    folder = runs / tiny_run.name / "winners" / f"trial-{number}"
+    weights = folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    lines: list[str] = []
+    StudyRunner(tiny_run.spec, out_dir=runs, progress=False, log=lines.append).run()
+    assert any(f"retraining trial {number}" in s and "SHA-256" in s for s in lines), lines
+    read_winner(folder)  # valid again
+    # Another training recipe is another winner: retrained, then reused.
+    spec = tiny_run.spec.replace(train=dataclasses.replace(tiny_run.spec.train, epochs=1))
+    lines.clear()
+    (w,) = StudyRunner(spec, out_dir=runs, progress=False, log=lines.append).run().winners
+    assert not w.reused and any("trained with another ['recipe']" in s for s in lines), lines
+    assert read_winner(folder)["recipe"]["epochs"] == 1
+    (again,) = StudyRunner(spec, out_dir=runs, progress=False, log=lambda _: None).run().winners
+    assert again.reused and again.test_accuracy == w.test_accuracy
+
+
+def test_show_prints_a_header_row_and_json(tiny_run, capsys) -> None:
+    number, printed = _printed_winner(tiny_run)
+    assert main(["show", tiny_run.name, "--out", str(tiny_run.runs)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split("\t") == [
+        "trial",
+        "val acc",
+        "pred. train s",
+        "scored with",
+        "retrained test acc",
+        "arch",
+    ]
+    row = next(line.split("\t") for line in lines[1:] if line.startswith(f"{number}\t"))
+    assert row[3] == "supernet, BN-recal." and row[4] == f"{printed:.4f}"
+    assert main(["show", tiny_run.name, "--out", str(tiny_run.runs), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    winner = next(r for r in rows if r["trial"] == number)
+    assert set(winner["objectives"]) == {"accuracy", "train_cost"}
+    assert abs(winner["retrained"]["test_accuracy"] - printed) <= 5e-5
+    assert Path(winner["retrained"]["weights"]).is_dir()
+    assert all(r["retrained"] is None for r in rows if r["trial"] != number)
+
+
+@pytest.mark.parametrize("flag", [[], ["--json"]])
+def test_show_of_an_unknown_study_is_one_line(tiny_run, capsys, flag) -> None:
+    assert main(["show", "nope", "--out", str(tiny_run.runs), *flag]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("nasflow: error:")
