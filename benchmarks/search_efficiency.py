@@ -438,6 +438,9 @@ def replay(
         return success, len(order), events
     study = optuna.create_study(
         direction="maximize",
+        # Hyperband assigns trials to brackets by hashing the study name: name it, or the
+        # replay is not reproducible.
+        study_name=f"replay-{seed}",
         sampler=optuna.samplers.RandomSampler(seed=seed),
         pruner=optuna.pruners.HyperbandPruner(
             min_resource=1, max_resource=epochs, reduction_factor=3
