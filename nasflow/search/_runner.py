@@ -20,6 +20,7 @@ from optuna.trial import TrialState
 from nasflow.bench import TabularObjective, tabular_summary
 from nasflow.data import DataBundle
 from nasflow.search._compat import sampler_constraints_kwargs
+from nasflow.search._dedup import DUPLICATE_KEY
 from nasflow.search._multipliers import MULTIPLIERS_KEY, format_multipliers, search_multipliers
 from nasflow.search._objective import (
     CandidateError,
@@ -85,6 +86,20 @@ class RunResult:
     winners: list[Winner] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     ran_trials: list[int] = field(default_factory=list)
+
+
+def sampler_seed(seed: int, created: int) -> int:
+    """The sampler seed of a process joining a study that holds ``created`` trials.
+
+    A new study uses ``seed`` itself; a resumed one continues the random stream instead of
+    replaying it (re-seeding with ``seed`` would propose the first trials' architectures
+    again while the sampler is in its random start-up phase).
+    """
+    if created == 0:
+        return seed
+    import numpy as np
+
+    return int(np.random.SeedSequence([seed, created]).generate_state(1)[0])
 
 
 def make_sampler(spec: StudySpec, seed: int) -> optuna.samplers.BaseSampler:
@@ -239,7 +254,8 @@ class StudyRunner:
         """Give a loaded study this run's sampler and pruner (they are not stored)."""
         # Workers draw from their own streams, or they would all propose the same trials.
         seed = self.spec.seed + (os.getpid() if self._worker else 0)
-        study.sampler = make_sampler(self.spec, seed)
+        created = len(study.get_trials(deepcopy=False))
+        study.sampler = make_sampler(self.spec, sampler_seed(seed, created))
         study.pruner = make_pruner(self.spec)[0]
         return study
 
@@ -389,6 +405,8 @@ class StudyRunner:
                 vals = ", ".join(f"{v:.4g}" for v in trial.values or [])
                 why = trial.user_attrs.get("fail_reason") if trial.state.is_finished() else None
                 why = f" ({why})" if why and trial.state != TrialState.COMPLETE else ""
+                if DUPLICATE_KEY in trial.user_attrs:
+                    why = f" (architecture of trial {trial.user_attrs[DUPLICATE_KEY]}, reused)"
                 self.log(f"trial {trial.number} {trial.state.name.lower()} {vals}{why}")
             if self.stop.is_set():
                 study.stop()  # stop requested while no training step was running
