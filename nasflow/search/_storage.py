@@ -95,7 +95,8 @@ def check_reachable(spec: StorageSpec) -> None:
             pass
         engine.dispose()
     except Exception as e:  # any driver or network error
-        reason = redact(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        reason = redact(first, spec.url)
         raise StorageError(f"cannot reach storage {spec.safe_url!r}: {reason}") from None
 
 
@@ -137,7 +138,7 @@ def open_storage(
             )
     except Exception as e:
         raise StorageError(
-            f"cannot open storage {spec.safe_url!r}: {redact(str(e))[:300]}"
+            f"cannot open storage {spec.safe_url!r}: {redact(str(e), spec.url)[:300]}"
         ) from None
 
 
