@@ -206,16 +206,25 @@ def _schema_lock(spec: StorageSpec) -> Iterator[None]:
         engine.dispose()
 
 
+def _also(given: Path, lock: Path) -> str:
+    """`` (REAL)`` when the study file given is a link to another real path."""
+    real = lock.with_name(lock.name[: -len(".lock")])
+    return f" ({str(real)!r})" if real != given.absolute() else ""
+
+
 class SQLiteLock:
     """An exclusive lock next to a SQLite study file: one worker process at a time.
 
     SQLite through Optuna is for one process (concurrent writers hit "database is
     locked"). The lock is an ``flock`` held for the life of the worker, so it is released
-    even when the process is killed.
+    even when the process is killed. It sits next to the study file's real path (symbolic
+    links resolved), so a link to the file, or to a folder above it, meets the same lock.
     """
 
     def __init__(self, db_path: Path) -> None:
-        self.path = db_path.with_name(db_path.name + ".lock")
+        self.db_path = Path(db_path)
+        real = Path(os.path.realpath(self.db_path))
+        self.path = real.with_name(real.name + ".lock")
         self._file: IO[str] | None = None
 
     def acquire(self) -> None:
@@ -226,7 +235,8 @@ class SQLiteLock:
         except BlockingIOError:
             f.close()
             raise StorageError(
-                f"another nasflow worker is using the SQLite study file {str(self.path)[:-5]!r}; "
+                f"another nasflow worker is using the SQLite study file {str(self.db_path)!r}"
+                f"{_also(self.db_path, self.path)}; "
                 "SQLite supports one worker: use --storage postgresql://... or "
                 "--storage journal:///FILE for several workers"
             ) from None
