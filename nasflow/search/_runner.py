@@ -50,8 +50,13 @@ from nasflow.supernet import Supernet
 from nasflow.train import Batches, SupernetTrainer, TrainingInterrupted, train_standalone
 from nasflow.train.stack import Stack, is_rank_zero
 
+#: Study user attribute identifying the supernet that scores the trials (its
+#: ``SupernetConfig`` and the space fingerprint, as JSON).
+SUPERNET_KEY = "nasflow:supernet_identity"
 #: Study user attributes that identify what a stored study searches.
-IDENTITY_KEYS = ("nasflow:space", "nasflow:fingerprint", "nasflow:objectives")
+IDENTITY_KEYS = ("nasflow:space", "nasflow:fingerprint", "nasflow:objectives", SUPERNET_KEY)
+#: What the supernet record of a tabular study (scored from its table) says.
+NO_SUPERNET = "none: scored from a table"
 #: Study user attribute holding the space's ``config`` as JSON.
 SPACE_CONFIG_KEY = "nasflow:space_config"
 #: Study user attribute holding the measured speedup stack (``auto_stack``'s record).
@@ -86,6 +91,23 @@ class RunResult:
     winners: list[Winner] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     ran_trials: list[int] = field(default_factory=list)
+
+
+def _supernet_change(stored: str, want: str) -> str:
+    """What differs between two supernet records, e.g. ``epochs 3 in the study, 4 here``."""
+    try:
+        a, b = json.loads(stored), json.loads(want)
+        old, new = a["config"], b["config"]
+        diff = [
+            f"{k} {old.get(k)!r} in the study, {new.get(k)!r} here"
+            for k in new
+            if old.get(k) != new.get(k)
+        ]
+        if a["space"] != b["space"]:
+            diff.append(f"space {a['space']} in the study, {b['space']} here")
+    except (ValueError, TypeError, KeyError):
+        diff = []
+    return ", ".join(diff) or f"{stored} in the study, {want} here"
 
 
 def sampler_seed(seed: int, created: int) -> int:
@@ -212,7 +234,15 @@ class StudyRunner:
             "nasflow:space": self.spec.space.name,
             "nasflow:fingerprint": self.spec.space.fingerprint(),
             "nasflow:objectives": json.dumps(list(self.spec.objectives)),
+            SUPERNET_KEY: self._supernet_identity(),
         }
+
+    def _supernet_identity(self) -> str:
+        """The supernet's identity: trials scored by another supernet are not comparable."""
+        if self.spec.table is not None:
+            return NO_SUPERNET
+        ident = {"space": self.spec.space.fingerprint(), "config": asdict(self.spec.supernet)}
+        return json.dumps(ident, sort_keys=True)
 
     def open_study(self, worker: bool = False) -> optuna.Study:
         """Create or load the study, refusing a mismatched one before writing anything."""
@@ -243,7 +273,8 @@ class StudyRunner:
         )
         if any(k not in study.user_attrs for k in IDENTITY_KEYS):
             for k, v in self._identity().items():
-                study.set_user_attr(k, v)
+                if k not in study.user_attrs:  # (a worker racing us may have written them)
+                    study.set_user_attr(k, v)
             # Not part of the identity check (the fingerprint covers it): lets `nasflow
             # export` re-create a space built with constructor arguments.
             study.set_user_attr(SPACE_CONFIG_KEY, json.dumps(self.spec.space.config))
@@ -264,7 +295,7 @@ class StudyRunner:
         want = self._identity()
         have_dirs = [d.name.lower() for d in study.directions]
         for k in IDENTITY_KEYS:
-            if stored[k] != want[k]:
+            if k != SUPERNET_KEY and stored[k] != want[k]:
                 raise StudyMismatchError(
                     f"study {self.spec.name!r} in {self.storage.safe_url!r} was created with "
                     f"{k.split(':')[1]}={stored[k]!r}, this study file has {want[k]!r}; "
@@ -275,6 +306,15 @@ class StudyRunner:
                 f"study {self.spec.name!r} has directions {have_dirs}, this study file "
                 f"{directions}; use another study name or storage"
             )
+        if stored[SUPERNET_KEY] != want[SUPERNET_KEY] and stored[SUPERNET_KEY] is not None:
+            raise StudyMismatchError(
+                f"study {self.spec.name!r} in {self.storage.safe_url!r} was scored by another "
+                f"supernet ({_supernet_change(stored[SUPERNET_KEY], want[SUPERNET_KEY])}); its "
+                "trials would not be comparable with new ones: give the study a new name "
+                "(StudySpec(name=...)) or use another storage"
+            )
+        if stored[SUPERNET_KEY] is None:  # created before supernets were recorded: adopt it
+            study.set_user_attr(SUPERNET_KEY, want[SUPERNET_KEY])
 
     def _sweep_zombies(self, study: optuna.Study) -> None:
         """Fail trials left RUNNING by dead workers, and retry each at most once."""
