@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import runpy
 from collections.abc import Callable
@@ -37,12 +39,26 @@ class Budget:
     """Limits a candidate must meet; violators are recorded and skipped before training.
 
     Attributes:
-        max_params: Largest parameter count.
-        max_train_cost: Largest predicted training cost, in seconds.
+        max_params: Largest parameter count (a positive number, or ``None``: no limit).
+        max_train_cost: Largest predicted training cost, in seconds (positive, or ``None``).
+
+    Raises:
+        ValueError: A limit that is not a positive finite number (a bool, a string, NaN,
+            infinity, zero or less), naming it.
     """
 
     max_params: int | None = None
     max_train_cost: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_params", "max_train_cost"):
+            v = getattr(self, name)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+                raise ValueError(f"Budget {name} must be a positive number or None, got {v!r}")
+            if v <= 0:
+                raise ValueError(f"Budget {name} must be > 0 (a limit), got {v!r}")
 
     def violations(self, params: int, train_cost: float) -> dict[str, float]:
         """Constraint values (feasible when <= 0), relative to each limit."""
