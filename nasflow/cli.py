@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -158,14 +159,19 @@ class _GracefulStop:
 
 
 def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
-    from nasflow.search import StudyRunner, load_study_file, summary_table
+    from nasflow.search import StudyFileError, StudyRunner, load_study_file, summary_table
     from nasflow.train import TrainingInterrupted
 
     spec = load_study_file(_study_path(args.study))
     if getattr(args, "seed", None) is not None:
-        spec = spec.replace(seed=args.seed)
+        try:
+            spec = spec.replace(seed=args.seed)
+        except StudyFileError as e:
+            raise UsageError(f"--seed: {e}") from None
     if args.n_trials is not None and args.n_trials < 1:
         raise UsageError(f"--n-trials must be >= 1, got {args.n_trials}")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(f"--timeout must be a number of seconds > 0, got {args.timeout}")
     stop = _GracefulStop()
     try:  # bad NASFLOW_HEARTBEAT_INTERVAL / NASFLOW_GRACE_PERIOD values
         runner = StudyRunner(

@@ -113,11 +113,12 @@ def _supernet_change(stored: str, want: str) -> str:
 def sampler_seed(seed: int, created: int) -> int:
     """The sampler seed of a process joining a study that holds ``created`` trials.
 
-    A new study uses ``seed`` itself; a resumed one continues the random stream instead of
-    replaying it (re-seeding with ``seed`` would propose the first trials' architectures
-    again while the sampler is in its random start-up phase).
+    A new study uses ``seed`` itself (a worker's, raised by its process id, is mixed down
+    to 32 bits); a resumed one continues the random stream instead of replaying it
+    (re-seeding with ``seed`` would propose the first trials' architectures again while
+    the sampler is in its random start-up phase).
     """
-    if created == 0:
+    if created == 0 and seed < 2**32:
         return seed
     import numpy as np
 
