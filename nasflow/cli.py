@@ -197,11 +197,17 @@ def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
 def _cmd_studies(args: argparse.Namespace) -> int:
     import optuna
 
-    from nasflow.search._storage import check_reachable, open_storage, resolve_storage
+    from nasflow.search._storage import (
+        check_reachable,
+        check_study_file,
+        open_storage,
+        resolve_storage,
+    )
 
     spec = resolve_storage(args.storage, "unused")
     if spec.path is not None and not spec.path.exists():
         raise UsageError(f"no study file at {str(spec.path)!r}")
+    check_study_file(spec)
     check_reachable(spec)
     for s in optuna.get_all_study_summaries(open_storage(spec)):
         dirs = ",".join(d.name.lower() for d in s.directions)
@@ -210,12 +216,19 @@ def _cmd_studies(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from collections import Counter
 
     from nasflow.search import pareto_trials
     from nasflow.search._storage import load_existing_study
 
     study, _, _ = load_existing_study(args.name, args.storage, args.out)
-    for t in pareto_trials(study):
+    front = pareto_trials(study)
+    if not front:
+        counts = Counter(t.state.name.lower() for t in study.get_trials(deepcopy=False))
+        held = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "no trials"
+        print(f"study {args.name!r} has no completed trial yet ({held})")
+        return 0
+    for t in front:
         vals = " ".join(f"{v:.4g}" for v in t.values)
         print(f"trial {t.number}\t{vals}\t{t.user_attrs.get('arch', '')}")
     return 0

@@ -146,6 +146,39 @@ class StudyNotFoundError(StorageError):
     """The storage to read a finished or running study from holds no such study."""
 
 
+#: Tables every Optuna RDB storage has.
+_OPTUNA_TABLES = frozenset({"studies", "trials", "version_info"})
+
+
+def check_study_file(spec: StorageSpec) -> None:
+    """Before reading a SQLite storage, check read-only that it is an Optuna database.
+
+    Opening it with Optuna would create Optuna's tables in any SQLite file (a user's
+    database given by mistake); a read-only command must write nothing there.
+
+    Raises:
+        StudyNotFoundError: The file is not a SQLite database, or holds no Optuna tables.
+    """
+    if spec.kind != "sqlite" or spec.path is None:
+        return
+    import sqlite3
+
+    uri = spec.path.resolve().as_uri() + "?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            tables = {r[0] for r in rows}
+    except sqlite3.Error as e:
+        raise StudyNotFoundError(
+            f"{str(spec.path)!r} is not a SQLite study file ({e}); nothing was written to it"
+        ) from None
+    if not _OPTUNA_TABLES.issubset(tables):
+        raise StudyNotFoundError(
+            f"{str(spec.path)!r} is not an Optuna study database (it has no Optuna tables); "
+            "nothing was written to it"
+        )
+
+
 def load_existing_study(
     name: str, storage: str | None, out_dir: os.PathLike | str
 ) -> tuple[optuna.Study, optuna.storages.BaseStorage, StorageSpec]:
@@ -166,6 +199,7 @@ def load_existing_study(
     spec = resolve_storage(storage, Path(out_dir) / name / "study.db")
     if spec.path is not None and not spec.path.is_file():
         raise StudyNotFoundError(f"no study file at {str(spec.path)!r} (give --storage URL)")
+    check_study_file(spec)
     check_reachable(spec)
     opened = open_storage(spec)
     names = sorted(s.study_name for s in optuna.get_all_study_summaries(opened))
