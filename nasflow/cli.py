@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -201,14 +202,19 @@ class _GracefulStop:
 
 
 def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
-    from nasflow.search import StudyRunner, load_study_file, summary_table
+    from nasflow.search import StudyFileError, StudyRunner, load_study_file, summary_table
     from nasflow.train import TrainingInterrupted
 
     spec = load_study_file(_study_path(args.study))
     if getattr(args, "seed", None) is not None:
-        spec = spec.replace(seed=args.seed)
+        try:
+            spec = spec.replace(seed=args.seed)
+        except StudyFileError as e:
+            raise UsageError(f"--seed: {e}") from None
     if args.n_trials is not None and args.n_trials < 1:
         raise UsageError(f"--n-trials must be >= 1, got {args.n_trials}")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(f"--timeout must be a number of seconds > 0, got {args.timeout}")
     stop = _GracefulStop()
     try:  # bad NASFLOW_HEARTBEAT_INTERVAL / NASFLOW_GRACE_PERIOD values
         runner = StudyRunner(
@@ -234,11 +240,17 @@ def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
 def _cmd_studies(args: argparse.Namespace) -> int:
     import optuna
 
-    from nasflow.search._storage import check_reachable, open_storage, resolve_storage
+    from nasflow.search._storage import (
+        check_reachable,
+        check_study_file,
+        open_storage,
+        resolve_storage,
+    )
 
     spec = resolve_storage(args.storage, "unused")
     if spec.path is not None and not spec.path.exists():
         raise UsageError(f"no study file at {str(spec.path)!r}")
+    check_study_file(spec)
     check_reachable(spec)
     for s in optuna.get_all_study_summaries(open_storage(spec)):
         dirs = ",".join(d.name.lower() for d in s.directions)
@@ -310,6 +322,13 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
     study, _, _ = load_existing_study(args.name, args.storage, args.out)
     rows = _show_rows(study, Path(args.out) / args.name)
+    if not rows and not args.json:
+        from collections import Counter
+
+        counts = Counter(t.state.name.lower() for t in study.get_trials(deepcopy=False))
+        held = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "no trials"
+        print(f"study {args.name!r} has no completed trial yet ({held})")
+        return 0
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

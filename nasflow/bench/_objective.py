@@ -18,7 +18,8 @@ class TabularObjective:
     table key; when the table reports another metric than the searched one, that value is
     recorded too (``user_attrs[report_metric]``), never returned to the sampler. An arch
     without a row (in a partial table) fails its trial (Optuna fails a trial whose value is
-    NaN) with ``user_attrs["fail_reason"]``, and the study goes on.
+    NaN) with ``user_attrs["fail_reason"]``, and the study goes on. An arch already
+    scored in the study reuses that trial's value (``user_attrs["duplicate_of"]``).
 
     Args:
         table: The benchmark table.
@@ -34,6 +35,11 @@ class TabularObjective:
         arch = table.space.suggest(trial)
         trial.set_user_attr("arch", arch.to_json())
         trial.set_user_attr("table_key", table.key(arch))
+        from nasflow.search._dedup import reuse_score  # (nasflow.search imports this module)
+
+        reused = reuse_score(trial, arch)
+        if reused is not None:  # already scored in this study
+            return reused  # type: ignore[return-value]
         if arch not in table:
             trial.set_user_attr("fail_reason", f"no row in {table.path.name}")
             return math.nan

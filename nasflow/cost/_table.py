@@ -166,7 +166,7 @@ class LatencyTable:
         except sa.exc.SQLAlchemyError as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise ValueError(
-                f"cannot open cost table {self.safe_url!r}: {redact(first)[:300]}"
+                f"cannot open cost table {self.safe_url!r}: {redact(first, self.url)[:300]}"
             ) from None
         self._known_devices: set[str] = set()
 

@@ -23,10 +23,11 @@ import hashlib
 import json
 import math
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from nasflow.space import Arch
 
@@ -80,19 +81,68 @@ class ExportError(ValueError):
     """An export cannot be written, or a directory is not a loadable, untampered export."""
 
 
+def file_kind(mode: int) -> str | None:
+    """What a file of ``st_mode`` ``mode`` (from ``os.lstat``) is, or ``None`` for a
+    regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = [
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ]
+    return next((what for test, what in kinds if test(mode)), "not a regular file")
+
+
+def check_regular(path: os.PathLike | str) -> os.stat_result:
+    """``os.lstat(path)`` after checking that ``path`` is a regular file, not a link.
+
+    Raises:
+        ExportError: It is missing, or a directory, link, FIFO, socket or device (opening
+            a FIFO would wait forever for a writer), naming it.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise ExportError(f"{str(path)!r} does not exist") from None
+    kind = file_kind(st.st_mode)
+    if kind is not None:
+        raise ExportError(f"{str(path)!r} is {kind}, not a regular file; refusing to open it")
+    return st
+
+
+def open_regular(path: os.PathLike | str) -> BinaryIO:
+    """Open ``path`` for reading only if it is a regular file: no link is followed and
+    the open never blocks (checked on the opened file too, so a swap is caught)."""
+    check_regular(path)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise ExportError(f"cannot open {str(path)!r}: {e.strerror}") from None
+    kind = file_kind(os.fstat(fd).st_mode)
+    if kind is not None:
+        os.close(fd)
+        raise ExportError(f"{str(path)!r} is {kind}, not a regular file; refusing to open it")
+    return os.fdopen(fd, "rb")
+
+
 def sha256_file(path: os.PathLike | str) -> str:
-    """Hex SHA-256 of a file's bytes."""
+    """Hex SHA-256 of a regular file's bytes (``ExportError`` for anything else)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
 
 
 def _looks_pickled(path: Path) -> bool:
-    """Whether a file starts like a pickle (protocol 2+) or a ``torch.save`` zip."""
+    """Whether a regular file starts like a pickle (protocol 2+) or a ``torch.save`` zip."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             head = f.read(4)
     except OSError:
         return False
@@ -102,16 +152,26 @@ def _looks_pickled(path: Path) -> bool:
 def refuse_pickles(folder: Path) -> None:
     """Raise ``ExportError`` if ``folder`` holds a file that could be a pickle.
 
-    The expected top-level files and the expected files of ``hf/`` are skipped (they are
-    never unpickled by nasflow or by ``from_pretrained``); any
-    other file is refused when its suffix is a pickle suffix or its first bytes are a
-    pickle or ``torch.save`` header. Nothing is unpickled to find out.
+    Anything that is not a regular file or a folder (a symbolic link, a FIFO, a socket, a
+    device) is refused first, without opening it. The expected top-level files and the
+    expected files of ``hf/`` are skipped (they are never unpickled by nasflow or by
+    ``from_pretrained``); any other file is refused when its suffix is a pickle suffix or
+    its first bytes are a pickle or ``torch.save`` header. Nothing is unpickled to find
+    out.
     """
     for root, dirs, files in os.walk(folder):
         dirs.sort()
-        for name in sorted(files):
+        for name in [*dirs, *sorted(files)]:
             path = Path(root) / name
             rel = path.relative_to(folder)
+            kind = file_kind(path.lstat().st_mode)
+            if kind == "a directory":
+                continue
+            if kind is not None:
+                raise ExportError(
+                    f"export {str(folder)!r} contains {str(rel)!r}, which is {kind}; an export "
+                    "holds regular files and folders only: remove it"
+                )
             if rel.parent == Path(".") and name in EXPECTED_FILES:
                 continue
             if rel.parent == Path(HF_DIR) and name in EXPECTED_HF_FILES:
@@ -201,18 +261,20 @@ class ExportInfo:
         """Parse and check the shape of ``folder/arch.json`` (not yet against the space).
 
         Raises:
-            ExportError: Missing, too large, not JSON, another format or version, or a
-                field of the wrong type; the message names it.
+            ExportError: Missing, not a regular file (a link, a FIFO...), too large, not
+                JSON, another format or version, or a field of the wrong type; the message
+                names it.
         """
         path = folder / ARCH_FILE
-        if not path.is_file():
+        if not os.path.lexists(path):
             trials = sorted(p.name for p in folder.glob("trial-*") if (p / ARCH_FILE).is_file())
             hint = f"; it holds one export per trial: {trials}" if trials else ""
             raise ExportError(f"{str(folder)!r} has no {ARCH_FILE}{hint}")
-        if path.stat().st_size > MAX_ARCH_BYTES:
+        if check_regular(path).st_size > MAX_ARCH_BYTES:
             raise ExportError(f"{str(path)!r} is larger than {MAX_ARCH_BYTES} bytes")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            with open_regular(path) as f:
+                data = json.loads(f.read(MAX_ARCH_BYTES + 1).decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ExportError(f"{str(path)!r} is not valid JSON: {e}") from None
         return cls.from_dict(data, str(path))

@@ -14,6 +14,7 @@ from nasflow.export._format import (
     WEIGHTS_FILE,
     ExportError,
     ExportInfo,
+    check_regular,
     refuse_pickles,
     sha256_file,
 )
@@ -45,6 +46,14 @@ def _space_for(info: ExportInfo, space: SearchSpace | type[SearchSpace] | None) 
         raise ExportError(f"{ARCH_FILE}: {e}") from None
 
 
+def _check_arch_file(folder: Path) -> None:
+    """Refuse a missing ``arch.json`` (naming any per-trial folders inside) or one that is
+    not a regular file, before anything in ``folder`` is opened."""
+    if not os.path.lexists(folder / ARCH_FILE):
+        ExportInfo.read(folder)  # raises, naming any per-trial folders inside
+    check_regular(folder / ARCH_FILE)
+
+
 def read_export(
     path: os.PathLike | str, space: SearchSpace | type[SearchSpace] | None = None
 ) -> Exported:
@@ -63,9 +72,8 @@ def read_export(
     folder = Path(path)
     if not folder.is_dir():
         raise ExportError(f"export {str(folder)!r} is not a directory")
-    if not (folder / ARCH_FILE).is_file():
-        ExportInfo.read(folder)  # raises, naming any per-trial folders inside
-    refuse_pickles(folder)
+    _check_arch_file(folder)
+    refuse_pickles(folder)  # also refuses links, FIFOs, sockets and devices, unopened
     info = ExportInfo.read(folder)
     sp = _space_for(info, space)
     try:
@@ -86,8 +94,9 @@ def load_weights(folder: Path, info: ExportInfo) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
     path = folder / WEIGHTS_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise ExportError(f"export {str(folder)!r} has no {WEIGHTS_FILE}")
+    check_regular(path)  # (safetensors opens it by name)
     want = info.weights.get("sha256")
     if not isinstance(want, str):
         raise ExportError(f"{ARCH_FILE} records no sha256 of {WEIGHTS_FILE}")

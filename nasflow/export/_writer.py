@@ -6,9 +6,10 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import torch
@@ -36,15 +37,59 @@ from nasflow.supernet import Supernet, recalibrate_bn
 ROUND_TRIP_TOLERANCE = 1e-6
 
 
-def _is_export(folder: Path) -> bool:
-    return (folder / ARCH_FILE).is_file() or any(folder.glob(f"trial-*/{ARCH_FILE}"))
+def _not_own_export(folder: Path) -> str | None:
+    """Why ``folder`` is not one complete export written by nasflow, or ``None``.
+
+    It must hold a valid ``arch.json`` and exactly the files nasflow wrote with it
+    (``arch.json``, ``README.md``, ``model.safetensors`` and the files ``arch.json``
+    records, with the recorded checksums): regular files and folders only, nothing else.
+    """
+    try:
+        info = ExportInfo.read(folder)
+    except ExportError as e:
+        return str(e)
+    expected = {ARCH_FILE, README_FILE, WEIGHTS_FILE, *info.files}
+    dirs = {p for name in expected for p in map(str, PurePosixPath(name).parents) if p != "."}
+    found: set[str] = set()
+    for root, subdirs, files in os.walk(folder):
+        for name in [*subdirs, *files]:
+            path = Path(root) / name
+            rel = path.relative_to(folder).as_posix()
+            mode = path.lstat().st_mode
+            if stat.S_ISDIR(mode) and rel in dirs:
+                continue
+            if not stat.S_ISREG(mode) or rel not in expected:
+                return f"it holds {rel!r}, which nasflow did not write"
+            found.add(rel)
+    if found != expected:
+        return f"it lacks {sorted(expected - found)}"
+    sums = {WEIGHTS_FILE: info.weights.get("sha256"), **info.files}
+    for rel, want in sums.items():
+        if sha256_file(folder / rel) != want:
+            return f"{rel!r} was changed after it was exported"
+    return None
+
+
+def _not_replaceable(folder: Path) -> str | None:
+    """Why ``--force`` must not replace ``folder``, or ``None``: it is one complete
+    nasflow export, or holds only ``trial-N`` folders that each are one."""
+    if (folder / ARCH_FILE).exists() or (folder / ARCH_FILE).is_symlink():
+        return _not_own_export(folder)
+    entries = sorted(folder.iterdir())
+    for entry in entries:
+        if not (entry.name.startswith("trial-") and stat.S_ISDIR(entry.lstat().st_mode)):
+            return f"it holds {entry.name!r} and no {ARCH_FILE}"
+        why = _not_own_export(entry)
+        if why is not None:
+            return f"{entry.name}: {why}"
+    return None
 
 
 def check_target(out: Path, force: bool) -> None:
     """Refuse an output path that is a file, or a non-empty directory without ``force``.
 
-    ``force`` replaces only a directory that is itself an export (it holds ``arch.json``
-    or ``trial-*/arch.json``), so a mistyped ``--out`` never deletes unrelated files.
+    ``force`` replaces only a directory that is recognisably a complete nasflow export
+    (see ``_not_replaceable``), so a mistyped ``--out`` never deletes anything else.
     """
     if out.exists() and not out.is_dir():
         raise ExportError(f"--out {str(out)!r} exists and is not a directory")
@@ -53,9 +98,10 @@ def check_target(out: Path, force: bool) -> None:
             raise ExportError(
                 f"--out {str(out)!r} exists and is not empty; pass --force to replace it"
             )
-        if not _is_export(out):
+        why = _not_replaceable(out)
+        if why is not None:
             raise ExportError(
-                f"--out {str(out)!r} is not empty and is not a nasflow export; "
+                f"--out {str(out)!r} is not empty and is not a nasflow export ({why}); "
                 "refusing to replace it even with --force"
             )
 
@@ -102,6 +148,13 @@ def atomic_dir(out: os.PathLike | str, force: bool = False) -> Iterator[Path]:
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
             os.replace(out, old / "x")
             try:
+                # Checked again once moved aside: nothing written there meanwhile is lost.
+                why = _not_replaceable(old / "x")
+                if why is not None:
+                    raise ExportError(
+                        f"--out {str(out)!r} changed during the export ({why}); "
+                        "refusing to replace it"
+                    )
                 os.replace(tmp, out)
             except BaseException:
                 os.replace(old / "x", out)  # put the previous export back

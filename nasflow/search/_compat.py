@@ -40,6 +40,16 @@ def get_constraints(trial: FrozenTrial) -> tuple[float, ...] | None:
     return tuple(values) if values is not None else None  # pragma: no cover
 
 
+def copy_constraints(trial: optuna.Trial, source: FrozenTrial) -> None:
+    """Give ``trial`` the constraint values recorded on the finished trial ``source``."""
+    if OPTUNA_MAJOR >= 5:
+        for key, value in source.system_attrs.items():
+            if key.startswith("constraints:"):
+                trial.set_constraint(key.split(":", 1)[1], float(value))
+    elif _CONSTRAINT_ATTR in source.user_attrs:  # pragma: no cover - Optuna 4.x
+        trial.set_user_attr(_CONSTRAINT_ATTR, list(source.user_attrs[_CONSTRAINT_ATTR]))
+
+
 def _constraints_func(trial: FrozenTrial) -> Sequence[float]:  # pragma: no cover - 4.x
     return trial.user_attrs.get(_CONSTRAINT_ATTR, [0.0])
 

@@ -18,6 +18,7 @@ from torch import nn
 
 from nasflow.cost import CostModel
 from nasflow.search._compat import set_constraints
+from nasflow.search._dedup import reuse_score
 from nasflow.search._recovery import TrialInterrupted, original_number
 from nasflow.search._spec import RECIPE_KEYS, StudySpec
 from nasflow.space import Arch, SearchSpace
@@ -72,6 +73,9 @@ def count_params(model: nn.Module) -> int:
 @dataclass
 class CandidateScorer:
     """Scores trials: cost, budget gate, BN-recalibrated accuracy, optional fine-tuning.
+
+    An architecture already scored in the study (a COMPLETE trial with the same ``arch``)
+    is not scored again: the trial reuses its values and records ``duplicate_of``.
 
     Attributes:
         spec: The study.
@@ -150,6 +154,9 @@ class CandidateScorer:
         spec = self.spec
         arch = spec.space.suggest(trial)
         trial.set_user_attr("arch", arch.to_json())
+        reused = reuse_score(trial, arch)
+        if reused is not None:  # already scored in this study: nothing is trained again
+            return reused
         folder = self._folder(trial)
         keep = False
         try:

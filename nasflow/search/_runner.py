@@ -20,6 +20,7 @@ from optuna.trial import TrialState
 from nasflow.bench import TabularObjective, tabular_summary
 from nasflow.data import DataBundle
 from nasflow.search._compat import sampler_constraints_kwargs
+from nasflow.search._dedup import DUPLICATE_KEY
 from nasflow.search._evolution import RegularizedEvolutionSampler
 from nasflow.search._multipliers import MULTIPLIERS_KEY, format_multipliers, search_multipliers
 from nasflow.search._objective import (
@@ -53,8 +54,13 @@ from nasflow.supernet import Supernet
 from nasflow.train import Batches, SupernetTrainer, TrainingInterrupted, train_standalone
 from nasflow.train.stack import Stack, is_rank_zero
 
+#: Study user attribute identifying the supernet that scores the trials (its
+#: ``SupernetConfig`` and the space fingerprint, as JSON).
+SUPERNET_KEY = "nasflow:supernet_identity"
 #: Study user attributes that identify what a stored study searches.
-IDENTITY_KEYS = ("nasflow:space", "nasflow:fingerprint", "nasflow:objectives")
+IDENTITY_KEYS = ("nasflow:space", "nasflow:fingerprint", "nasflow:objectives", SUPERNET_KEY)
+#: What the supernet record of a tabular study (scored from its table) says.
+NO_SUPERNET = "none: scored from a table"
 #: Study user attribute holding the space's ``config`` as JSON.
 SPACE_CONFIG_KEY = "nasflow:space_config"
 #: Study user attribute holding the measured speedup stack (``auto_stack``'s record).
@@ -106,6 +112,38 @@ class RunResult:
     winners: list[Winner] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     ran_trials: list[int] = field(default_factory=list)
+
+
+def _supernet_change(stored: str, want: str) -> str:
+    """What differs between two supernet records, e.g. ``epochs 3 in the study, 4 here``."""
+    try:
+        a, b = json.loads(stored), json.loads(want)
+        old, new = a["config"], b["config"]
+        diff = [
+            f"{k} {old.get(k)!r} in the study, {new.get(k)!r} here"
+            for k in new
+            if old.get(k) != new.get(k)
+        ]
+        if a["space"] != b["space"]:
+            diff.append(f"space {a['space']} in the study, {b['space']} here")
+    except (ValueError, TypeError, KeyError):
+        diff = []
+    return ", ".join(diff) or f"{stored} in the study, {want} here"
+
+
+def sampler_seed(seed: int, created: int) -> int:
+    """The sampler seed of a process joining a study that holds ``created`` trials.
+
+    A new study uses ``seed`` itself (a worker's, raised by its process id, is mixed down
+    to 32 bits); a resumed one continues the random stream instead of replaying it
+    (re-seeding with ``seed`` would propose the first trials' architectures again while
+    the sampler is in its random start-up phase).
+    """
+    if created == 0 and seed < 2**32:
+        return seed
+    import numpy as np
+
+    return int(np.random.SeedSequence([seed, created]).generate_state(1)[0])
 
 
 def make_sampler(spec: StudySpec, seed: int) -> optuna.samplers.BaseSampler:
@@ -223,7 +261,15 @@ class StudyRunner:
             "nasflow:space": self.spec.space.name,
             "nasflow:fingerprint": self.spec.space.fingerprint(),
             "nasflow:objectives": json.dumps(list(self.spec.objectives)),
+            SUPERNET_KEY: self._supernet_identity(),
         }
+
+    def _supernet_identity(self) -> str:
+        """The supernet's identity: trials scored by another supernet are not comparable."""
+        if self.spec.table is not None:
+            return NO_SUPERNET
+        ident = {"space": self.spec.space.fingerprint(), "config": asdict(self.spec.supernet)}
+        return json.dumps(ident, sort_keys=True)
 
     def open_study(self, worker: bool = False) -> optuna.Study:
         """Create or load the study, refusing a mismatched one before writing anything."""
@@ -254,7 +300,8 @@ class StudyRunner:
         )
         if any(k not in study.user_attrs for k in IDENTITY_KEYS):
             for k, v in self._identity().items():
-                study.set_user_attr(k, v)
+                if k not in study.user_attrs:  # (a worker racing us may have written them)
+                    study.set_user_attr(k, v)
             # Not part of the identity check (the fingerprint covers it): lets `nasflow
             # export` re-create a space built with constructor arguments.
             study.set_user_attr(SPACE_CONFIG_KEY, json.dumps(self.spec.space.config))
@@ -265,7 +312,8 @@ class StudyRunner:
         """Give a loaded study this run's sampler and pruner (they are not stored)."""
         # Workers draw from their own streams, or they would all propose the same trials.
         seed = self.spec.seed + (os.getpid() if self._worker else 0)
-        study.sampler = make_sampler(self.spec, seed)
+        created = len(study.get_trials(deepcopy=False))
+        study.sampler = make_sampler(self.spec, sampler_seed(seed, created))
         study.pruner = make_pruner(self.spec)[0]
         return study
 
@@ -274,7 +322,7 @@ class StudyRunner:
         want = self._identity()
         have_dirs = [d.name.lower() for d in study.directions]
         for k in IDENTITY_KEYS:
-            if stored[k] != want[k]:
+            if k != SUPERNET_KEY and stored[k] != want[k]:
                 raise StudyMismatchError(
                     f"study {self.spec.name!r} in {self.storage.safe_url!r} was created with "
                     f"{k.split(':')[1]}={stored[k]!r}, this study file has {want[k]!r}; "
@@ -285,6 +333,15 @@ class StudyRunner:
                 f"study {self.spec.name!r} has directions {have_dirs}, this study file "
                 f"{directions}; use another study name or storage"
             )
+        if stored[SUPERNET_KEY] != want[SUPERNET_KEY] and stored[SUPERNET_KEY] is not None:
+            raise StudyMismatchError(
+                f"study {self.spec.name!r} in {self.storage.safe_url!r} was scored by another "
+                f"supernet ({_supernet_change(stored[SUPERNET_KEY], want[SUPERNET_KEY])}); its "
+                "trials would not be comparable with new ones: give the study a new name "
+                "(StudySpec(name=...)) or use another storage"
+            )
+        if stored[SUPERNET_KEY] is None:  # created before supernets were recorded: adopt it
+            study.set_user_attr(SUPERNET_KEY, want[SUPERNET_KEY])
 
     def _sweep_zombies(self, study: optuna.Study) -> None:
         """Fail trials left RUNNING by dead workers, and retry each at most once."""
@@ -415,6 +472,8 @@ class StudyRunner:
                 vals = ", ".join(f"{v:.4g}" for v in trial.values or [])
                 why = trial.user_attrs.get("fail_reason") if trial.state.is_finished() else None
                 why = f" ({why})" if why and trial.state != TrialState.COMPLETE else ""
+                if DUPLICATE_KEY in trial.user_attrs:
+                    why = f" (architecture of trial {trial.user_attrs[DUPLICATE_KEY]}, reused)"
                 self.log(f"trial {trial.number} {trial.state.name.lower()} {vals}{why}")
             if self.stop.is_set():
                 study.stop()  # stop requested while no training step was running

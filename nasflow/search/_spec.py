@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import runpy
 from collections.abc import Callable
@@ -42,12 +44,26 @@ class Budget:
     """Limits a candidate must meet; violators are recorded and skipped before training.
 
     Attributes:
-        max_params: Largest parameter count.
-        max_train_cost: Largest predicted training cost, in seconds.
+        max_params: Largest parameter count (a positive number, or ``None``: no limit).
+        max_train_cost: Largest predicted training cost, in seconds (positive, or ``None``).
+
+    Raises:
+        ValueError: A limit that is not a positive finite number (a bool, a string, NaN,
+            infinity, zero or less), naming it.
     """
 
     max_params: int | None = None
     max_train_cost: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_params", "max_train_cost"):
+            v = getattr(self, name)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+                raise ValueError(f"Budget {name} must be a positive number or None, got {v!r}")
+            if v <= 0:
+                raise ValueError(f"Budget {name} must be > 0 (a limit), got {v!r}")
 
     def violations(self, params: int, train_cost: float) -> dict[str, float]:
         """Constraint values (feasible when <= 0), relative to each limit."""
@@ -57,6 +73,26 @@ class Budget:
         if self.max_train_cost is not None:
             out["train_cost"] = train_cost / self.max_train_cost - 1.0
         return out
+
+
+#: Largest seed (the samplers' random generators take 32-bit seeds).
+MAX_SEED = 2**32 - 1
+
+
+def _check_name(name: Any) -> None:
+    """A study name is also a folder name (``OUT/NAME``): one plain path component."""
+    if not isinstance(name, str) or not name.strip():
+        raise StudyFileError(f"study name must be a non-empty string, got {name!r}")
+    if (
+        name in (".", "..")
+        or name != name.strip()
+        or any(c in name for c in "/\\")
+        or any(ord(c) < 32 or ord(c) == 127 for c in name)
+    ):
+        raise StudyFileError(
+            f"study name {name!r} must be one plain folder name (no '/', '\\', control "
+            "characters, surrounding blanks, '.' or '..')"
+        )
 
 
 @dataclass(frozen=True)
@@ -134,6 +170,7 @@ class StudySpec:
     baseline: tuple[str | os.PathLike, ...] = ()
 
     def __post_init__(self) -> None:
+        _check_name(self.name)
         if not isinstance(self.space, SearchSpace):
             raise StudyFileError(
                 f"study {self.name!r}: space must be a SearchSpace, got {self.space!r}"
@@ -173,10 +210,25 @@ class StudySpec:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise StudyFileError(f"{name} must be an int >= 1, got {v!r}")
-        if not isinstance(self.finetune_epochs, int) or self.finetune_epochs < 0:
+        ft = self.finetune_epochs
+        if isinstance(ft, bool) or not isinstance(ft, int) or ft < 0:
             raise StudyFileError(
                 f"finetune_epochs must be an int >= 0, got {self.finetune_epochs!r}"
             )
+        seed = self.seed
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+            raise StudyFileError(f"seed must be an int from 0 to {MAX_SEED}, got {seed!r}")
+        for name, cls in (
+            ("supernet", SupernetConfig),
+            ("finetune", TrainConfig),
+            ("train", TrainConfig),
+            ("budget", Budget),
+        ):
+            v = getattr(self, name)
+            if not isinstance(v, cls):
+                raise StudyFileError(
+                    f"study {self.name!r}: {name} must be a {cls.__name__}(...), got {v!r}"
+                )
         if self.cost not in COSTS:
             raise StudyFileError(f"unknown cost {self.cost!r}; choose from {COSTS}")
         catch = tuple(self.catch)

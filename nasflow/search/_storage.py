@@ -95,7 +95,8 @@ def check_reachable(spec: StorageSpec) -> None:
             pass
         engine.dispose()
     except Exception as e:  # any driver or network error
-        reason = redact(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        reason = redact(first, spec.url)
         raise StorageError(f"cannot reach storage {spec.safe_url!r}: {reason}") from None
 
 
@@ -137,12 +138,45 @@ def open_storage(
             )
     except Exception as e:
         raise StorageError(
-            f"cannot open storage {spec.safe_url!r}: {redact(str(e))[:300]}"
+            f"cannot open storage {spec.safe_url!r}: {redact(str(e), spec.url)[:300]}"
         ) from None
 
 
 class StudyNotFoundError(StorageError):
     """The storage to read a finished or running study from holds no such study."""
+
+
+#: Tables every Optuna RDB storage has.
+_OPTUNA_TABLES = frozenset({"studies", "trials", "version_info"})
+
+
+def check_study_file(spec: StorageSpec) -> None:
+    """Before reading a SQLite storage, check read-only that it is an Optuna database.
+
+    Opening it with Optuna would create Optuna's tables in any SQLite file (a user's
+    database given by mistake); a read-only command must write nothing there.
+
+    Raises:
+        StudyNotFoundError: The file is not a SQLite database, or holds no Optuna tables.
+    """
+    if spec.kind != "sqlite" or spec.path is None:
+        return
+    import sqlite3
+
+    uri = spec.path.resolve().as_uri() + "?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            tables = {r[0] for r in rows}
+    except sqlite3.Error as e:
+        raise StudyNotFoundError(
+            f"{str(spec.path)!r} is not a SQLite study file ({e}); nothing was written to it"
+        ) from None
+    if not _OPTUNA_TABLES.issubset(tables):
+        raise StudyNotFoundError(
+            f"{str(spec.path)!r} is not an Optuna study database (it has no Optuna tables); "
+            "nothing was written to it"
+        )
 
 
 def load_existing_study(
@@ -165,6 +199,7 @@ def load_existing_study(
     spec = resolve_storage(storage, Path(out_dir) / name / "study.db")
     if spec.path is not None and not spec.path.is_file():
         raise StudyNotFoundError(f"no study file at {str(spec.path)!r} (give --storage URL)")
+    check_study_file(spec)
     check_reachable(spec)
     opened = open_storage(spec)
     names = sorted(s.study_name for s in optuna.get_all_study_summaries(opened))
@@ -205,16 +240,25 @@ def _schema_lock(spec: StorageSpec) -> Iterator[None]:
         engine.dispose()
 
 
+def _also(given: Path, lock: Path) -> str:
+    """`` (REAL)`` when the study file given is a link to another real path."""
+    real = lock.with_name(lock.name[: -len(".lock")])
+    return f" ({str(real)!r})" if real != given.absolute() else ""
+
+
 class SQLiteLock:
     """An exclusive lock next to a SQLite study file: one worker process at a time.
 
     SQLite through Optuna is for one process (concurrent writers hit "database is
     locked"). The lock is an ``flock`` held for the life of the worker, so it is released
-    even when the process is killed.
+    even when the process is killed. It sits next to the study file's real path (symbolic
+    links resolved), so a link to the file, or to a folder above it, meets the same lock.
     """
 
     def __init__(self, db_path: Path) -> None:
-        self.path = db_path.with_name(db_path.name + ".lock")
+        self.db_path = Path(db_path)
+        real = Path(os.path.realpath(self.db_path))
+        self.path = real.with_name(real.name + ".lock")
         self._file: IO[str] | None = None
 
     def acquire(self) -> None:
@@ -225,7 +269,8 @@ class SQLiteLock:
         except BlockingIOError:
             f.close()
             raise StorageError(
-                f"another nasflow worker is using the SQLite study file {str(self.path)[:-5]!r}; "
+                f"another nasflow worker is using the SQLite study file {str(self.db_path)!r}"
+                f"{_also(self.db_path, self.path)}; "
                 "SQLite supports one worker: use --storage postgresql://... or "
                 "--storage journal:///FILE for several workers"
             ) from None

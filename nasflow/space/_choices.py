@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,7 +21,20 @@ def _check_label(label: Any) -> str:
     return label
 
 
+def _same_key(v: Scalar) -> tuple[str, Any]:
+    """``v`` up to equality: ``1``, ``1.0`` and ``True`` are one value (equal in Python, so
+    one ``Arch``; Optuna could not tell them apart either)."""
+    if isinstance(v, bool | int | float):
+        return ("number", float(v))
+    return (type(v).__name__, v)
+
+
 def _check_values(label: str, values: Iterable[Any]) -> tuple[Scalar, ...]:
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise ValueError(
+            f"choice {label!r} needs a list of values, got {values!r} (a "
+            f"{type(values).__name__}, not a list)"
+        )
     vals = tuple(values)
     if not vals:
         raise ValueError(f"choice {label!r} has an empty list of values; give at least one")
@@ -32,13 +44,14 @@ def _check_values(label: str, values: Iterable[Any]) -> tuple[Scalar, ...]:
                 f"choice {label!r} has value {v!r} of type {type(v).__name__}; values must be "
                 "JSON scalars (str, int, finite float, bool or None)"
             )
-    # Equality in JSON terms: 1 and 1.0 and True collide after a round trip.
-    keys = [json.dumps(v) for v in vals]
-    seen: set[str] = set()
-    for v, k in zip(vals, keys, strict=True):
-        if k in seen or (isinstance(v, bool) and json.dumps(int(v)) in keys):
-            raise ValueError(f"choice {label!r} has duplicate value {v!r}")
-        seen.add(k)
+    seen: dict[tuple[str, Any], Scalar] = {}
+    for v in vals:
+        key = _same_key(v)
+        if key in seen:
+            raise ValueError(
+                f"choice {label!r} has duplicate value {v!r} (equal to {seen[key]!r})"
+            )
+        seen[key] = v
     return vals
 
 
@@ -152,17 +165,17 @@ def _same(a: Any, b: Any) -> bool:
 
 def op_choice(label: str, ops: Sequence[str]) -> Choice:
     """The operation of one searchable layer."""
-    return Choice(label, tuple(ops), "op")
+    return Choice(label, ops, "op")  # type: ignore[arg-type]  # (Choice checks, makes a tuple)
 
 
 def value_choice(label: str, values: Sequence[Scalar]) -> Choice:
     """A numeric architectural value: width multiplier, depth, number of heads."""
-    return Choice(label, tuple(values), "value")
+    return Choice(label, values, "value")  # type: ignore[arg-type]
 
 
 def hyper_choice(label: str, values: Sequence[Scalar]) -> Choice:
     """A categorical training hyper-parameter (batch size, optimizer name...)."""
-    return Choice(label, tuple(values), "hyper")
+    return Choice(label, values, "hyper")  # type: ignore[arg-type]
 
 
 def edge_choices(prefix: str, num_nodes: int, ops: Sequence[str]) -> list[Choice]:
@@ -181,6 +194,7 @@ def edge_choices(prefix: str, num_nodes: int, ops: Sequence[str]) -> list[Choice
     """
     if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes < 2:
         raise ValueError(f"num_nodes must be an int >= 2, got {num_nodes!r}")
+    _check_values(prefix, ops)  # (a string is not a list of ops)
     return [
         Choice(f"{prefix}/{i}<-{j}", tuple(ops), "edge")
         for i in range(1, num_nodes)

@@ -1,0 +1,104 @@
+"""Bad values in a study are refused when it is built, in one line naming the value,
+before anything is written."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from nasflow.cli import main
+from nasflow.search import Budget
+from tests.search._study_template import write_study
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "shown"),
+    [
+        ({"max_params": -5}, "-5"),
+        ({"max_params": 0}, "0"),
+        ({"max_train_cost": 0}, "0"),
+        ({"max_train_cost": -1.5}, "-1.5"),
+        ({"max_params": True}, "True"),
+        ({"max_params": "1000"}, "'1000'"),
+        ({"max_train_cost": [60]}, "[60]"),
+        ({"max_train_cost": math.nan}, "nan"),
+        ({"max_train_cost": math.inf}, "inf"),
+        ({"max_params": -math.inf}, "-inf"),
+    ],
+)
+def test_a_budget_limit_that_is_not_a_positive_number_is_refused(kwargs, shown) -> None:
+    (name,) = kwargs
+    with pytest.raises(ValueError, match=rf"Budget {name} must be .*got {re.escape(shown)}$"):
+        Budget(**kwargs)
+
+
+def test_good_budgets_still_work() -> None:
+    b = Budget(max_params=1000, max_train_cost=2.5)
+    assert b.violations(1500, 2.5) == {"params": 0.5, "train_cost": 0.0}
+    assert Budget().violations(10**9, 1e9) == {}
+
+
+@pytest.mark.parametrize("bad", ["-5", "0"])
+def test_a_study_file_with_a_bad_budget_fails_in_one_line_writing_nothing(
+    tmp_path, capsys, bad
+) -> None:
+    study_file = write_study(tmp_path, max_params=int(bad))
+    assert main(["search", str(study_file), "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"Budget max_params must be > 0 (a limit), got {bad}" in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "shown"),
+    [
+        ("seed='zero'", "seed must be an int from 0 to 4294967295, got 'zero'"),
+        ("seed=-1", "got -1"),
+        ("seed=True", "got True"),
+        ("seed=2**32", "got 4294967296"),
+        ("supernet={'epochs': 2}", "supernet must be a SupernetConfig(...), got {'epochs': 2}"),
+        ("budget={'max_params': 5}", "budget must be a Budget(...), got {'max_params': 5}"),
+        ("train=None", "train must be a TrainConfig(...), got None"),
+        ("finetune_epochs=True", "finetune_epochs must be an int >= 0, got True"),
+        ("name=None", "study name must be a non-empty string, got None"),
+        ("name=''", "study name must be a non-empty string, got ''"),
+        ("name='../..'", "study name '../..' must be one plain folder name"),
+        ("name='..'", "study name '..' must be one plain folder name"),
+        ("name='/abs/olute'", "study name '/abs/olute' must be one plain folder name"),
+        ("name='a\\\\b'", "must be one plain folder name"),
+        ("name=' x'", "study name ' x' must be one plain folder name"),
+    ],
+)
+def test_a_bad_study_value_is_refused_before_anything_is_written(
+    tmp_path, capsys, change, shown
+) -> None:
+    study_file = write_study(tmp_path, extra=f"study = study.replace({change})")
+    before = sorted(tmp_path.parent.iterdir())
+    assert main(["search", str(study_file), "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("nasflow: error: study file")
+    assert shown in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [study_file.name]
+    assert sorted(tmp_path.parent.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (["--seed", "-1"], "--seed: seed must be an int from 0 to 4294967295, got -1"),
+        (["--timeout", "-5"], "--timeout must be a number of seconds > 0, got -5.0"),
+        (["--timeout", "0"], "--timeout must be a number of seconds > 0, got 0.0"),
+        (["--timeout", "nan"], "--timeout must be a number of seconds > 0, got nan"),
+        (["--timeout", "inf"], "--timeout must be a number of seconds > 0, got inf"),
+    ],
+)
+def test_bad_command_line_numbers_are_refused_before_anything_is_written(
+    tmp_path, capsys, args, shown
+) -> None:
+    study_file = write_study(tmp_path)
+    assert main(["search", str(study_file), "--out", str(tmp_path / "runs"), *args]) == 2
+    err = capsys.readouterr().err
+    assert err == f"nasflow: error: {shown}\n"
+    assert not (tmp_path / "runs").exists()

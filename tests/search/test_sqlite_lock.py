@@ -1,0 +1,32 @@
+"""The one-process lock of a SQLite study file holds through symbolic links."""
+
+from __future__ import annotations
+
+import pytest
+
+from nasflow.search import StorageError, StudyRunner, load_study_file
+from nasflow.search._storage import SQLiteLock
+from tests.search._study_template import write_study
+
+
+def test_a_link_to_the_study_file_or_its_folder_meets_the_same_lock(tmp_path) -> None:
+    real = tmp_path / "runs" / "tiny" / "study.db"
+    real.parent.mkdir(parents=True)
+    real.write_bytes(b"")
+    (tmp_path / "link.db").symlink_to(real)
+    (tmp_path / "linked-folder").symlink_to(real.parent)
+    with SQLiteLock(real):  # what a running `nasflow search` holds
+        for alias in (tmp_path / "link.db", tmp_path / "linked-folder" / "study.db"):
+            with pytest.raises(StorageError, match="another nasflow worker") as info:
+                SQLiteLock(alias).acquire()
+            assert str(alias) in str(info.value) and str(real) in str(info.value)
+        spec = load_study_file(write_study(tmp_path, n_trials=1, finetune=0))
+        runner = StudyRunner(
+            spec, f"sqlite:///{tmp_path / 'link.db'}", tmp_path / "out", progress=False
+        )
+        with pytest.raises(StorageError, match="SQLite supports one worker"):
+            runner.run()
+    assert real.read_bytes() == b""  # refused before anything was written
+    with SQLiteLock(tmp_path / "link.db"):  # free again once released
+        pass
+    assert sorted(p.name for p in real.parent.iterdir()) == ["study.db", "study.db.lock"]
