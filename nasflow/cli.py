@@ -72,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--no-retrain", dest="retrain", action="store_false")
     p.add_argument("--no-progress", action="store_true", help="plain log lines, no bars")
+    p.add_argument(
+        "--recalibrate-stack",
+        action="store_true",
+        help="stack='auto': calibrate again and replace this device's stored record",
+    )
 
     p = sub.add_parser("worker", help="join a running study on a shared storage")
     p.add_argument("study", help="study file or ready study")
@@ -164,6 +169,8 @@ def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
     spec = load_study_file(_study_path(args.study))
     if getattr(args, "seed", None) is not None:
         spec = spec.replace(seed=args.seed)
+    if getattr(args, "recalibrate_stack", False):
+        spec = spec.replace(recalibrate_stack=True)
     if args.n_trials is not None and args.n_trials < 1:
         raise UsageError(f"--n-trials must be >= 1, got {args.n_trials}")
     stop = _GracefulStop()

@@ -95,14 +95,46 @@ def test_auto_stack_record_fits_the_study_schema_and_is_never_slower() -> None:
             assert c["alone"] >= 1.05
     assert result.stack.enabled == tuple(rec["chosen"])
     if rec["chosen"]:
-        assert rec["end_to_end"] >= 1.05  # measured against the baseline of the same run
+        assert rec["chosen_multiplier"] >= 1.05  # measured against the same run's baseline
     else:
-        assert result.stack == Stack() and rec["end_to_end"] is None
+        assert result.stack == Stack() and rec["chosen_multiplier"] is None
     assert Stack.from_dict(rec["stack"]) == result.stack
+    # The waterfall: every candidate alone and stacked cumulatively, in the first phase.
+    assert rec["schema"] == 2 and [x["name"] for x in rec["layers"]] == ["amp", "denormal"]
+    amp, denormal = rec["layers"]
+    assert amp["cumulative"] == amp["alone"] > 0  # the first layer stacked is itself
+    assert rec["end_to_end"] == denormal["cumulative"] > 0  # amp+denormal, measured
+    assert rec["product"] == pytest.approx(amp["alone"] * denormal["alone"])
+    assert rec["interaction"] == pytest.approx(rec["end_to_end"] / rec["product"])
+    assert [x["kept"] for x in rec["layers"]] == [n in rec["chosen"] for n in ("amp", "denormal")]
+    assert rec["calibration"]["variants"] >= 5  # baseline, replica, 2 alone, 1 cumulative
     study = optuna.create_study()
     study.set_user_attr("nasflow:stack", json.loads(json.dumps(rec)))  # JSON-able
     data = stack_data(study)  # the report reads it
-    assert data.measured and [x.name for x in data.layers] == rec["chosen"]
+    assert data.measured and [x.name for x in data.layers] == ["amp", "denormal"]
+    assert data.chosen == rec["chosen"] and data.interaction == pytest.approx(rec["interaction"])
+
+
+def test_a_deadline_skips_the_second_phase_and_chooses_from_the_first() -> None:
+    train, val = _data(256), _data(64)
+    result = auto_stack(
+        _tiny,
+        train,
+        val,
+        candidates=("amp", "denormal"),
+        calibration_batches=8,
+        min_gain=1.0,
+        deadline=0.0,  # long past: no second phase may start
+    )
+    rec = result.record
+    assert rec["final_run"] == {} and rec["calibration"]["variants"] == 5
+    if rec["chosen"]:  # min_gain 1: any layer measured at least as fast as the baseline
+        assert rec["chosen_from"] == "first phase"
+        assert "skipped" in rec["calibration"]["second_phase"]
+        first = {x["name"]: x for x in rec["layers"]}
+        name = "+".join(rec["chosen"])
+        measured = first[name]["alone"] if name in first else rec["end_to_end"]
+        assert rec["chosen_multiplier"] == measured
 
 
 def _row(mult: float | None, acc: float = 0.0, warm: float = 0.1, batch: float = 0.01) -> dict:
