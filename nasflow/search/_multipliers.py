@@ -88,14 +88,17 @@ def _stack_part(record: Mapping[str, Any] | None) -> dict[str, Any]:
         )
         gain = (record.get("calibration") or {}).get("min_gain")
         need = f"; needed {_x(gain)}" if gain else ""
-        alone = f" (alone: {alone}{need})" if alone else ""
-        note = f"no layer paid off on this device{alone}; trained with the baseline"
+        alone = f" (MEASURED alone: {alone}{need})" if alone else ""
+        note = (
+            f"no layer paid off on this device{alone}; trained with the baseline (x1 by "
+            "definition)"
+        )
     else:
         where = record.get("chosen_from") or "calibration"
         note = f"{'+'.join(chosen)} vs the baseline, {where} of the calibration"
     return {
         "multiplier": mult,
-        "label": "MEASURED",
+        "label": "MEASURED" if mult is not None else "n/a",
         "product": record.get("product"),
         "chosen": chosen,
         "origin": origin,
@@ -176,7 +179,7 @@ def search_multipliers(
         "multiplier": None,
         "label": "n/a",
         "ranks": 1,
-        "note": "not measured: one process",
+        "note": "one process: no data-parallel training ran",
     }
     parts = {
         "one_shot": one_shot,
@@ -295,23 +298,29 @@ def format_stack(record: Mapping[str, Any] | None) -> list[str]:
             f"  {x['name']:<14} {_x(x.get('alone'), 'failed'):>7}  "
             f"{_x(x.get('cumulative'), '-'):>10}  {kept:<4}  {decisions.get(x['name'], '')}"
         )
+
+    def row(name: str, value: float | None, text: str) -> str:
+        return f"  {name:<30} {_x(value):>7}  {text}"
+
     lines.append(
-        f"  product of the layers alone   {_x(record.get('product')):>7}  ESTIMATE of the "
-        "stacked layers (assumes they are independent)"
+        row(
+            "product of the layers alone",
+            record.get("product"),
+            "ESTIMATE of the stacked layers (assumes they are independent)",
+        )
     )
     lines.append(
-        f"  end to end, all {len(layers)} stacked    {_x(record.get('end_to_end')):>7}  "
-        "MEASURED (same run)"
+        row(f"end to end, all {len(layers)} stacked", record.get("end_to_end"), "MEASURED")
     )
-    lines.append(
-        f"  interaction                   {_x(record.get('interaction')):>7}  "
-        "measured end to end / product"
-    )
+    lines.append(row("interaction", record.get("interaction"), "measured end to end / product"))
     noise = record.get("noise")
     if isinstance(noise, Mapping) and noise.get("multiplier") is not None:
         lines.append(
-            f"  noise floor                   {_x(noise['multiplier']):>7}  MEASURED "
-            "(the baseline against its reseeded replica)"
+            row(
+                "noise floor",
+                noise["multiplier"],
+                "MEASURED (the baseline against its reseeded replica)",
+            )
         )
     chosen = list(record.get("chosen") or [])
     if chosen:
