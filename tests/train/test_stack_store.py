@@ -150,3 +150,12 @@ def test_a_record_of_another_schema_is_not_usable() -> None:
 def test_a_journal_or_unknown_url_is_refused_naming_it(tmp_path) -> None:
     with pytest.raises(ValueError, match="redis"):
         StackCalibrationTable("redis://localhost/0")
+
+
+def test_on_postgresql_the_record_is_stored_and_reused_the_same_way(postgres_url) -> None:
+    first, ran = _calibrate(postgres_url, budget=600.0)
+    assert ran and not first.reused
+    again, ran = _calibrate(postgres_url, budget=600.0)
+    assert ran == [] and again.reused and again.record["layers"] == first.record["layers"]
+    with StackCalibrationTable(postgres_url) as table:
+        assert table.count() == 1
