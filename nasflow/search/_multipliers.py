@@ -334,11 +334,17 @@ def format_stack(record: Mapping[str, Any] | None) -> list[str]:
             "  trained with: the baseline (fp32 eager): no layer gained "
             f"{_x(gain, 'enough')} on this device without losing accuracy"
         )
-    seconds = (record.get("calibration") or {}).get("seconds")
-    if seconds is not None:
-        budget = (record.get("calibration") or {}).get("budget_seconds")
+    cal = record.get("calibration") or {}
+    if cal.get("seconds") is not None:
+        budget = cal.get("budget_seconds")
         of = f" of a {budget:g}s budget" if budget else ""
-        lines.append(f"  calibration: {seconds:.0f}s{of} (measured when it ran)")
+        phases = []
+        if cal.get("first_phase") not in (None, "complete"):
+            phases.append(f"first phase {cal['first_phase']}")
+        if str(cal.get("second_phase", "")).startswith("skipped"):
+            phases.append(f"second phase {cal['second_phase']}")
+        more = f"; {'; '.join(phases)}" if phases else ""
+        lines.append(f"  calibration: {cal['seconds']:.0f}s{of} (measured when it ran){more}")
     return lines
 
 

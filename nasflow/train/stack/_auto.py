@@ -64,16 +64,19 @@ def _measure(
     cfg: RunConfig,
     device: torch.device,
     log: Callable[[str], None] | None,
-) -> dict[str, dict[str, Any]]:
+    deadline: float | None = None,
+) -> tuple[dict[str, dict[str, Any]], int]:
+    """Rows of an interleaved run by variant name, and the batches the baseline trained
+    (fewer than asked when the run stopped at ``deadline``)."""
     records = run_interleaved(
-        variants, make_model, train, val, cfg, device, log, reseeded=(REPLICA,)
+        variants, make_model, train, val, cfg, device, log, reseeded=(REPLICA,), deadline=deadline
     )
     rows = [
         variant_row(r, records[BASELINE], train.batch_size, cfg.target_accuracy)
         for r in records.values()
     ]
     compare_to_baseline(rows, QUALITY_TOLERANCE)
-    return {r["name"]: r for r in rows}
+    return {r["name"]: r for r in rows}, records[BASELINE].batches
 
 
 def _amortized(row: dict[str, Any], base: dict[str, Any], planned: int | None) -> float | None:
@@ -164,10 +167,13 @@ def auto_stack(
             ``calibration_batches``).
         base: The baseline stack (every layer off).
         log: Progress lines.
-        deadline: A ``time.perf_counter()`` value: when the second phase (estimated from
-            the first phase's time per variant) would end after it, it is skipped and the
-            stack is chosen from the first phase's variants made of kept layers only
-            (``"chosen_from": "first phase"``).
+        deadline: A ``time.perf_counter()`` value. A phase stops at the first round that
+            ends after it (fewer timed rounds; every variant is still evaluated); when no
+            layer was timed by then the record is a skipped one (``"skipped"``, the
+            baseline). When the second phase (estimated from the first phase's time per
+            variant) would end after it, it is skipped and the stack is chosen from the
+            first phase's variants made of kept layers only (``"chosen_from": "first
+            phase"``).
         settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
     """
     if not min_gain >= 1.0:
@@ -180,8 +186,26 @@ def auto_stack(
     cfg = replace(cfg or RunConfig(chunk=4), max_batches=calibration_batches)
     t0 = time.perf_counter()
     first = stack_variants(candidates, base, **settings)
-    rows = _measure(first, make_model, train, val, cfg, device, log)
+    rows, done = _measure(first, make_model, train, val, cfg, device, log, deadline)
     first_seconds = time.perf_counter() - t0
+    first_phase = (
+        "complete"
+        if done >= calibration_batches
+        else f"stopped at the time budget after {done} of {calibration_batches} batches"
+    )
+    if all((rows.get(n) or {}).get("multiplier") is None for n in candidates):
+        reason = (
+            "no layer was timed"
+            if done >= calibration_batches
+            else f"the first phase {first_phase}"
+        )
+        record = skipped_record(device, f"{reason}, so nothing was measured", candidates)
+        record["calibration"] = {
+            "batches": calibration_batches,
+            "seconds": time.perf_counter() - t0,
+            "first_phase": first_phase,
+        }
+        return AutoResult(base, record)
     noise = noise_floor(list(rows.values()))
     acc_noise = abs((noise or {}).get("accuracy_delta") or 0.0)
     allowed = max(tolerance, acc_noise)
@@ -207,7 +231,7 @@ def auto_stack(
             final_row = rows.get(final_name) if final_name != BASELINE else None
             second_phase = f"skipped: about {need:.0f}s more would pass the time budget"
         else:
-            second = _measure(trial, make_model, train, val, cfg, device, log)
+            second, _ = _measure(trial, make_model, train, val, cfg, device, log, deadline)
             final_name = choose_final(second, min_gain, planned_batches)
             final_row = second.get(final_name) if final_name != BASELINE else None
             chosen_from, second_phase = "second phase", "ran"
@@ -249,6 +273,7 @@ def auto_stack(
             "batches": calibration_batches,
             "seconds": time.perf_counter() - t0,
             "first_phase_seconds": first_seconds,
+            "first_phase": first_phase,
             "second_phase": second_phase,
             "variants": len(first) + len(second),
             "min_gain": min_gain,
