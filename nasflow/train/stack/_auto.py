@@ -14,6 +14,7 @@ the baseline as measured in that run.
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -337,7 +338,7 @@ CALIBRATION_SAMPLES = 8
 #: Batches each variant trains per phase in a study's calibration.
 STUDY_CALIBRATION_BATCHES = 16
 #: Training batches the budget probe times (after one warm-up batch).
-PROBE_BATCHES = 3
+PROBE_BATCHES = 5
 #: The budget estimate lets the variants average this many times the baseline's time per
 #: batch (a layer can be slower than the baseline; that is what the calibration finds out).
 ESTIMATE_SLACK = 1.5
@@ -378,7 +379,8 @@ def probe_seconds(
     batches: int = PROBE_BATCHES,
 ) -> tuple[float, float]:
     """``(seconds per training batch, seconds per validation pass)`` of the baseline,
-    measured now on a few batches (the calibration's budget check)."""
+    measured now (the calibration's budget check): the median of ``batches`` timed
+    batches, so that one batch stalled by another process does not decide it."""
     from nasflow.train._loop import evaluate, make_optimizer
     from nasflow.train.stack._accumulation import Schedule
 
@@ -394,17 +396,17 @@ def probe_seconds(
     model.train()
     x, y = next(stream)
     step(x.to(device), y.to(device))  # warm-up
-    t0 = time.perf_counter()
-    done = 0
+    times = []
     for x, y in stream:
+        t0 = time.perf_counter()
         step(x.to(device), y.to(device))
-        done += 1
-        if done == batches:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - t0)
+        if len(times) == batches:
             break
     step.flush()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    per_batch = (time.perf_counter() - t0) / max(1, done)
+    per_batch = statistics.median(times) if times else 0.0
     t0 = time.perf_counter()
     evaluate(model, val, device=device)
     return per_batch, time.perf_counter() - t0
@@ -479,8 +481,9 @@ def calibrate_for_space(
         if estimate > budget - (time.perf_counter() - t0):
             reason = (
                 f"estimated {estimate:.0f}s for the first phase ({variants} variants x "
-                f"{calibration_batches} batches at the measured {1000 * per_batch:.0f} ms per "
-                f"baseline batch x{ESTIMATE_SLACK:g}, plus one validation pass each at "
+                f"{calibration_batches} batches at a measured median "
+                f"{1000 * per_batch:.0f} ms per baseline batch x{ESTIMATE_SLACK:g}, plus one "
+                "validation pass each at "
                 f"{per_eval:.1f}s) exceeds the {budget:g}s budget"
             )
             record = skipped_record(device, reason, candidates)
