@@ -371,7 +371,10 @@ def plot_stack(data: StackData) -> go.Figure:
             )
             caption += f" Trained with: {'+'.join(data.chosen)}{m}."
         else:
-            caption += f" No layer paid off here: trained with {data.baseline}."
+            caption += (
+                " No layer was kept (none gained enough without losing accuracy): trained "
+                f"with {data.baseline}."
+            )
     if data.note:
         caption += " " + data.note
     return _layout(fig, title, caption)

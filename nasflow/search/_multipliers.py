@@ -51,8 +51,8 @@ def stack_origin(record: Mapping[str, Any]) -> str:
     if origin.get("kind") == "reused":
         return f"this device's record of {when} UTC, reused: no calibration ran for this study"
     if origin.get("kind") == "calibrated":
-        return f"calibrated on this device for this study ({when} UTC)"
-    return f"calibration skipped ({when} UTC)"
+        return f"calibrated on this device for this study, {when} UTC"
+    return f"calibration skipped, {when} UTC"
 
 
 def chosen_multiplier(record: Mapping[str, Any]) -> float | None:
@@ -88,10 +88,10 @@ def _stack_part(record: Mapping[str, Any] | None) -> dict[str, Any]:
         )
         gain = (record.get("calibration") or {}).get("min_gain")
         need = f"; needed {_x(gain)}" if gain else ""
-        alone = f" (MEASURED alone: {alone}{need})" if alone else ""
+        alone = f" (MEASURED alone: {alone}{need}" if alone else " (nothing gained enough"
         note = (
-            f"no layer paid off on this device{alone}; trained with the baseline (x1 by "
-            "definition)"
+            f"no layer kept on this device{alone}, or they lost accuracy); trained with the "
+            "baseline (x1 by definition)"
         )
     else:
         where = record.get("chosen_from") or "calibration"
@@ -286,17 +286,19 @@ def format_stack(record: Mapping[str, Any] | None) -> list[str]:
             f"{_x(chosen_multiplier(record))} MEASURED"
         )
         return lines
-    lines.append(f"  {'layer':<14} {'alone':>7}  {'cumulative':>10}  kept  (all MEASURED)")
+    lines.append(f"  {'layer':<14} {'alone':>7}  {'cumulative':>10}  used  (all MEASURED)")
     decisions = {
-        c.get("name"): c.get("reason", "")
-        for c in record.get("candidates") or []
-        if isinstance(c, Mapping)
+        c.get("name"): c for c in record.get("candidates") or [] if isinstance(c, Mapping)
     }
     for x in layers:
-        kept = "yes" if x.get("kept") else "no"
+        used = "yes" if x.get("kept") else "no"
+        decision = decisions.get(x["name"]) or {}
+        why = str(decision.get("reason", ""))
+        if decision.get("kept") and not x.get("kept"):
+            why += "; not in the fastest variant of the final run"
         lines.append(
             f"  {x['name']:<14} {_x(x.get('alone'), 'failed'):>7}  "
-            f"{_x(x.get('cumulative'), '-'):>10}  {kept:<4}  {decisions.get(x['name'], '')}"
+            f"{_x(x.get('cumulative'), '-'):>10}  {used:<4}  {why}"
         )
 
     def row(name: str, value: float | None, text: str) -> str:
@@ -332,7 +334,7 @@ def format_stack(record: Mapping[str, Any] | None) -> list[str]:
         gain = (record.get("calibration") or {}).get("min_gain")
         lines.append(
             "  trained with: the baseline (fp32 eager): no layer gained "
-            f"{_x(gain, 'enough')} on this device without losing accuracy"
+            f"{_x(gain, 'enough')} on this device without losing accuracy (see each reason)"
         )
     cal = record.get("calibration") or {}
     if cal.get("seconds") is not None:
@@ -357,4 +359,4 @@ def stack_line(record: Mapping[str, Any]) -> str:
         )
     chosen = list(record.get("chosen") or [])
     what = f"{'+'.join(chosen)} {_x(chosen_multiplier(record))}" if chosen else "the baseline"
-    return f"speedup stack: {what} ({stack_origin(record)})"
+    return f"speedup stack: {what}; {stack_origin(record)}"

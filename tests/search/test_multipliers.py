@@ -121,7 +121,7 @@ def test_the_stack_multiplier_is_the_chosen_stack_and_the_summary_shows_the_wate
     nothing = {**AUTO, "chosen": [], "chosen_multiplier": None, "chosen_from": None}
     m = search_multipliers(TRIALS, SECONDS, 3, stack_record=nothing)
     assert m["stack"]["multiplier"] is None and m["stack"]["label"] == "n/a"
-    assert "no layer paid off" in m["stack"]["note"]
+    assert "no layer kept" in m["stack"]["note"]
     assert "MEASURED alone: amp x0.80, threads x1.50" in m["stack"]["note"]
     assert "trained with: the baseline" in "\n".join(format_stack(nothing))
 

@@ -165,3 +165,30 @@ def test_a_bad_stack_is_refused_naming_it(tmp_path, bad) -> None:
         _runner(tmp_path, f"study = study.replace(stack={bad})")
     with pytest.raises(StudyFileError, match="'fast'"):
         _runner(tmp_path, "study = study.replace(stack='fast')")
+
+
+def test_recalibrate_stack_calibrates_again_and_replaces_the_device_record(
+    tmp_path, one_thread, capsys
+) -> None:
+    from nasflow.cli import main
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    first, _ = _auto(tmp_path, "first", url)
+    first.run(retrain=False)
+    with StackCalibrationTable(url) as table:
+        assert table.count() == 1
+    capsys.readouterr()
+    study = write_study(tmp_path, name="second", extra=AUTO, n_trials=2, finetune=0)
+    argv = ["search", str(study), "--storage", url, "--out", str(tmp_path / "runs")]
+    assert main([*argv, "--no-progress", "--no-retrain", "--recalibrate-stack"]) == 0
+    out = capsys.readouterr().out
+    assert "stack calibration: round" in out  # calibrated although a record was stored
+    assert "calibrated on this device for this study" in out and "reused" not in out
+    with StackCalibrationTable(url) as table:
+        assert table.count() == 1  # replaced, not added
+
+
+@pytest.mark.parametrize("bad", ["0", "-5", "float('inf')", "'60'", "True"])
+def test_a_bad_stack_budget_is_refused_naming_it(tmp_path, bad) -> None:
+    with pytest.raises(StudyFileError, match="stack_budget must be a positive number"):
+        _runner(tmp_path, f"study = study.replace(stack='auto', stack_budget={bad})")

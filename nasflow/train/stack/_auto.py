@@ -201,6 +201,7 @@ def auto_stack(
             else f"the first phase {first_phase}"
         )
         record = skipped_record(device, f"{reason}, so nothing was measured", candidates)
+        record["stack"] = base.to_dict()
         record["calibration"] = {
             "batches": calibration_batches,
             "seconds": time.perf_counter() - t0,
