@@ -19,7 +19,7 @@ def test_the_probe_takes_the_best_the_worst_and_even_ranks_between() -> None:
 
 def test_bootstrap_interval_brackets_the_tau_and_tightens_with_agreement() -> None:
     a = list(range(12))
-    tau, low, high = bootstrap_tau(a, [v + 0.1 * (v % 2) for v in a], 500, 0)
+    tau, low, _high = bootstrap_tau(a, [v + 0.1 * (v % 2) for v in a], 500, 0)
     assert tau == pytest.approx(1.0) and low > 0.9
     noisy = [3, 1, 4, 1.5, 5, 9, 2, 6, 5.5, 3.5, 5.8, 9.7]
     tau2, low2, high2 = bootstrap_tau(a, noisy, 500, 0)
