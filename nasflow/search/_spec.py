@@ -107,7 +107,8 @@ class StudySpec:
             attribute ``nasflow:stack``, drawn by the report); a resumed study keeps it.
         stack_budget: Seconds the ``"auto"`` calibration may take. A probe of a few
             batches estimates it first; when it does not fit, nothing is calibrated, the
-            study trains with plain fp32 eager and its summary says how to calibrate.
+            study trains with plain fp32 eager and its summary says how to calibrate. While
+            it runs, a phase stops at the first round that ends past the budget.
         recalibrate_stack: Calibrate ``"auto"`` again even when this device's record is
             stored, and replace it (also ``nasflow search --recalibrate-stack`` or
             ``NASFLOW_RECALIBRATE_STACK=1``). A study that already holds its own record

@@ -440,7 +440,9 @@ def calibrate_for_space(
     of the candidate; when the first phase, estimated from them (``ESTIMATE_SLACK`` times
     the baseline's time for every variant), would take longer than ``budget``, nothing is
     calibrated: the result trains with the baseline and its record carries ``"skipped"``
-    (the reason) and no measurement. The second phase runs only if it fits what is left.
+    (the reason) and no measurement. Otherwise ``budget`` is the deadline of
+    :func:`auto_stack`: a phase stops at the first round that ends past it, and the second
+    phase runs only if it fits what is left.
 
     Args:
         space: The search space.
