@@ -105,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip phase 3 (no test accuracy, no retrained weights to export)",
     )
     p.add_argument("--no-progress", action="store_true", help="plain log lines, no bars")
+    p.add_argument(
+        "--recalibrate-stack",
+        action="store_true",
+        help="stack='auto': calibrate again and replace this device's stored record",
+    )
 
     p = sub.add_parser("worker", help="join a running study on a shared storage")
     p.add_argument("study", help="study file or ready study")
@@ -211,6 +216,8 @@ def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
             spec = spec.replace(seed=args.seed)
         except StudyFileError as e:
             raise UsageError(f"--seed: {e}") from None
+    if getattr(args, "recalibrate_stack", False):
+        spec = spec.replace(recalibrate_stack=True)
     if args.n_trials is not None and args.n_trials < 1:
         raise UsageError(f"--n-trials must be >= 1, got {args.n_trials}")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):

@@ -303,7 +303,8 @@ def plot_stack(data: StackData) -> go.Figure:
     if not data.measured:
         return not_measured(
             title,
-            "No speedup-stack measurement is stored with this study (study user attribute "
+            (data.note + " " if data.note else "")
+            + "No speedup-stack measurement is stored with this study (study user attribute "
             "nasflow:stack). nasflow shows only multipliers measured on this workload, never "
             "an assumed one.",
         )
@@ -361,6 +362,21 @@ def plot_stack(data: StackData) -> go.Figure:
         caption += (
             f" Not measured alone, left out (so no interaction is shown): {', '.join(unmeasured)}."
         )
+    if data.chosen is not None:
+        if data.chosen:
+            m = (
+                ""
+                if data.chosen_multiplier is None
+                else f", measured x{data.chosen_multiplier:.2f}"
+            )
+            caption += f" Trained with: {'+'.join(data.chosen)}{m}."
+        else:
+            caption += (
+                " No layer was kept (none gained enough without losing accuracy): trained "
+                f"with {data.baseline}."
+            )
+    if data.note:
+        caption += " " + data.note
     return _layout(fig, title, caption)
 
 

@@ -157,11 +157,16 @@ class StackData(NamedTuple):
     """The speedup-multiplier waterfall; ``measured`` is false when no record exists.
 
     Attributes:
-        measured: Whether the study holds a ``nasflow:stack`` record.
+        measured: Whether the study holds a ``nasflow:stack`` record with measurements
+            (a calibration that was skipped has none).
         baseline: What the multipliers are relative to.
         device: Where they were measured.
         layers: The layers, in the order they were stacked.
         end_to_end: Baseline cost / cost with the whole stack, measured, or ``None``.
+        chosen: The layers the study trained with (``[]``: the baseline), or ``None``
+            when the record does not say.
+        chosen_multiplier: The chosen stack's measured multiplier, or ``None``.
+        note: Where the numbers come from, or why nothing was measured.
     """
 
     measured: bool
@@ -169,6 +174,9 @@ class StackData(NamedTuple):
     device: str
     layers: list[StackLayer]
     end_to_end: float | None
+    chosen: list[str] | None = None
+    chosen_multiplier: float | None = None
+    note: str = ""
 
     @property
     def measured_layers(self) -> list[StackLayer]:
@@ -226,6 +234,10 @@ def stack_data(study: optuna.Study) -> StackData:
         return StackData(False, "", "", [], None)
     if not isinstance(rec, dict) or not isinstance(rec.get("layers"), list):
         raise ValueError(f"{STACK_ATTR} must be an object with a 'layers' list, got {rec!r}")
+    baseline, device = str(rec.get("baseline", "baseline")), str(rec.get("device", ""))
+    if rec.get("skipped"):
+        note = f"The stack calibration was skipped: {rec['skipped']}. Training ran as {baseline}."
+        return StackData(False, baseline, device, [], None, [], None, note)
     layers = []
     for i, layer in enumerate(rec["layers"]):
         if not isinstance(layer, dict) or not isinstance(layer.get("name"), str):
@@ -239,10 +251,28 @@ def stack_data(study: optuna.Study) -> StackData:
             )
         )
     e2e = rec.get("end_to_end")
+    chosen = rec.get("chosen")
+    chosen = [str(c) for c in chosen] if isinstance(chosen, list) else None
+    mult = rec.get("chosen_multiplier") if rec.get("schema", 1) >= 2 else None
     return StackData(
         True,
-        str(rec.get("baseline", "baseline")),
-        str(rec.get("device", "")),
+        baseline,
+        device,
         layers,
         None if e2e is None else _multiplier(e2e, "'end_to_end'"),
+        chosen,
+        None if mult is None else _multiplier(mult, "'chosen_multiplier'"),
+        _origin(rec.get("origin")),
     )
+
+
+def _origin(origin: Any) -> str:
+    """Where a ``stack="auto"`` record's numbers come from, in words."""
+    if not isinstance(origin, dict):
+        return ""
+    when = str(origin.get("measured_at", ""))[:19].replace("T", " ")
+    if origin.get("kind") == "reused":
+        return f"Measured on this device on {when} UTC and reused: no calibration ran here."
+    if origin.get("kind") == "calibrated":
+        return f"Calibrated on this device for this study ({when} UTC)."
+    return ""

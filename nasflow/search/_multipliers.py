@@ -1,12 +1,15 @@
 """Search-level speedup multipliers: what one-shot search, early stopping, the cost-model
-gate and the training stack each saved, compounded, next to the measured search cost.
+gate, the training stack and data-parallel training each saved, compounded, next to the
+measured wall time of the search.
 
 A multiplier is cost without the technique / cost with it. Only the training stack's is
-measured (by ``stack="auto"``'s calibration); the one-shot and gate figures compare
-against work that never ran (training candidates stand-alone), so they are estimates from
-the cost model's predicted training costs and are labelled so. The compounded product
-assumes the techniques are independent; it is shown next to the measured end-to-end
-search seconds, not instead of them.
+measured (by ``stack="auto"``'s calibration on this device: the chosen stack against the
+plain baseline, same work, same run); the one-shot and gate figures compare against work
+that never ran (training candidates stand-alone), so they are estimates from the cost
+model's predicted training costs, and early stopping's is an estimate from epoch counts.
+Each part says which it is (``"label"``: ``"MEASURED"``, ``"ESTIMATE"`` or ``"n/a"``) and
+what it comes from. The compounded product assumes the techniques are independent; it is
+shown next to the measured wall time of the search, never instead of it.
 """
 
 from __future__ import annotations
@@ -24,10 +27,83 @@ _ONE_SHOT_SOURCE = (
     "the predicted stand-alone training cost (trial user attribute 'train_cost': the "
     "study's training budget, from the cost model) of every evaluated candidate"
 )
+#: How to calibrate when a study's calibration was skipped.
+CALIBRATE_HINT = (
+    "run `nasflow search STUDY --recalibrate-stack` with a larger StudySpec(stack_budget=...) "
+    "or on a less loaded machine, or measure the layers with `nasflow bench-stack --auto`"
+)
 
 
 def _ratio(num: float, den: float) -> float | None:
     return num / den if den > 0 and math.isfinite(num / den) else None
+
+
+def _x(m: float | None, missing: str = "n/a") -> str:
+    return f"x{m:.2f}" if m is not None else missing
+
+
+def stack_origin(record: Mapping[str, Any]) -> str:
+    """Where a stack record's numbers come from (reused device record or this run)."""
+    origin = record.get("origin")
+    if not isinstance(origin, Mapping):
+        return "stored with this study"
+    when = str(origin.get("measured_at", "?"))[:19].replace("T", " ")
+    if origin.get("kind") == "reused":
+        return f"this device's record of {when} UTC, reused: no calibration ran for this study"
+    if origin.get("kind") == "calibrated":
+        return f"calibrated on this device for this study, {when} UTC"
+    return f"calibration skipped, {when} UTC"
+
+
+def chosen_multiplier(record: Mapping[str, Any]) -> float | None:
+    """The chosen stack's measured multiplier (schema 1 records kept it in ``end_to_end``)."""
+    if record.get("schema", 1) >= 2:
+        return record.get("chosen_multiplier")
+    return record.get("end_to_end")
+
+
+def _stack_part(record: Mapping[str, Any] | None) -> dict[str, Any]:
+    if record is None:
+        return {
+            "multiplier": None,
+            "label": "n/a",
+            "note": "not measured (the study fixes its stack; stack='auto' measures it)",
+        }
+    if record.get("skipped"):
+        return {
+            "multiplier": None,
+            "label": "n/a",
+            "chosen": [],
+            "note": f"not measured: calibration skipped ({record['skipped']}); trained with "
+            f"the baseline; to calibrate, {CALIBRATE_HINT}",
+        }
+    mult = chosen_multiplier(record)
+    chosen = list(record.get("chosen") or [])
+    origin = stack_origin(record)
+    if mult is None:
+        alone = ", ".join(
+            f"{x['name']} {_x(x.get('alone'), 'failed')}"
+            for x in record.get("layers") or []
+            if isinstance(x, Mapping) and record.get("schema", 1) >= 2
+        )
+        gain = (record.get("calibration") or {}).get("min_gain")
+        need = f"; needed {_x(gain)}" if gain else ""
+        alone = f" (MEASURED alone: {alone}{need}" if alone else " (nothing gained enough"
+        note = (
+            f"no layer kept on this device{alone}, or they lost accuracy); trained with the "
+            "baseline (x1 by definition)"
+        )
+    else:
+        where = record.get("chosen_from") or "calibration"
+        note = f"{'+'.join(chosen)} vs the baseline, {where} of the calibration"
+    return {
+        "multiplier": mult,
+        "label": "MEASURED" if mult is not None else "n/a",
+        "product": record.get("product"),
+        "chosen": chosen,
+        "origin": origin,
+        "note": f"{note}; {origin}",
+    }
 
 
 def search_multipliers(
@@ -50,17 +126,20 @@ def search_multipliers(
 
     Returns:
         A JSON-able record: ``one_shot``, ``early_stopping``, ``gate``, ``stack``, ``ddp``
-        (each with a ``multiplier``, ``None`` when not measured or not applicable, and a
-        ``note``), ``compounded`` (product of the available multipliers, and which) and
-        ``end_to_end`` (the measured search seconds).
+        (each with a ``multiplier``, ``None`` when not measured or not applicable, a
+        ``label``: ``"MEASURED"``, ``"ESTIMATE"`` or ``"n/a"``, and a ``note`` saying what
+        it comes from), ``compounded`` (product of the available multipliers, and which)
+        and ``end_to_end`` (the measured wall time of the search and of the run).
     """
     finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
     skipped = [t for t in finished if "skipped" in t.user_attrs]
     evaluated = [t for t in finished if "skipped" not in t.user_attrs]
     predicted = sum(float(t.user_attrs.get("train_cost", 0.0)) for t in evaluated)
     actual = float(seconds.get("supernet", 0.0)) + float(seconds.get("search", 0.0))
+    one_shot_m = _ratio(predicted, actual) if evaluated else None
     one_shot = {
-        "multiplier": _ratio(predicted, actual) if evaluated else None,
+        "multiplier": one_shot_m,
+        "label": "ESTIMATE" if one_shot_m is not None else "n/a",
         "estimate": True,
         "estimated_standalone_seconds": predicted,
         "actual_seconds": actual,
@@ -69,85 +148,215 @@ def search_multipliers(
     }
     planned = finetune_epochs * len(evaluated)
     trained = sum(int(t.user_attrs.get("epochs_trained", 0)) for t in evaluated)
+    early_m = _ratio(planned, trained) if planned else None
     early = {
-        "multiplier": _ratio(planned, trained) if planned else None,
+        "multiplier": early_m,
+        "label": "ESTIMATE" if early_m is not None else "n/a",
+        "estimate": True,
         "epochs_trained": trained,
         "epochs_without_pruning": planned,
         "note": (
-            f"{finetune_epochs} fine-tuning epochs x {len(evaluated)} evaluated candidates "
-            "without pruning"
+            f"estimated from epoch counts: {finetune_epochs} fine-tuning epochs x "
+            f"{len(evaluated)} evaluated candidates without pruning vs the {trained} epochs "
+            "trained (counted), assuming every epoch costs the same"
             if planned
             else "no fine-tuning: nothing to stop early"
         ),
     }
     skipped_cost = sum(float(t.user_attrs.get("train_cost", 0.0)) for t in skipped)
+    gate_m = _ratio(predicted + skipped_cost, predicted) if evaluated else None
     gate = {
-        "multiplier": _ratio(predicted + skipped_cost, predicted) if evaluated else None,
+        "multiplier": gate_m,
+        "label": "ESTIMATE" if gate_m is not None else "n/a",
         "estimate": True,
         "skipped": len(skipped),
         "skipped_predicted_seconds": skipped_cost,
-        "note": "predicted stand-alone cost of all candidates / of the evaluated ones",
+        "note": "estimated from the predicted stand-alone cost (cost model) of all "
+        "candidates / of the evaluated ones",
     }
-    if stack_record is not None:
-        e2e = stack_record.get("end_to_end")
-        stack = {
-            "multiplier": e2e,
-            "product": stack_record.get("product"),
-            "chosen": list(stack_record.get("chosen") or []),
-            "note": "measured by the stack calibration"
-            if e2e is not None
-            else "measured: no layer paid off, trained with the baseline",
-        }
-    else:
-        stack = {"multiplier": None, "note": "not measured"}
-    ddp = {"multiplier": None, "ranks": 1, "note": "one process"}
-    parts = {"one_shot": one_shot, "early_stopping": early, "gate": gate, "stack": stack}
+    stack = _stack_part(stack_record)
+    ddp = {
+        "multiplier": None,
+        "label": "n/a",
+        "ranks": 1,
+        "note": "one process: no data-parallel training ran",
+    }
+    parts = {
+        "one_shot": one_shot,
+        "early_stopping": early,
+        "gate": gate,
+        "stack": stack,
+        "ddp": ddp,
+    }
     used = [name for name, p in parts.items() if p["multiplier"] is not None]
     product = math.prod(parts[name]["multiplier"] for name in used) if used else None
+    measured = [name for name in used if parts[name]["label"] == "MEASURED"]
     return {
         **parts,
-        "ddp": ddp,
-        "compounded": {"multiplier": product, "of": used, "estimate": True},
+        "compounded": {
+            "multiplier": product,
+            "of": used,
+            "measured": measured,
+            "estimate": True,
+            "label": "ESTIMATE" if product is not None else "n/a",
+        },
         "end_to_end": {
             "seconds": float(seconds.get("total", actual)),
             "search_seconds": actual,
             "multiplier": None,
-            "note": "measured cost of this run; no baseline search ran, so the end-to-end "
-            "multiplier is not measured",
+            "label": "MEASURED",
+            "note": "measured wall time of this run; no baseline search ran, so the "
+            "end-to-end multiplier is not measured",
         },
     }
-
-
-def _x(m: float | None, missing: str) -> str:
-    return f"x{m:.2f}" if m is not None else missing
 
 
 def format_multipliers(m: Mapping[str, Any]) -> list[str]:
     """Summary lines for a :func:`search_multipliers` record."""
     one, early, gate, stack = m["one_shot"], m["early_stopping"], m["gate"], m["stack"]
-    comp, e2e = m["compounded"], m["end_to_end"]
+    comp, e2e, ddp = m["compounded"], m["end_to_end"], m["ddp"]
+
+    def label(part: Mapping[str, Any]) -> str:
+        if "label" in part:
+            return part["label"]
+        return "ESTIMATE" if part.get("estimate") else "MEASURED"
+
+    def line(name: str, part: Mapping[str, Any], text: str) -> str:
+        return f"  {name:<16} {_x(part['multiplier']):>8}  {label(part)}: {text}"
+
     lines = ["search-level multipliers (cost without / cost with):"]
     lines.append(
-        f"  one-shot         {_x(one['multiplier'], 'n/a'):>8}  ESTIMATE: {one['candidates']} "
-        f"candidates stand-alone ~{one['estimated_standalone_seconds']:.0f}s (sum of their "
-        f"predicted train_cost) vs {one['actual_seconds']:.0f}s supernet + search"
+        line(
+            "one-shot",
+            one,
+            f"{one['candidates']} candidates stand-alone ~"
+            f"{one['estimated_standalone_seconds']:.0f}s (sum of their predicted train_cost, "
+            f"cost model) vs {one['actual_seconds']:.0f}s supernet + search (measured)",
+        )
     )
     lines.append(
-        f"  early stopping   {_x(early['multiplier'], 'n/a'):>8}  {early['epochs_trained']} of "
-        f"{early['epochs_without_pruning']} fine-tuning epochs trained"
+        line(
+            "early stopping",
+            early,
+            f"{early['epochs_trained']} of {early['epochs_without_pruning']} fine-tuning "
+            "epochs trained (counted; time assumed proportional to epochs)",
+        )
     )
     lines.append(
-        f"  cost-model gate  {_x(gate['multiplier'], 'n/a'):>8}  ESTIMATE: {gate['skipped']} "
-        f"candidates skipped, predicted {gate['skipped_predicted_seconds']:.0f}s of training"
+        line(
+            "cost-model gate",
+            gate,
+            f"{gate['skipped']} candidates skipped, predicted "
+            f"{gate['skipped_predicted_seconds']:.0f}s of training (cost model)",
+        )
     )
-    chosen = f" ({'+'.join(stack['chosen']) or 'baseline'})" if "chosen" in stack else ""
+    lines.append(line("training stack", stack, stack["note"]))
+    lines.append(line("DDP", ddp, ddp["note"]))
+    names = {"one_shot": "one-shot", "early_stopping": "early stopping", "gate": "gate"}
+    of = " x ".join(names.get(n, n) for n in comp["of"]) or "nothing measured or estimated"
     lines.append(
-        f"  training stack   {_x(stack['multiplier'], 'n/a'):>8}  {stack['note']}{chosen}"
-    )
-    lines.append(f"  DDP              {_x(m['ddp']['multiplier'], 'n/a'):>8}  {m['ddp']['note']}")
-    of = " x ".join(comp["of"]) or "nothing measured"
-    lines.append(
-        f"  compounded       {_x(comp['multiplier'], 'n/a'):>8}  ESTIMATE ({of}); measured "
-        f"end to end: {e2e['seconds']:.0f}s for this run"
+        f"  {'compounded':<16} {_x(comp['multiplier']):>8}  {label(comp)} ({of}; assumes "
+        f"the techniques are independent) | measured wall time: search "
+        f"{e2e.get('search_seconds', 0.0):.0f}s (supernet + search), whole run "
+        f"{e2e['seconds']:.0f}s"
     )
     return lines
+
+
+def format_stack(record: Mapping[str, Any] | None) -> list[str]:
+    """Summary lines for a ``stack="auto"`` record: the waterfall's numbers, each layer
+    alone and cumulatively, their product next to the measured end-to-end figure, the
+    interaction, and the stack the study trained with. Empty without a record."""
+    if not isinstance(record, Mapping):
+        return []
+    if record.get("skipped"):
+        return [
+            f"speedup stack (stack='auto'): calibration SKIPPED: {record['skipped']}; "
+            "trained with the baseline (fp32 eager), nothing measured",
+            f"  to calibrate: {CALIBRATE_HINT}",
+        ]
+    layers = [x for x in record.get("layers") or [] if isinstance(x, Mapping)]
+    lines = [
+        f"speedup stack (stack='auto'), vs {record.get('baseline', 'the baseline')} on "
+        f"{record.get('device', '?')}; {stack_origin(record)}:"
+    ]
+    if record.get("schema", 1) < 2:  # the chosen layers only
+        lines.append(
+            f"  trained with: {'+'.join(record.get('chosen') or []) or 'baseline'} "
+            f"{_x(chosen_multiplier(record))} MEASURED"
+        )
+        return lines
+    lines.append(f"  {'layer':<14} {'alone':>7}  {'cumulative':>10}  used  (all MEASURED)")
+    decisions = {
+        c.get("name"): c for c in record.get("candidates") or [] if isinstance(c, Mapping)
+    }
+    for x in layers:
+        used = "yes" if x.get("kept") else "no"
+        decision = decisions.get(x["name"]) or {}
+        why = str(decision.get("reason", ""))
+        if decision.get("kept") and not x.get("kept"):
+            why += "; not in the fastest variant of the final run"
+        lines.append(
+            f"  {x['name']:<14} {_x(x.get('alone'), 'failed'):>7}  "
+            f"{_x(x.get('cumulative'), '-'):>10}  {used:<4}  {why}"
+        )
+
+    def row(name: str, value: float | None, text: str) -> str:
+        return f"  {name:<30} {_x(value):>7}  {text}"
+
+    lines.append(
+        row(
+            "product of the layers alone",
+            record.get("product"),
+            "ESTIMATE of the stacked layers (assumes they are independent)",
+        )
+    )
+    lines.append(
+        row(f"end to end, all {len(layers)} stacked", record.get("end_to_end"), "MEASURED")
+    )
+    lines.append(row("interaction", record.get("interaction"), "measured end to end / product"))
+    noise = record.get("noise")
+    if isinstance(noise, Mapping) and noise.get("multiplier") is not None:
+        lines.append(
+            row(
+                "noise floor",
+                noise["multiplier"],
+                "MEASURED (the baseline against its reseeded replica)",
+            )
+        )
+    chosen = list(record.get("chosen") or [])
+    if chosen:
+        lines.append(
+            f"  trained with: {'+'.join(chosen)} {_x(chosen_multiplier(record))} MEASURED "
+            f"against the baseline ({record.get('chosen_from') or 'calibration'})"
+        )
+    else:
+        gain = (record.get("calibration") or {}).get("min_gain")
+        lines.append(
+            "  trained with: the baseline (fp32 eager): no layer gained "
+            f"{_x(gain, 'enough')} on this device without losing accuracy (see each reason)"
+        )
+    cal = record.get("calibration") or {}
+    if cal.get("seconds") is not None:
+        budget = cal.get("budget_seconds")
+        of = f" of a {budget:g}s budget" if budget else ""
+        phases = []
+        if cal.get("first_phase") not in (None, "complete"):
+            phases.append(f"first phase {cal['first_phase']}")
+        if str(cal.get("second_phase", "")).startswith("skipped"):
+            phases.append(f"second phase {cal['second_phase']}")
+        more = f"; {'; '.join(phases)}" if phases else ""
+        lines.append(f"  calibration: {cal['seconds']:.0f}s{of} (measured when it ran){more}")
+    return lines
+
+
+def stack_line(record: Mapping[str, Any]) -> str:
+    """One log line: the stack a study trains with and where it comes from."""
+    if record.get("skipped"):
+        return (
+            f"speedup stack: calibration skipped ({record['skipped']}); training with the "
+            f"baseline; to calibrate, {CALIBRATE_HINT}"
+        )
+    chosen = list(record.get("chosen") or [])
+    what = f"{'+'.join(chosen)} {_x(chosen_multiplier(record))}" if chosen else "the baseline"
+    return f"speedup stack: {what}; {stack_origin(record)}"

@@ -22,7 +22,13 @@ from nasflow.data import DataBundle
 from nasflow.search._compat import sampler_constraints_kwargs
 from nasflow.search._dedup import DUPLICATE_KEY
 from nasflow.search._evolution import RegularizedEvolutionSampler
-from nasflow.search._multipliers import MULTIPLIERS_KEY, format_multipliers, search_multipliers
+from nasflow.search._multipliers import (
+    MULTIPLIERS_KEY,
+    format_multipliers,
+    format_stack,
+    search_multipliers,
+    stack_line,
+)
 from nasflow.search._objective import (
     CandidateError,
     CandidateScorer,
@@ -362,8 +368,12 @@ class StudyRunner:
         )
 
     def resolve_stack(self, study: optuna.Study, data: DataBundle) -> float:
-        """Set ``self.stack`` from the spec; for ``"auto"`` reuse the calibration stored on
-        the study, or calibrate now and store it (rank 0). Returns the calibration seconds.
+        """Set ``self.stack`` from the spec. For ``"auto"``: keep the record stored on the
+        study (a resumed study trains on with the stack its checkpoints were written
+        with), else reuse this device's record from the database's stack calibration table
+        (nothing trains), else calibrate within ``spec.stack_budget`` and store the record
+        there (rank 0); the record is copied to the study either way. Returns the seconds
+        spent calibrating (0 when nothing was calibrated or probed).
 
         A fixed stack or ``None`` measures and stores nothing (the report says "not
         measured"). Concurrent workers wait for the one that calibrates, then reuse its
@@ -371,31 +381,38 @@ class StudyRunner:
         """
         if self.spec.stack != "auto":
             return 0.0
+        from nasflow.train.stack._store import device_stack, recalibration_requested
+
+        spec = self.spec
+        refresh = spec.recalibrate_stack or recalibration_requested()
         with _file_lock(self.out / "stack.lock"):
             stored = study.user_attrs.get(STACK_KEY)
             if isinstance(stored, dict) and isinstance(stored.get("stack"), dict):
                 self.stack = Stack.from_dict(stored["stack"])
-                self.log(f"speedup stack: {list(self.stack.enabled)} (stored calibration)")
+                again = " (not recalibrated: a study keeps the stack it started with)"
+                self.log(f"{stack_line(stored)}; stored with this study{again * refresh}")
                 return 0.0
-            from nasflow.train.stack._auto import calibrate_for_space
-
-            spec, t0 = self.spec, time.perf_counter()
             train, val, _ = self._batches(data, spec.train.batch_size)
-            res = calibrate_for_space(
+            res = device_stack(
                 spec.space,
                 train,
                 val,
                 spec.train.lr,
                 spec.train.weight_decay,
                 planned_batches=spec.train.epochs * len(train),
+                storage_url=self.storage.url if self.storage.kind != "journal" else None,
                 device=self.device,
                 seed=spec.seed,
+                budget=spec.stack_budget,
+                refresh=refresh,
+                store=is_rank_zero(),
+                log=self._quiet_log,
             )
             self.stack = res.stack
             if is_rank_zero():
                 study.set_user_attr(STACK_KEY, res.record)
-            self.log(f"speedup stack: {res.record['chosen']} (calibrated on this machine)")
-            return time.perf_counter() - t0
+            self.log(stack_line(res.record))
+            return 0.0 if res.reused else res.seconds
 
     def train_supernet(self, data: DataBundle) -> Supernet:
         """Phase 1 (resumable; concurrent workers wait for the one that trains)."""
@@ -841,6 +858,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     trust = result.study.user_attrs.get(TRUST_KEY)
     if isinstance(trust, dict):
         lines.append(format_trust(trust))
+    lines.extend(format_stack(result.study.user_attrs.get(STACK_KEY)))
     multipliers = result.study.user_attrs.get(MULTIPLIERS_KEY)
     if isinstance(multipliers, dict):
         lines.extend(format_multipliers(multipliers))

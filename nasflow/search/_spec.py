@@ -133,10 +133,21 @@ class StudySpec:
             its traceback stored either way. Out-of-memory always lets the study go on.
         stack: The speedup stack the supernet (phase 1), every fine-tuned candidate
             (phase 2) and the retrained winners (phase 3) train with: a ``Stack``,
-            ``None`` (plain fp32 eager) or ``"auto"``: a short calibration on this machine
-            (about 15 s on 2 CPU cores for the default space) keeps the layers that
-            measurably pay off, and its measurements are stored on the study (user
-            attribute ``nasflow:stack``, drawn by the report); a resumed study reuses them.
+            ``None`` (plain fp32 eager) or ``"auto"``: the layers that measurably pay off
+            on this machine, from a short calibration that is measured once per device
+            and stored in the study's database (table ``nasflow_stack_calibrations``,
+            keyed by the cost model's device fingerprint, the space, the batch size and
+            the calibrated candidate), so every later study there with the same key
+            reuses it and trains nothing for it. The record is copied to the study (user
+            attribute ``nasflow:stack``, drawn by the report); a resumed study keeps it.
+        stack_budget: Seconds the ``"auto"`` calibration may take. A probe of a few
+            batches estimates it first; when it does not fit, nothing is calibrated, the
+            study trains with plain fp32 eager and its summary says how to calibrate. While
+            it runs, a phase stops at the first round that ends past the budget.
+        recalibrate_stack: Calibrate ``"auto"`` again even when this device's record is
+            stored, and replace it (also ``nasflow search --recalibrate-stack`` or
+            ``NASFLOW_RECALIBRATE_STACK=1``). A study that already holds its own record
+            keeps it: its supernet checkpoints were trained with that stack.
         trust: After screening, train a few screened architectures spread over the
             supernet's ranking stand-alone with a short recipe and report how well the
             supernet's ranking agrees (Kendall tau with a bootstrap interval, and a
@@ -166,6 +177,8 @@ class StudySpec:
     table: TabularBenchmark | None = None
     catch: tuple[type[Exception], ...] = ()
     stack: Stack | str | None = None
+    stack_budget: float = 60.0
+    recalibrate_stack: bool = False
     trust: TrustProbe | None = None
     baseline: tuple[str | os.PathLike, ...] = ()
 
@@ -239,6 +252,17 @@ class StudySpec:
         if not (self.stack is None or self.stack == "auto" or isinstance(self.stack, Stack)):
             raise StudyFileError(
                 f"study {self.name!r}: stack must be a Stack, 'auto' or None, got {self.stack!r}"
+            )
+        sb = self.stack_budget
+        if isinstance(sb, bool) or not isinstance(sb, (int, float)) or not 0 < sb < math.inf:
+            raise StudyFileError(
+                f"study {self.name!r}: stack_budget must be a positive number of seconds, "
+                f"got {sb!r}"
+            )
+        if not isinstance(self.recalibrate_stack, bool):
+            raise StudyFileError(
+                f"study {self.name!r}: recalibrate_stack must be True or False, "
+                f"got {self.recalibrate_stack!r}"
             )
         baseline = (
             (self.baseline,) if isinstance(self.baseline, (str, os.PathLike)) else self.baseline

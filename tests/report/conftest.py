@@ -38,6 +38,27 @@ def tiny_study(tmp_path_factory: pytest.TempPathFactory) -> TinyStudy:
     return TinyStudy(spec.name, out)
 
 
+@pytest.fixture(scope="session")
+def calibrated_study(tmp_path_factory: pytest.TempPathFactory) -> TinyStudy:
+    """A tiny study with ``stack="auto"`` whose calibration ran (one intra-op thread: two
+    on a busy 2-core machine make tiny convolutions crawl and the budget probe skip it)."""
+    import torch
+
+    folder = tmp_path_factory.mktemp("report-calibrated")
+    extra = "study = study.replace(stack='auto', stack_budget=600.0)"
+    spec = load_study_file(
+        write_study(folder, name="calibrated", n_trials=3, finetune=1, extra=extra)
+    )
+    out = folder / "runs"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        StudyRunner(spec, out_dir=out, progress=False, log=lambda _: None).run()
+    finally:
+        torch.set_num_threads(threads)
+    return TinyStudy(spec.name, out)
+
+
 @pytest.fixture
 def study_copy(tiny_study: TinyStudy, tmp_path: Path) -> Callable[[], TinyStudy]:
     """``study_copy()``: a private copy of the shared study under ``tmp_path``."""

@@ -107,6 +107,23 @@ def test_a_measured_stack_renders_as_a_waterfall(browser, study_copy) -> None:
     _assert_offline_and_clean(browser, page)
 
 
+def test_a_study_whose_calibration_ran_shows_its_measured_waterfall(
+    browser, calibrated_study, tmp_path
+) -> None:
+    stored = load_stored_study(calibrated_study.name, calibrated_study.url)
+    assert stored.study.user_attrs["nasflow:stack"]["origin"]["kind"] == "calibrated"
+    page = write_report(stored.study, tmp_path / "report.html")
+    browser.open(page.as_uri())
+    divs = _rendered(browser, expected=len(DATA_FIGURES) + 1)
+    browser.screenshot(ARTIFACTS / "report-calibrated.png")
+    stack = divs["stack"]
+    assert stack["points"] > 0 and stack["traces"] > 0, stack  # bars, not the placeholder
+    assert "not measured" not in stack["text"] and "no layer kept" not in stack["text"]
+    for name in ("amp", "accumulation", "denormal", "threads", "product of layers"):
+        assert name in stack["text"], name
+    _assert_offline_and_clean(browser, page)
+
+
 def test_the_checks_catch_console_errors_and_outside_requests(browser, tmp_path) -> None:
     # The page must not pass silently: a request to the network and a console error are
     # both seen (and the request goes nowhere: networking is cut off).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -13,7 +14,10 @@ from nasflow.report import (
     fairness_data,
     generic_summary,
     history_data,
+    load_stored_study,
     pareto_table,
+    report_data,
+    report_figures,
     stack_data,
     summarizer,
     tradeoff_data,
@@ -166,6 +170,29 @@ def test_stack_record_gives_product_and_interaction() -> None:
     assert data.interaction == pytest.approx(0.8)
     no_e2e = {**record, "end_to_end": None}
     assert stack_data(make_study([], user_attrs={"nasflow:stack": no_e2e})).interaction is None
+
+
+def test_a_study_whose_calibration_ran_has_a_waterfall_with_bars(calibrated_study) -> None:
+    study = load_stored_study(calibrated_study.name, calibrated_study.url).study
+    record = study.user_attrs["nasflow:stack"]
+    assert record["origin"]["kind"] == "calibrated" and not record.get("skipped")
+    data = stack_data(study)
+    names = ["amp", "accumulation", "denormal", "threads"]
+    assert data.measured and [x.name for x in data.layers] == names
+    for layer in data.layers:  # each alone and stacked cumulatively, measured in one run
+        assert layer.alone > 0 and layer.cumulative > 0, layer
+    assert data.layers[0].cumulative == data.layers[0].alone
+    assert data.end_to_end == data.layers[-1].cumulative
+    assert data.product == pytest.approx(math.prod(x.alone for x in data.layers))
+    assert data.interaction == pytest.approx(data.end_to_end / data.product)
+    assert data.chosen == record["chosen"] and "Calibrated on this device" in data.note
+    figure = next(f for f in report_figures(report_data(study)) if f.key == "stack")
+    assert figure.has_data
+    bars = figure.figure.data[0]
+    assert bars.type == "waterfall"
+    assert list(bars.x) == [*names, "product of layers", "interaction", "measured end-to-end"]
+    cumulative = figure.figure.data[1]
+    assert list(cumulative.x) == names and len(cumulative.y) == len(names)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 
-from nasflow.search._multipliers import format_multipliers, search_multipliers
+from nasflow.search._multipliers import format_multipliers, format_stack, search_multipliers
 
 
 def _trial(state: TrialState, cost: float, epochs: int | None = None, skipped: bool = False):
@@ -49,7 +49,17 @@ def test_each_multiplier_is_computed_from_its_own_records() -> None:
     assert m["early_stopping"]["multiplier"] == pytest.approx(9 / 7)
     assert m["gate"]["skipped"] == 1 and m["gate"]["skipped_predicted_seconds"] == 50.0
     assert m["gate"]["multiplier"] == pytest.approx(250 / 200)
-    assert m["stack"] == {"multiplier": None, "note": "not measured"}
+    assert m["stack"]["multiplier"] is None and m["stack"]["label"] == "n/a"
+    assert m["stack"]["note"].startswith("not measured")
+    labels = {n: m[n]["label"] for n in ("one_shot", "early_stopping", "gate", "ddp")}
+    assert labels == {
+        "one_shot": "ESTIMATE",
+        "early_stopping": "ESTIMATE",
+        "gate": "ESTIMATE",
+        "ddp": "n/a",
+    }
+    assert "epoch counts" in m["early_stopping"]["note"]  # what it was estimated from
+    assert "cost model" in m["gate"]["note"]
     assert m["compounded"]["of"] == ["one_shot", "early_stopping", "gate"]
     assert m["compounded"]["multiplier"] == pytest.approx(4.0 * 9 / 7 * 1.25)
     assert m["end_to_end"]["seconds"] == 70.0 and m["end_to_end"]["multiplier"] is None
@@ -59,11 +69,72 @@ def test_a_measured_stack_joins_the_product_and_the_summary_names_it() -> None:
     record = {"end_to_end": 1.2, "product": 1.25, "chosen": ["threads", "amp"], "layers": []}
     m = search_multipliers(TRIALS, SECONDS, finetune_epochs=3, stack_record=record)
     assert m["stack"]["multiplier"] == 1.2 and m["stack"]["chosen"] == ["threads", "amp"]
-    assert m["compounded"]["of"][-1] == "stack"
+    assert m["stack"]["label"] == "MEASURED"
+    assert m["compounded"]["of"][-1] == "stack" and m["compounded"]["measured"] == ["stack"]
     assert m["compounded"]["multiplier"] == pytest.approx(4.0 * 9 / 7 * 1.25 * 1.2)
     text = "\n".join(format_multipliers(m))
-    assert "ESTIMATE" in text and "x1.20" in text and "threads+amp" in text
-    assert f"x{4.0 * 9 / 7 * 1.25 * 1.2:.2f}" in text and "70s" in text
+    assert "ESTIMATE" in text and "x1.20  MEASURED" in text and "threads+amp" in text
+    assert f"x{4.0 * 9 / 7 * 1.25 * 1.2:.2f}" in text
+    # The measured wall time of the search stands beside the compounded estimate.
+    compounded = next(x for x in text.splitlines() if "compounded" in x)
+    assert "search 50s (supernet + search), whole run 70s" in compounded
+
+
+#: A ``stack="auto"`` record as the calibration writes it (schema 2), reused from the
+#: device's record: every layer alone and cumulatively, threads kept.
+AUTO = {
+    "schema": 2,
+    "baseline": "fp32 eager, one process",
+    "device": "cpu: test",
+    "layers": [
+        {"name": "amp", "alone": 0.8, "cumulative": 0.8, "kept": False},
+        {"name": "threads", "alone": 1.5, "cumulative": 1.1, "kept": True},
+    ],
+    "end_to_end": 1.1,
+    "product": 1.2,
+    "interaction": 1.1 / 1.2,
+    "chosen": ["threads"],
+    "chosen_multiplier": 1.4,
+    "chosen_from": "second phase",
+    "candidates": [
+        {"name": "amp", "kept": False, "reason": "gain x0.80 < x1.05"},
+        {"name": "threads", "kept": True, "reason": "gain x1.50 >= x1.05"},
+    ],
+    "noise": {"multiplier": 0.97},
+    "calibration": {"seconds": 12.0, "budget_seconds": 60.0, "min_gain": 1.05},
+    "origin": {"kind": "reused", "measured_at": "2026-11-23T10:00:00+00:00"},
+}
+
+
+def test_the_stack_multiplier_is_the_chosen_stack_and_the_summary_shows_the_waterfall() -> None:
+    m = search_multipliers(TRIALS, SECONDS, 3, stack_record=AUTO)
+    assert m["stack"]["multiplier"] == 1.4  # the chosen stack, not all layers stacked
+    assert "reused: no calibration ran" in m["stack"]["note"]
+    text = "\n".join(format_stack(AUTO))
+    assert "reused: no calibration ran for this study" in text
+    amp = next(x for x in text.splitlines() if x.strip().startswith("amp"))
+    assert "x0.80" in amp and "no" in amp and "gain x0.80 < x1.05" in amp
+    assert "product of the layers alone" in text and "x1.20  ESTIMATE" in text
+    assert "x1.10  MEASURED" in text  # end to end, all stacked
+    assert "interaction" in text and "x0.92" in text
+    assert "trained with: threads x1.40 MEASURED" in text and "12s of a 60s budget" in text
+    nothing = {**AUTO, "chosen": [], "chosen_multiplier": None, "chosen_from": None}
+    m = search_multipliers(TRIALS, SECONDS, 3, stack_record=nothing)
+    assert m["stack"]["multiplier"] is None and m["stack"]["label"] == "n/a"
+    assert "no layer kept" in m["stack"]["note"]
+    assert "MEASURED alone: amp x0.80, threads x1.50" in m["stack"]["note"]
+    assert "trained with: the baseline" in "\n".join(format_stack(nothing))
+
+
+def test_a_skipped_calibration_is_not_a_measurement_and_says_how_to_run_it() -> None:
+    skipped = {"schema": 2, "skipped": "estimated 900s exceeds the 60s budget", "layers": []}
+    m = search_multipliers(TRIALS, SECONDS, 3, stack_record=skipped)
+    assert m["stack"]["multiplier"] is None and m["stack"]["label"] == "n/a"
+    assert "stack" not in m["compounded"]["of"]
+    text = "\n".join(format_stack(skipped) + format_multipliers(m))
+    assert "calibration SKIPPED: estimated 900s exceeds the 60s budget" in text
+    assert "--recalibrate-stack" in text and "bench-stack --auto" in text
+    assert format_stack(None) == []
 
 
 def test_nothing_to_measure_gives_no_made_up_numbers() -> None:

@@ -54,6 +54,4 @@ def test_the_committed_ground_truth_is_of_this_space_and_recipe() -> None:
         for r in (row, other):
             assert len(json.loads(r["val_curve"])) == spec.train.epochs
             assert len(json.loads(r["cpu_curve"])) == spec.train.epochs
-            assert json.loads(r["test_curve"])[str(spec.train.epochs)] == float(
-                r["test_accuracy"]
-            )
+            assert json.loads(r["test_curve"])[str(spec.train.epochs)] == float(r["test_accuracy"])

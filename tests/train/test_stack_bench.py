@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 
 import optuna
@@ -22,6 +23,7 @@ from nasflow.train import Batches
 from nasflow.train.stack import LAYERS, Stack
 from nasflow.train.stack._auto import auto_stack, choose_final, decide_layer
 from nasflow.train.stack._bench import BASELINE, REPLICA
+from nasflow.train.stack._interleave import RunConfig, run_interleaved
 from nasflow.train.stack._overhead import HAND, trainer_overhead
 
 
@@ -95,14 +97,42 @@ def test_auto_stack_record_fits_the_study_schema_and_is_never_slower() -> None:
             assert c["alone"] >= 1.05
     assert result.stack.enabled == tuple(rec["chosen"])
     if rec["chosen"]:
-        assert rec["end_to_end"] >= 1.05  # measured against the baseline of the same run
+        assert rec["chosen_multiplier"] >= 1.05  # measured against the same run's baseline
     else:
-        assert result.stack == Stack() and rec["end_to_end"] is None
+        assert result.stack == Stack() and rec["chosen_multiplier"] is None
     assert Stack.from_dict(rec["stack"]) == result.stack
+    # The waterfall: every candidate alone and stacked cumulatively, in the first phase.
+    assert rec["schema"] == 2 and [x["name"] for x in rec["layers"]] == ["amp", "denormal"]
+    amp, denormal = rec["layers"]
+    assert amp["cumulative"] == amp["alone"] > 0  # the first layer stacked is itself
+    assert rec["end_to_end"] == denormal["cumulative"] > 0  # amp+denormal, measured
+    assert rec["product"] == pytest.approx(amp["alone"] * denormal["alone"])
+    assert rec["interaction"] == pytest.approx(rec["end_to_end"] / rec["product"])
+    assert [x["kept"] for x in rec["layers"]] == [n in rec["chosen"] for n in ("amp", "denormal")]
+    assert rec["calibration"]["variants"] >= 5  # baseline, replica, 2 alone, 1 cumulative
     study = optuna.create_study()
     study.set_user_attr("nasflow:stack", json.loads(json.dumps(rec)))  # JSON-able
     data = stack_data(study)  # the report reads it
-    assert data.measured and [x.name for x in data.layers] == rec["chosen"]
+    assert data.measured and [x.name for x in data.layers] == ["amp", "denormal"]
+    assert data.chosen == rec["chosen"] and data.interaction == pytest.approx(rec["interaction"])
+
+
+def test_a_passed_deadline_stops_between_rounds_and_measures_nothing() -> None:
+    train, val = _data(256), _data(64)
+    variants = {BASELINE: Stack(), REPLICA: Stack(), "amp": Stack(amp="bf16")}
+    cfg = RunConfig(chunk=2, max_batches=12, evals_per_epoch=1)
+    records = run_interleaved(
+        variants, _tiny, train, val, cfg, reseeded=(REPLICA,), deadline=time.perf_counter()
+    )
+    for rec in records.values():  # one round (the warm-up), then every variant evaluated
+        assert rec.batches == 2 and rec.chunk_seconds == {}
+        assert [e["batches"] for e in rec.evals] == [2]
+    result = auto_stack(
+        _tiny, train, val, candidates=("amp", "denormal"), calibration_batches=12, deadline=0.0
+    )
+    rec = result.record
+    assert result.stack == Stack() and rec["layers"] == [] and rec["chosen_multiplier"] is None
+    assert "stopped at the time budget after 4 of 12 batches" in rec["skipped"]  # chunk 4
 
 
 def _row(mult: float | None, acc: float = 0.0, warm: float = 0.1, batch: float = 0.01) -> dict:

@@ -144,6 +144,7 @@ def run_interleaved(
     device: torch.device | str = "cpu",
     log: Callable[[str], None] | None = None,
     reseeded: Collection[str] = (),
+    deadline: float | None = None,
 ) -> dict[str, VariantRecord]:
     """Train every variant for ``cfg.epochs`` epochs, interleaved; measure each one.
 
@@ -160,6 +161,10 @@ def run_interleaved(
         log: Progress lines.
         reseeded: Variants that start from other initial weights (seed + 1): a baseline
             replica among them measures the run's noise floor (speed and accuracy).
+        deadline: A ``time.perf_counter()`` value: once it has passed (checked after every
+            round, so a run overruns it by at most one round and one evaluation per
+            variant), no further round starts and every variant is evaluated where it
+            stopped (its last record in ``evals``); the records hold fewer batches.
     """
     device = torch.device(device)
     say = log or (lambda _m: None)
@@ -191,7 +196,32 @@ def run_interleaved(
         position += n
         rnd += 1
         say(f"round {rnd}: {position}/{total} batches")
+        if position < total and deadline is not None and time.perf_counter() > deadline:
+            _stop(runners, device, val)
+            say(f"stopped at the time budget after {position}/{total} batches")
+            break
     return records
+
+
+def _stop(runners: dict[str, _Runner], device: torch.device, val: Batches) -> None:
+    """Stop a run early, between rounds: every variant steps on what it accumulated and
+    is evaluated where it stopped (all at the same position, so accuracies compare)."""
+    for r in runners.values():
+        rec = r.record
+        r.step.flush()
+        rec.optimizer_steps = r.step.optimizer_steps
+        if rec.evals and rec.evals[-1]["batches"] == rec.batches:
+            continue
+        acc, loss = evaluate(r.model, val, device=device)
+        rec.evals.append(
+            {
+                "batches": rec.batches,
+                "optimizer_steps": r.step.optimizer_steps,
+                "train_seconds": rec.train_seconds,
+                "val_accuracy": acc,
+                "val_loss": loss,
+            }
+        )
 
 
 def _turn(

@@ -1,0 +1,339 @@
+"""The ``stack="auto"`` calibration, measured once per device and shared by every study.
+
+Like the cost model's op-latency table (``nasflow.cost``), the calibration's record lives
+in a SQLAlchemy table in the study's database (or the local cache file): one row per
+(device fingerprint, context) in ``nasflow_stack_calibrations``. The device fingerprint
+is the cost model's (``DeviceFingerprint``: torch version, CPU/GPU model, threads); the
+context is what the measurement depends on besides the device: the space (name and
+fingerprint), the input shape, the batch size, the candidate the calibration trains, the
+recipe (learning rate, weight decay, planned batches) and the calibration's own settings.
+
+A study in the same database with the same device and context reuses the stored record
+and trains nothing; anything else (another machine, torch version, thread count, batch
+size or space) calibrates, and so does an explicit refresh
+(``StudySpec(recalibrate_stack=True)``, ``nasflow search --recalibrate-stack`` or
+``NASFLOW_RECALIBRATE_STACK=1``), which replaces the stored row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlalchemy as sa
+import torch
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+from nasflow._urls import redact
+from nasflow.cost._fingerprint import DeviceFingerprint
+from nasflow.cost._table import resolve_url
+from nasflow.space import Arch, SearchSpace
+from nasflow.train._loop import Batches
+from nasflow.train.stack._auto import (
+    SCHEMA,
+    STUDY_CALIBRATION_BATCHES,
+    calibrate_for_space,
+    calibration_candidate,
+    study_candidates,
+)
+from nasflow.train.stack._config import Stack
+
+#: Key of the PostgreSQL advisory lock that serialises creating the table.
+_SCHEMA_LOCK_KEY = 0x6E66737461636B  # "nfstack"
+#: Environment variable that forces a fresh calibration (``1``, ``true`` or ``yes``).
+RECALIBRATE_ENV = "NASFLOW_RECALIBRATE_STACK"
+#: The table's name.
+TABLE = "nasflow_stack_calibrations"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class _Base(DeclarativeBase):
+    pass
+
+
+class StackCalibrationRow(_Base):
+    __tablename__ = TABLE
+    __table_args__ = (sa.UniqueConstraint("device_key", "context_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    device_key: Mapped[str] = mapped_column(sa.String(32), index=True)
+    context_key: Mapped[str] = mapped_column(sa.String(64))
+    fingerprint: Mapped[str] = mapped_column(sa.Text)
+    context: Mapped[str] = mapped_column(sa.Text)
+    record: Mapped[str] = mapped_column(sa.Text)
+    measured_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=_now)
+
+
+def recalibration_requested() -> bool:
+    """Whether ``$NASFLOW_RECALIBRATE_STACK`` asks for a fresh calibration."""
+    return os.environ.get(RECALIBRATE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+@dataclass(frozen=True)
+class CalibrationContext:
+    """What a stack calibration's measurement depends on besides the device.
+
+    Attributes:
+        space: The space's name.
+        space_fingerprint: ``SearchSpace.fingerprint()``.
+        input_shape: Shape of one input sample.
+        batch_size: Training batch size.
+        arch: The calibrated candidate, as JSON.
+        lr: Peak learning rate of the calibration runs (the accuracy check).
+        weight_decay: Their weight decay.
+        planned_batches: Batches a candidate trains in the study (amortizes warm-up).
+        calibration_batches: Batches each variant trains per phase.
+        candidates: Layers considered, in stacking order.
+    """
+
+    space: str
+    space_fingerprint: str
+    input_shape: tuple[int, ...]
+    batch_size: int
+    arch: str
+    lr: float
+    weight_decay: float
+    planned_batches: int
+    calibration_batches: int
+    candidates: tuple[str, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def key(self) -> str:
+        """A stable 24-hex-digit hash of every field."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class StoredCalibration:
+    """A stored record and when it was measured."""
+
+    record: dict[str, Any]
+    measured_at: datetime
+
+
+class StackCalibrationTable:
+    """Stored ``stack="auto"`` calibrations of any number of devices, in one database.
+
+    Args:
+        url: ``None`` for the local cache file (``nasflow.cost.default_cache_path()``), a
+            file path, ``sqlite:///FILE`` or ``postgresql://...`` (the study's database).
+
+    Raises:
+        ValueError: An unsupported URL, or a database that cannot be opened (naming it,
+            password redacted).
+    """
+
+    def __init__(self, url: str | os.PathLike | None = None) -> None:
+        self.url = resolve_url(url)
+        kwargs: dict = {}
+        if self.url.startswith("postgresql"):
+            kwargs = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
+        try:
+            self.engine = sa.create_engine(self.url, **kwargs)
+            with self.engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(
+                        sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK_KEY}
+                    )
+                _Base.metadata.create_all(conn)
+        except sa.exc.SQLAlchemyError as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ValueError(
+                f"cannot open the stack calibration table {redact(self.url)!r}: "
+                f"{redact(first)[:300]}"
+            ) from None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> StackCalibrationTable:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def load(
+        self, device: DeviceFingerprint, context: CalibrationContext
+    ) -> StoredCalibration | None:
+        """The stored record of ``context`` on ``device``, if any."""
+        stmt = sa.select(StackCalibrationRow).where(
+            StackCalibrationRow.device_key == device.key,
+            StackCalibrationRow.context_key == context.key,
+        )
+        with Session(self.engine) as s:
+            row = s.scalars(stmt).first()
+            if row is None:
+                return None
+            return StoredCalibration(json.loads(row.record), row.measured_at)
+
+    def store(
+        self, device: DeviceFingerprint, context: CalibrationContext, record: dict[str, Any]
+    ) -> None:
+        """Store (or replace) the record of ``context`` on ``device``."""
+        try:
+            with Session(self.engine) as s, s.begin():
+                s.execute(
+                    sa.delete(StackCalibrationRow).where(
+                        StackCalibrationRow.device_key == device.key,
+                        StackCalibrationRow.context_key == context.key,
+                    )
+                )
+                s.add(
+                    StackCalibrationRow(
+                        device_key=device.key,
+                        context_key=context.key,
+                        fingerprint=device.to_json(),
+                        context=context.to_json(),
+                        record=json.dumps(record),
+                        measured_at=_now(),
+                    )
+                )
+        except sa.exc.IntegrityError:
+            pass  # another process stored its calibration of this context at the same moment
+
+    def count(self) -> int:
+        """Stored records, of every device and context."""
+        with Session(self.engine) as s:
+            return int(s.scalar(sa.select(sa.func.count()).select_from(StackCalibrationRow)) or 0)
+
+
+def usable(record: Any) -> bool:
+    """Whether a stored record is a complete calibration of the current schema."""
+    if not isinstance(record, dict) or record.get("schema") != SCHEMA or record.get("skipped"):
+        return False
+    try:
+        Stack.from_dict(record["stack"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    return isinstance(record.get("layers"), list)
+
+
+@dataclass(frozen=True)
+class DeviceStack:
+    """The stack a study trains with, from the device's record or a calibration now.
+
+    Attributes:
+        stack: The stack to train with.
+        record: The record to copy into the study (``nasflow:stack``); its ``"origin"``
+            says whether it was ``"reused"`` (with when it was measured) or ``"calibrated"``
+            now, and a calibration that did not fit its budget carries ``"skipped"``.
+        reused: Whether the record came from the table (no calibration ran).
+        seconds: Time spent here (look-up, budget probe, calibration).
+    """
+
+    stack: Stack
+    record: dict[str, Any]
+    reused: bool
+    seconds: float
+
+
+def calibration_context(
+    space: SearchSpace,
+    arch: Arch,
+    train: Batches,
+    lr: float,
+    weight_decay: float,
+    planned_batches: int,
+    device: torch.device | str = "cpu",
+) -> CalibrationContext:
+    """The context of a study's calibration of ``arch`` (see :class:`CalibrationContext`)."""
+    x, _ = train.dataset[0]
+    return CalibrationContext(
+        space.name,
+        space.fingerprint(),
+        tuple(int(d) for d in x.shape),
+        int(train.batch_size),
+        arch.to_json(),
+        float(lr),
+        float(weight_decay),
+        int(planned_batches),
+        STUDY_CALIBRATION_BATCHES,
+        study_candidates(device),
+    )
+
+
+def device_stack(
+    space: SearchSpace,
+    train: Batches,
+    val: Batches,
+    lr: float,
+    weight_decay: float,
+    planned_batches: int,
+    storage_url: str | os.PathLike | None,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+    budget: float | None = None,
+    refresh: bool = False,
+    store: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> DeviceStack:
+    """Reuse this device's stored ``stack="auto"`` calibration, or calibrate and store it.
+
+    Args:
+        space: The search space.
+        train: Training batches (the study's batch size).
+        val: Validation batches.
+        lr: Peak learning rate of the calibration runs.
+        weight_decay: Their weight decay.
+        planned_batches: Batches a candidate trains in the study.
+        storage_url: The database of the table (see :class:`StackCalibrationTable`).
+        device: Where to train.
+        seed: Picks the calibrated candidate and seeds its weights.
+        budget: Seconds a calibration may take (see ``calibrate_for_space``).
+        refresh: Calibrate even when a record is stored, and replace it.
+        store: Write a new calibration to the table (false on non-zero DDP ranks).
+        log: Progress lines; every line of a calibration starts with ``"stack calibration:"``.
+    """
+    t0 = time.perf_counter()
+    device = torch.device(device)
+    arch, _ = calibration_candidate(space, seed)
+    context = calibration_context(space, arch, train, lr, weight_decay, planned_batches, device)
+    fingerprint = DeviceFingerprint.current(device, "fp32")
+    origin = {
+        "device_key": fingerprint.key,
+        "fingerprint": fingerprint.describe(),
+        "context_key": context.key,
+        "table": TABLE,
+    }
+    with StackCalibrationTable(storage_url) as table:
+        found = None if refresh else table.load(fingerprint, context)
+        if found is not None and usable(found.record):
+            origin.update(kind="reused", measured_at=found.measured_at.isoformat())
+            record = {**found.record, "origin": origin}
+            stack = Stack.from_dict(record["stack"])
+            return DeviceStack(stack, record, True, time.perf_counter() - t0)
+        say = log or (lambda _m: None)
+        result = calibrate_for_space(
+            space,
+            train,
+            val,
+            lr,
+            weight_decay,
+            planned_batches=planned_batches,
+            device=device,
+            seed=seed,
+            log=lambda m: say(f"stack calibration: {m}"),
+            budget=budget,
+            arch=arch,
+        )
+        record = dict(result.record)
+        if store and not record.get("skipped"):
+            table.store(fingerprint, context, record)
+        origin.update(
+            kind="skipped" if record.get("skipped") else "calibrated",
+            measured_at=_now().isoformat(),
+        )
+        record["origin"] = origin
+        return DeviceStack(result.stack, record, False, time.perf_counter() - t0)
