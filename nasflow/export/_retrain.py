@@ -107,10 +107,15 @@ def retrain_target(path: os.PathLike | str, out: os.PathLike | str | None, force
     export replaced with ``force``; ``path`` itself is an export, updated in place.
 
     Raises:
-        ExportError: ``out`` exists and cannot be written to.
+        ExportError: ``out`` exists and cannot be written to, or lies inside ``path``.
     """
     target = Path(out) if out is not None else Path(path)
     if target.resolve() != Path(path).resolve():
+        if target.resolve().is_relative_to(Path(path).resolve()):
+            raise ExportError(
+                f"--out {str(target)!r} is inside the export {str(path)!r}; give a folder "
+                "outside it, or no --out to update the export in place"
+            )
         check_target(target, force)
     return target
 

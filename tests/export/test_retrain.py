@@ -75,18 +75,23 @@ def test_retrain_without_out_updates_the_export_in_place(
     load_exported(folder)
 
 
-def test_retrain_refuses_a_non_empty_out_before_training(
-    tiny_run: TinyRun, exported, tmp_path, capsys
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [("mine", "is not empty; pass --force"), ("e/sub", "is inside the export")],
+)
+def test_retrain_refuses_a_bad_out_before_training(
+    tiny_run: TinyRun, exported, tmp_path, capsys, where, message
 ) -> None:
-    out = tmp_path / "mine"
-    out.mkdir()
-    (out / "keep.txt").write_text("mine")
-    argv = ["retrain", str(exported), "--epochs", "1", "--study", str(tiny_run.study_file)]
-    assert main([*argv, "--out", str(out)]) == 2
+    folder = Path(shutil.copytree(exported, tmp_path / "e"))
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "keep.txt").write_text("mine")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    argv = ["retrain", str(folder), "--epochs", "1", "--study", str(tiny_run.study_file)]
+    assert main([*argv, "--out", str(tmp_path / where)]) == 2
     captured = capsys.readouterr()
     assert "epoch" not in captured.out  # refused before any training
-    assert captured.err.count("\n") == 1 and "is not empty; pass --force" in captured.err
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["keep.txt", "mine"]
+    assert captured.err.count("\n") == 1 and message in captured.err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
 def test_retrain_uses_the_study_recipe_and_fresh_weights(tiny_run: TinyRun, exported) -> None:

@@ -189,7 +189,7 @@ def test_a_malicious_supernet_checkpoint_is_skipped_not_unpickled(
     _write_torch_save(runs / tiny_run.name / "supernet" / "epoch-9.pt", marker)
     out = tmp_path / "e"
     argv = ["export", tiny_run.name, "--runs", str(runs), "--study", str(tiny_run.study_file)]
-    assert main([*argv, "--out", str(out), "--no-onnx"]) == 0
+    assert main([*argv, "--out", str(out), "--no-onnx", "--weights", "supernet"]) == 0
     assert re.search(r"skipping checkpoint .*epoch-9\.pt", capsys.readouterr().out)
     assert ExportInfo.read(out).weights["source"] == "supernet checkpoint epoch-1.pt"
     assert not marker.exists()
