@@ -15,7 +15,8 @@ shown next to the measured wall time of the search, never instead of it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
@@ -111,6 +112,7 @@ def search_multipliers(
     seconds: Mapping[str, float],
     finetune_epochs: int,
     stack_record: Mapping[str, Any] | None = None,
+    measured_standalone: Sequence[float] | None = None,
 ) -> dict[str, Any]:
     """The search-level multipliers of a finished run (a pure function of its records).
 
@@ -123,6 +125,11 @@ def search_multipliers(
         finetune_epochs: The study's fine-tuning epochs per candidate.
         stack_record: Study user attribute ``nasflow:stack`` (``auto_stack``'s record), or
             ``None`` when the stack was not measured.
+        measured_standalone: Measured stand-alone training seconds of random architectures
+            of the study's space with its recipe (the study's ``baseline`` tables). When
+            given, the one-shot multiplier is measured from them: their median times the
+            distinct candidates scored, against the measured supernet + search time (the
+            cost-model estimate stays in the record for comparison).
 
     Returns:
         A JSON-able record: ``one_shot``, ``early_stopping``, ``gate``, ``stack``, ``ddp``
@@ -146,6 +153,29 @@ def search_multipliers(
         "candidates": len(evaluated),
         "note": f"estimated from {_ONE_SHOT_SOURCE}, vs the measured supernet + search time",
     }
+    # Candidates scored once each: a duplicate (``duplicate_of``) reused an earlier score.
+    distinct = len({t.user_attrs.get("arch", t.number) for t in evaluated})
+    without = None
+    if measured_standalone and evaluated:
+        per = statistics.median(float(v) for v in measured_standalone)
+        without = distinct * per
+        m = _ratio(without, actual)
+        one_shot.update(
+            {
+                "multiplier": m,
+                "label": "MEASURED" if m is not None else "n/a",
+                "estimate": False,
+                "measured_standalone_seconds": without,
+                "distinct_candidates": distinct,
+                "median_measured_seconds": per,
+                "sample": len(measured_standalone),
+                "note": f"stand-alone training time measured on {len(measured_standalone)} "
+                f"random architectures of this space with this recipe (the study's baseline "
+                f"tables; median {per:.2f}s) x the {distinct} distinct candidates scored, vs "
+                f"the measured supernet + search time; the cost model predicted "
+                f"{predicted:.0f}s for the same candidates",
+            }
+        )
     planned = finetune_epochs * len(evaluated)
     trained = sum(int(t.user_attrs.get("epochs_trained", 0)) for t in evaluated)
     early_m = _ratio(planned, trained) if planned else None
@@ -203,6 +233,9 @@ def search_multipliers(
         "end_to_end": {
             "seconds": float(seconds.get("total", actual)),
             "search_seconds": actual,
+            # What training the same candidates stand-alone would have taken (from the
+            # measured sample), when the study has baseline tables.
+            "without_nasflow_seconds": without,
             "multiplier": None,
             "label": "MEASURED",
             "note": "measured wall time of this run; no baseline search ran, so the "
@@ -225,15 +258,22 @@ def format_multipliers(m: Mapping[str, Any]) -> list[str]:
         return f"  {name:<16} {_x(part['multiplier']):>8}  {label(part)}: {text}"
 
     lines = ["search-level multipliers (cost without / cost with):"]
-    lines.append(
-        line(
-            "one-shot",
-            one,
+    if one.get("measured_standalone_seconds") is not None:
+        one_text = (
+            f"{one['distinct_candidates']} distinct candidates x "
+            f"{one['median_measured_seconds']:.2f}s "
+            f"(median stand-alone training measured on {one['sample']} random architectures "
+            f"of this space) = {one['measured_standalone_seconds']:.0f}s vs "
+            f"{one['actual_seconds']:.0f}s supernet + search (measured); the cost model "
+            f"predicted {one['estimated_standalone_seconds']:.0f}s"
+        )
+    else:
+        one_text = (
             f"{one['candidates']} candidates stand-alone ~"
             f"{one['estimated_standalone_seconds']:.0f}s (sum of their predicted train_cost, "
-            f"cost model) vs {one['actual_seconds']:.0f}s supernet + search (measured)",
+            f"cost model) vs {one['actual_seconds']:.0f}s supernet + search (measured)"
         )
-    )
+    lines.append(line("one-shot", one, one_text))
     lines.append(
         line(
             "early stopping",
@@ -260,6 +300,12 @@ def format_multipliers(m: Mapping[str, Any]) -> list[str]:
         f"{e2e.get('search_seconds', 0.0):.0f}s (supernet + search), whole run "
         f"{e2e['seconds']:.0f}s"
     )
+    if e2e.get("without_nasflow_seconds") is not None:
+        lines.append(
+            f"  {'without nasflow':<16} training the same {one['distinct_candidates']} "
+            f"candidates stand-alone: {e2e['without_nasflow_seconds']:.0f}s (from the measured "
+            f"sample above) vs {e2e.get('search_seconds', 0.0):.0f}s measured here"
+        )
     return lines
 
 

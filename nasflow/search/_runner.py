@@ -716,8 +716,13 @@ class StudyRunner:
                     study.set_user_attr(SCREENING_KEY, screening)
                 if spec.table is None:
                     trials = study.get_trials(deepcopy=False)
+                    measured = read_baseline(spec.baseline)[1] if spec.baseline else None
                     multipliers = search_multipliers(
-                        trials, seconds, spec.finetune_epochs, study.user_attrs.get(STACK_KEY)
+                        trials,
+                        seconds,
+                        spec.finetune_epochs,
+                        study.user_attrs.get(STACK_KEY),
+                        measured_standalone=measured or None,
                     )
                     study.set_user_attr(MULTIPLIERS_KEY, multipliers)
             return RunResult(
@@ -773,18 +778,32 @@ def screening_record(study: optuna.Study) -> dict[str, float] | None:
     return {"candidates": len(times), "median_score_ms": 1000 * median}
 
 
-def baseline_line(winner_test: float, paths: tuple[str | os.PathLike, ...]) -> str:
-    """How the winner compares with random architectures trained with the same recipe."""
+def read_baseline(
+    paths: tuple[str | os.PathLike, ...],
+) -> tuple[list[float], list[float], list[str]]:
+    """Test accuracies and measured stand-alone training seconds (column ``train_seconds``,
+    where present) of the rows of a study's baseline tables, and the unreadable files."""
     import csv
-    import statistics
 
-    accs, missing = [], []
+    accs: list[float] = []
+    secs: list[float] = []
+    missing: list[str] = []
     for path in paths:
         try:
             with open(path, newline="") as f:
-                accs += [float(r["test_accuracy"]) for r in csv.DictReader(f)]
+                rows = list(csv.DictReader(f))
+            accs += [float(r["test_accuracy"]) for r in rows]
+            secs += [float(r["train_seconds"]) for r in rows if r.get("train_seconds")]
         except (OSError, KeyError, ValueError):
             missing.append(str(Path(path).name))
+    return accs, secs, missing
+
+
+def baseline_line(winner_test: float, paths: tuple[str | os.PathLike, ...]) -> str:
+    """How the winner compares with random architectures trained with the same recipe."""
+    import statistics
+
+    accs, _, missing = read_baseline(paths)
     if not accs:
         return f"baseline: no readable table of random architectures ({', '.join(missing)})"
     median = statistics.median(accs)

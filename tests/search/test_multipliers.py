@@ -147,3 +147,31 @@ def test_nothing_to_measure_gives_no_made_up_numbers() -> None:
     assert m["stack"]["multiplier"] is None and "baseline" in m["stack"]["note"]
     assert m["early_stopping"]["multiplier"] is None  # no fine-tuning at all
     assert all(math.isfinite(m[n]["multiplier"]) for n in ("one_shot", "gate"))
+
+
+def test_a_baseline_sample_makes_the_one_shot_multiplier_a_measurement() -> None:
+    def scored(arch: str, cost: float, duplicate: bool = False):
+        t = _trial(TrialState.COMPLETE, cost)
+        t.user_attrs["arch"] = arch
+        if duplicate:
+            t.user_attrs["duplicate_of"] = 0
+        return t
+
+    trials = [scored("a", 100.0), scored("b", 60.0), scored("c", 40.0), scored("a", 100.0, True)]
+    m = search_multipliers(trials, SECONDS, 0, measured_standalone=[10.0, 30.0, 20.0])
+    one = m["one_shot"]
+    # 3 distinct candidates (the duplicate reused a score) x the sample's median 20 s.
+    assert one["distinct_candidates"] == 3 and one["median_measured_seconds"] == 20.0
+    assert one["measured_standalone_seconds"] == 60.0
+    assert one["multiplier"] == pytest.approx(60.0 / 50.0) and one["label"] == "MEASURED"
+    assert one["estimated_standalone_seconds"] == 300.0  # the cost model's, kept beside it
+    assert "one_shot" in m["compounded"]["measured"]
+    assert m["end_to_end"]["without_nasflow_seconds"] == 60.0
+    text = "\n".join(format_multipliers(m))
+    assert "measured on 3 random architectures" in text
+    assert "without nasflow" in text and "60s" in text
+    # Without a sample it stays an estimate, and no "without nasflow" figure is invented.
+    plain = search_multipliers(trials, SECONDS, 0)
+    assert plain["one_shot"]["label"] == "ESTIMATE"
+    assert plain["end_to_end"]["without_nasflow_seconds"] is None
+    assert "without nasflow" not in "\n".join(format_multipliers(plain))
