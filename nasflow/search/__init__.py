@@ -12,10 +12,10 @@ from nasflow.search._runner import (
     StudyRunner,
     Winner,
     pareto_trials,
-    summary_table,
 )
 from nasflow.search._spec import OBJECTIVES, Budget, StudyFileError, StudySpec, load_study_file
 from nasflow.search._storage import StorageError, redact, resolve_storage
+from nasflow.search._summary import summary_table
 from nasflow.search._trust import TrustProbe, TrustResult, run_trust_probe
 
 __all__ = [

@@ -17,22 +17,19 @@ import optuna
 import torch
 from optuna.trial import TrialState
 
-from nasflow.bench import TabularObjective, tabular_summary
+from nasflow.bench import TabularObjective
 from nasflow.data import DataBundle
 from nasflow.search._compat import sampler_constraints_kwargs
 from nasflow.search._dedup import DUPLICATE_KEY
 from nasflow.search._evolution import RegularizedEvolutionSampler
 from nasflow.search._multipliers import (
     MULTIPLIERS_KEY,
-    format_multipliers,
-    format_stack,
     search_multipliers,
     stack_line,
 )
 from nasflow.search._objective import (
     CandidateError,
     CandidateScorer,
-    arch_summary,
     make_reporter,
     recipe_for,
 )
@@ -52,7 +49,7 @@ from nasflow.search._storage import (
     open_storage,
     resolve_storage,
 )
-from nasflow.search._trust import TRUST_KEY, format_trust, run_trust_probe, trust_record
+from nasflow.search._trust import TRUST_KEY, run_trust_probe, trust_record
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.search._winners import find_winner, save_winner, winner_dir
 from nasflow.space import Arch
@@ -797,96 +794,3 @@ def read_baseline(
         except (OSError, KeyError, ValueError):
             missing.append(str(Path(path).name))
     return accs, secs, missing
-
-
-def baseline_line(winner_test: float, paths: tuple[str | os.PathLike, ...]) -> str:
-    """How the winner compares with random architectures trained with the same recipe."""
-    import statistics
-
-    accs, _, missing = read_baseline(paths)
-    if not accs:
-        return f"baseline: no readable table of random architectures ({', '.join(missing)})"
-    median = statistics.median(accs)
-    beaten = sum(a < winner_test for a in accs) / len(accs)
-    return (
-        f"winner vs random architectures of this space: test accuracy {winner_test:.4f} "
-        f"(retrained) against a median of {median:.4f} over {len(accs)} stand-alone trainings "
-        f"of random architectures with the same recipe and test split "
-        f"({100 * (winner_test - median):+.2f} points; better than {beaten:.0%} of them)"
-    )
-
-
-def summary_table(result: RunResult, spec: StudySpec) -> str:
-    """The end-of-run text: the Pareto set, the winners, and where things were written."""
-    if spec.table is not None:  # tabular mode: the best found and its regret
-        lines = tabular_summary(result.study, spec.table)
-        lines.append(f"time: {result.seconds.get('total', 0.0):.1f}s")
-        lines.append(f"study: {result.storage.safe_url}")
-        return "\n".join(lines)
-    header = (
-        f"{'trial':>5}  {'supernet':>8}  {'val acc':>7}  {'pred. cost s':>12}  {'params':>8}  arch"
-    )
-
-    def row(t: optuna.trial.FrozenTrial) -> str:
-        arch = Arch.from_json(t.user_attrs["arch"])
-        final = f"{t.values[0]:>7.4f}" if t.values else f"{'pruned':>7}"
-        return (
-            f"{t.number:>5}  {t.user_attrs['supernet_accuracy']:>8.4f}  {final}  "
-            f"{t.user_attrs['train_cost']:>12.1f}  {t.user_attrs['params']:>8}  "
-            f"{arch_summary(spec.space, arch)}"
-        )
-
-    scored = [
-        t
-        for t in result.study.get_trials(deepcopy=False)
-        if "supernet_accuracy" in t.user_attrs and "train_cost" in t.user_attrs
-    ]
-    scored.sort(key=lambda t: -t.user_attrs["supernet_accuracy"])
-    lines = [
-        f"Most accurate of the {len(scored)} evaluated architectures (supernet: "
-        "BN-recalibrated validation accuracy with inherited weights; val acc: after "
-        "fine-tuning, the first objective):",
-        header,
-        *(row(t) for t in scored[:10]),
-        "",
-        f"Pareto set of study {spec.name!r} ({len(result.pareto)} trials):",
-        header,
-        *(row(t) for t in result.pareto),
-    ]
-    for w in result.winners:
-        when = " (by an earlier run)" if w.reused else ""
-        lines.append(
-            f"winner: trial {w.number} retrained from scratch{when}: test accuracy "
-            f"{w.test_accuracy:.4f} (retrained weights, test split), validation accuracy "
-            f"{w.val_accuracy:.4f}; training cost measured {w.measured_train_cost:.1f}s vs "
-            f"predicted {w.predicted_train_cost:.1f}s"
-        )
-        if w.weights is not None:
-            lines.append(f"  weights: {w.weights / WINNER_WEIGHTS}")
-    if result.winners and spec.baseline:
-        lines.append(baseline_line(result.winners[0].test_accuracy, spec.baseline))
-    secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
-    lines.append(f"time: {secs}")
-    screening = result.study.user_attrs.get(SCREENING_KEY)
-    if isinstance(screening, dict):
-        lines.append(
-            f"screening: {screening['candidates']} candidates scored from the supernet, "
-            f"median {screening['median_score_ms']:.1f} ms each (BN recalibration on "
-            f"{spec.bn_batches} training batches + validation, measured)"
-        )
-    trust = result.study.user_attrs.get(TRUST_KEY)
-    if isinstance(trust, dict):
-        lines.append(format_trust(trust))
-    lines.extend(format_stack(result.study.user_attrs.get(STACK_KEY)))
-    multipliers = result.study.user_attrs.get(MULTIPLIERS_KEY)
-    if isinstance(multipliers, dict):
-        lines.extend(format_multipliers(multipliers))
-    lines.append(f"trials run by this process: {sorted(result.ran_trials)}")
-    lines.append(f"study: {result.storage.safe_url}")
-    lines.append(f"supernet checkpoints: {result.out_dir / 'supernet'}")
-    lines.append(
-        f"next: `nasflow report {spec.name}` writes {result.out_dir / 'report.html'}; "
-        f"`nasflow export {spec.name} --best --out DIR` exports the winner"
-        + (" with its retrained weights" if any(w.weights for w in result.winners) else "")
-    )
-    return "\n".join(lines)

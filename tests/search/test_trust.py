@@ -67,7 +67,7 @@ def test_trust_must_be_a_probe(tmp_path) -> None:
 
 
 def test_the_winner_is_compared_with_the_median_random_architecture(tmp_path) -> None:
-    from nasflow.search._runner import baseline_line
+    from nasflow.search._summary import baseline_line
 
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_text("index,test_accuracy\n0,0.90\n1,0.95\n")
