@@ -81,8 +81,10 @@ def test_sigkill_mid_finetune_on_sqlite_is_swept_retried_once_and_resumed(tmp_pa
 
 def test_sigkill_of_one_of_two_postgresql_workers(tmp_path, postgres_url, unique_name) -> None:
     # Enough trials that the surviving worker still starts new ones after the grace period
-    # (stale trials are swept when a live worker starts its next trial).
-    n = 16
+    # (stale trials are swept when a live worker starts its next trial). The tiny space
+    # repeats architectures, and a repeat is answered at once from the earlier score
+    # (``duplicate_of``), so 16 trials could all finish inside the grace period.
+    n = 32
     study_file = write_study(
         tmp_path, name=unique_name, n_trials=n, finetune=FINETUNE_EPOCHS, extra=EXTRA
     )
