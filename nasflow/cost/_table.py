@@ -143,6 +143,32 @@ def resolve_url(url: str | os.PathLike | None) -> str:
     return text
 
 
+def open_tables(url: str, metadata: sa.MetaData, lock_key: int, what: str) -> sa.Engine:
+    """An engine on ``url`` with ``metadata``'s tables created (once, under a PostgreSQL
+    advisory lock ``lock_key``, so concurrent processes do not race to create them).
+
+    Raises:
+        ValueError: The database cannot be opened; names ``what`` and the URL, password
+            redacted (also where the driver echoes it).
+    """
+    kwargs: dict = {}
+    if url.startswith("postgresql"):
+        kwargs = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
+    try:
+        engine = sa.create_engine(url, **kwargs)
+        with engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                # Released at commit: one process creates the tables, the others find them.
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock_key})
+            metadata.create_all(conn)
+    except sa.exc.SQLAlchemyError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(
+            f"cannot open {what} {redact(url)!r}: {redact(first, url)[:300]}"
+        ) from None
+    return engine
+
+
 class LatencyTable:
     """Measured op latencies of any number of devices, in one database.
 
@@ -157,29 +183,12 @@ class LatencyTable:
 
     def __init__(self, url: str | os.PathLike | None = None) -> None:
         self.url = resolve_url(url)
-        kwargs: dict = {}
-        if self.url.startswith("postgresql"):
-            kwargs = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
-        try:
-            self.engine = sa.create_engine(self.url, **kwargs)
-            self._create_schema()
-        except sa.exc.SQLAlchemyError as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ValueError(
-                f"cannot open cost table {self.safe_url!r}: {redact(first, self.url)[:300]}"
-            ) from None
+        self.engine = open_tables(self.url, _Base.metadata, _SCHEMA_LOCK_KEY, "cost table")
         self._known_devices: set[str] = set()
 
     @property
     def safe_url(self) -> str:
         return redact(self.url)
-
-    def _create_schema(self) -> None:
-        with self.engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                # Released at commit: one process creates the tables, the others find them.
-                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK_KEY})
-            _Base.metadata.create_all(conn)
 
     def close(self) -> None:
         self.engine.dispose()

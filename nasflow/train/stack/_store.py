@@ -30,9 +30,8 @@ import sqlalchemy as sa
 import torch
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from nasflow._urls import redact
 from nasflow.cost._fingerprint import DeviceFingerprint
-from nasflow.cost._table import resolve_url
+from nasflow.cost._table import open_tables, resolve_url
 from nasflow.space import Arch, SearchSpace
 from nasflow.train._loop import Batches
 from nasflow.train.stack._auto import (
@@ -137,23 +136,9 @@ class StackCalibrationTable:
 
     def __init__(self, url: str | os.PathLike | None = None) -> None:
         self.url = resolve_url(url)
-        kwargs: dict = {}
-        if self.url.startswith("postgresql"):
-            kwargs = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
-        try:
-            self.engine = sa.create_engine(self.url, **kwargs)
-            with self.engine.begin() as conn:
-                if conn.dialect.name == "postgresql":
-                    conn.execute(
-                        sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK_KEY}
-                    )
-                _Base.metadata.create_all(conn)
-        except sa.exc.SQLAlchemyError as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ValueError(
-                f"cannot open the stack calibration table {redact(self.url)!r}: "
-                f"{redact(first)[:300]}"
-            ) from None
+        self.engine = open_tables(
+            self.url, _Base.metadata, _SCHEMA_LOCK_KEY, "the stack calibration table"
+        )
 
     def close(self) -> None:
         self.engine.dispose()
