@@ -266,14 +266,6 @@ def _cmd_studies(args: argparse.Namespace) -> int:
 
 
 #: ``nasflow show`` column headers of the objectives (which split, predicted or measured).
-_OBJECTIVE_HEADERS = {
-    "accuracy": "val acc",
-    "perplexity": "val ppl",
-    "train_cost": "pred. train s",
-    "params": "params",
-}
-
-
 def _show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
     """The Pareto trials of a study as ``nasflow show`` rows, best accuracy first.
 
@@ -339,12 +331,13 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    names = json.loads(study.user_attrs.get("nasflow:objectives", "[]"))
+    from nasflow import names
+
     header = [
         "trial",
-        *(_OBJECTIVE_HEADERS.get(n, n) for n in names),
+        *names.study_metric_names(study),
         "scored with",
-        "retrained test acc",
+        names.RETRAINED_TEST_ACCURACY,
         "arch",
     ]
     print("\t".join(header))

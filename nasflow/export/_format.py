@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from nasflow import names
 from nasflow.space import Arch
 
 FORMAT = "nasflow-export"
@@ -60,11 +61,12 @@ WEIGHT_KINDS = (RETRAINED, SUPERNET)
 def retrained_notes(how: str) -> dict[str, str]:
     """What the metrics of retrained weights are; ``how`` says which training made them."""
     return {
-        "test_accuracy": f"these weights, retrained from scratch in {how}; test split; measured",
-        "val_accuracy": f"these weights, retrained from scratch in {how}; validation split; "
-        "measured",
-        "train_seconds_measured": f"seconds of the from-scratch training in {how} (training "
-        "steps only, on the machine that trained it); measured",
+        "test_accuracy": f"{names.RETRAINED_TEST_ACCURACY}: these weights, retrained from "
+        f"scratch in {how}; test split; measured",
+        "val_accuracy": f"{names.RETRAINED_VAL_ACCURACY}: these weights, retrained from "
+        f"scratch in {how}; validation split; measured",
+        "train_seconds_measured": f"{names.MEASURED_COST}: seconds of the from-scratch "
+        f"training in {how} (training steps only, on the machine that trained it); measured",
     }
 
 
@@ -72,8 +74,9 @@ def supernet_notes(batch_norm: str, data: str) -> dict[str, str]:
     """What the metrics of supernet weights are; ``batch_norm`` says how BN was set and
     ``data`` which study's data they were measured on."""
     return {
-        "val_accuracy": "these weights, the supernet's (inherited, not trained stand-alone; "
-        f"batch norm {batch_norm}); validation split of {data}; measured at export",
+        "val_accuracy": f"{names.SUPERNET_SCORE}: these weights, the supernet's (inherited, "
+        f"not trained stand-alone; batch norm {batch_norm}); validation split of {data}; "
+        "measured at export",
     }
 
 

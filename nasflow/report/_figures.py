@@ -12,6 +12,7 @@ import textwrap
 
 import plotly.graph_objects as go
 
+from nasflow import names
 from nasflow.report._records import CostModelData, FairnessData, StackData
 from nasflow.report._trials import (
     COMPLETED,
@@ -70,11 +71,13 @@ def not_measured(title: str, why: str, label: str = "not measured") -> go.Figure
     return _layout(fig, title, why, height=300)
 
 
-def _hover(p: TrialPoint, x_title: str) -> str:
+def _hover(p: TrialPoint, x_title: str, y_title: str) -> str:
     acc = "not evaluated" if p.accuracy is None else f"{p.accuracy:.4f}"
-    x = f"{p.x:,.0f}" if x_title == "parameters" else f"{p.x:.4g}"
+    x = f"{p.x:,.0f}" if x_title == names.PARAMS else f"{p.x:.4g}"
     lines = [f"trial {p.number}" + (" (retrained winner)" if p.winner else "")]
-    lines += [f"accuracy {acc}", f"{x_title} {x}", f"arch {html.escape(p.arch)}"]
+    if p.test_accuracy is not None:
+        lines.append(f"{names.RETRAINED_TEST_ACCURACY} {p.test_accuracy:.4f}")
+    lines += [f"{html.escape(y_title)} {acc}", f"{x_title} {x}", f"arch {html.escape(p.arch)}"]
     if p.note:
         lines.append(html.escape(p.note))
     return "<br>".join(lines)
@@ -106,7 +109,7 @@ def plot_tradeoff(data: TradeoffData, title: str) -> go.Figure:
                 line={"shape": "hv", "color": color} if status == FRONT else None,
                 marker={"color": color, "symbol": symbol, "size": 9},
                 name=name,
-                text=[_hover(p, data.x_title) for p in pts],
+                text=[_hover(p, data.x_title, data.y_title) for p in pts],
                 hovertemplate="%{text}<extra></extra>",
             )
         )
@@ -119,18 +122,21 @@ def plot_tradeoff(data: TradeoffData, title: str) -> go.Figure:
                 mode="markers",
                 marker={"color": GOLD, "symbol": "star", "size": 18, "line": {"width": 1}},
                 name="winner (retrained from scratch)",
-                text=[_hover(p, data.x_title) for p in wins],
+                text=[_hover(p, data.x_title, data.y_title) for p in wins],
                 hovertemplate="%{text}<extra></extra>",
             )
         )
     xs = [p.x for p in data.points]
     wide = min(xs) > 0 and max(xs) / min(xs) > 20  # spans more than a decade or so
     fig.update_xaxes(title=data.x_title, type="log" if wide else "linear")
-    fig.update_yaxes(title="validation accuracy (supernet weights)")
+    meaning = names.MEANINGS.get(data.y_title)
+    fig.update_yaxes(title=data.y_title)
     caption = (
         f"{len(data.points)} trials. The front is the set of completed trials that no other "
-        f"is better than in both accuracy and {data.x_title} (in this plane, which can differ "
-        "from the study's own objectives). Hover a point for its architecture."
+        f"is better than in both {data.y_title} and {data.x_title} (in this plane, which can "
+        "differ from the study's own objectives). Hover a point for its architecture"
+        + (f" and a winner for its {names.RETRAINED_TEST_ACCURACY}. " if wins else ". ")
+        + (f"{data.y_title}: {meaning}." if meaning else "")
     )
     if data.left_out:
         caption += f" {data.left_out} trials without a {data.x_attr} record are left out."
@@ -161,8 +167,8 @@ def plot_history(data: HistoryData) -> go.Figure:
         ]
     )
     fig.update_xaxes(title="trial")
-    fig.update_yaxes(title="validation accuracy")
-    caption = "Validation accuracy of every completed trial in the order they finished."
+    fig.update_yaxes(title=data.y_title)
+    caption = f"The {data.y_title} of every completed trial in the order they finished."
     return _layout(fig, title, caption)
 
 
@@ -287,8 +293,8 @@ def plot_costmodel(data: CostModelData) -> go.Figure:
             ),
         ]
     )
-    fig.update_xaxes(title="predicted training cost (s)", type="log")
-    fig.update_yaxes(title="measured training cost (s)", type="log")
+    fig.update_xaxes(title=names.PREDICTED_COST, type="log")
+    fig.update_yaxes(title=names.MEASURED_COST, type="log")
     ratios = ", ".join(f"trial {p.number} x{p.ratio:.2f}" for p in data.points)
     caption = (
         "Predicted: measured median training-step time of the candidate times the recipe's "
@@ -387,9 +393,10 @@ def table_cells(data: ParetoTable) -> tuple[list[str], list[list[str]]]:
     objectives already, then the phase-3 results.
     """
     header = ["trial", *data.objectives]
-    extra_cost, extra_params = "train_cost" not in data.objectives, "params" not in data.objectives
-    header += ["predicted cost (s)"] * extra_cost + ["params"] * extra_params
-    header += ["test accuracy", "measured cost (s)", "arch"]
+    extra_cost = names.PREDICTED_COST not in data.objectives
+    extra_params = names.PARAMS not in data.objectives
+    header += [names.PREDICTED_COST] * extra_cost + [names.PARAMS] * extra_params
+    header += [names.RETRAINED_TEST_ACCURACY, names.MEASURED_COST, "arch"]
     rows = []
     for r in data.rows:
         row = [str(r.number), *(f"{v:.4g}" for v in r.values)]

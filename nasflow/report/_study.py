@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import optuna
 
+from nasflow import names
 from nasflow.search import arch_summary
 from nasflow.search._storage import StorageSpec, StudyNotFoundError, load_existing_study
 from nasflow.space import Arch, SearchSpace, rebuild_space
@@ -107,9 +108,6 @@ def summarizer(study: optuna.Study, space: SearchSpace | None = None) -> Summari
 
 
 def objective_names(study: optuna.Study) -> list[str]:
-    """The study's objective names (``nasflow:objectives``), else ``objective 0..``."""
-    raw = study.user_attrs.get("nasflow:objectives")
-    names = json.loads(raw) if isinstance(raw, str) else raw
-    if isinstance(names, list) and len(names) == len(study.directions):
-        return [str(n) for n in names]
-    return [f"objective {i}" for i in range(len(study.directions))]
+    """What the study's objectives are called (``nasflow.search.names``): its Optuna
+    ``metric_names``, else derived from ``nasflow:objectives``, else ``objective 0..``."""
+    return names.study_metric_names(study)

@@ -12,6 +12,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from nasflow import names
 from nasflow.report._records import retrain_records
 from nasflow.report._study import Summarizer, generic_summary, objective_names
 from nasflow.search import non_dominated_sort, pareto_trials
@@ -21,7 +22,7 @@ from nasflow.search._compat import get_constraints
 FRONT, DOMINATED, INFEASIBLE, OVER_BUDGET = "front", "dominated", "infeasible", "over budget"
 
 #: Trade-off axes: trial user attribute -> axis title.
-AXES = {"train_cost": "predicted training cost (s)", "params": "parameters"}
+AXES = {"train_cost": names.PREDICTED_COST, "params": names.PARAMS}
 
 
 class TrialPoint(NamedTuple):
@@ -29,13 +30,16 @@ class TrialPoint(NamedTuple):
 
     Attributes:
         number: Trial number.
-        accuracy: Validation accuracy; ``None`` for a trial skipped before evaluation.
+        accuracy: The first objective (named by ``TradeoffData.y_title``): the supernet
+            score or the fine-tuned validation accuracy; ``None`` for a trial skipped
+            before evaluation.
         x: The trade-off value (``train_cost`` or ``params`` user attribute).
         status: ``FRONT``, ``DOMINATED``, ``INFEASIBLE`` (evaluated, violates a constraint)
             or ``OVER_BUDGET`` (skipped before any training).
         winner: The trial was retrained from scratch in phase 3.
         arch: One-line architecture summary.
         note: Why a trial was skipped (empty otherwise).
+        test_accuracy: A winner's retrained test accuracy (phase 3), else ``None``.
     """
 
     number: int
@@ -45,6 +49,7 @@ class TrialPoint(NamedTuple):
     winner: bool
     arch: str
     note: str
+    test_accuracy: float | None = None
 
 
 class TradeoffData(NamedTuple):
@@ -54,6 +59,7 @@ class TradeoffData(NamedTuple):
     x_title: str
     points: list[TrialPoint]
     left_out: int
+    y_title: str = "accuracy"
 
 
 def _violates(trial: FrozenTrial) -> bool:
@@ -81,7 +87,7 @@ def tradeoff_data(
     """
     if x_attr not in AXES:
         raise ValueError(f"x_attr must be one of {sorted(AXES)}, got {x_attr!r}")
-    winners = set(retrain_records(study))
+    winners = retrain_records(study)
     points: list[TrialPoint] = []
     left_out = 0
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
@@ -98,7 +104,9 @@ def tradeoff_data(
             continue
         status = INFEASIBLE if _violates(t) else DOMINATED
         acc = float(t.values[0])
-        points.append(TrialPoint(t.number, acc, float(x), status, t.number in winners, arch, ""))
+        test = _num(winners.get(t.number, {}), "test_accuracy")
+        won = t.number in winners
+        points.append(TrialPoint(t.number, acc, float(x), status, won, arch, "", test))
     feasible = [i for i, p in enumerate(points) if p.status == DOMINATED]
     if feasible:
         values = np.array([[points[i].accuracy, points[i].x] for i in feasible])  # (N, 2)
@@ -106,7 +114,7 @@ def tradeoff_data(
         for i, rank in zip(feasible, ranks, strict=True):
             if rank == 0:
                 points[i] = points[i]._replace(status=FRONT)
-    return TradeoffData(x_attr, AXES[x_attr], points, left_out)
+    return TradeoffData(x_attr, AXES[x_attr], points, left_out, objective_names(study)[0])
 
 
 class HistoryData(NamedTuple):
@@ -115,6 +123,7 @@ class HistoryData(NamedTuple):
     numbers: list[int]
     accuracy: list[float]
     best: list[float]
+    y_title: str = "accuracy"
 
 
 def history_data(study: optuna.Study) -> HistoryData:
@@ -124,7 +133,7 @@ def history_data(study: optuna.Study) -> HistoryData:
     numbers = [t.number for t in done]
     acc = [float(t.values[0]) for t in done]
     best = np.maximum.accumulate(acc).tolist() if acc else []
-    return HistoryData(numbers, acc, best)
+    return HistoryData(numbers, acc, best, objective_names(study)[0])
 
 
 #: Budget-figure trial states.

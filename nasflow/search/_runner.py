@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 
 from nasflow.bench import TabularObjective
 from nasflow.data import DataBundle
+from nasflow.names import objective_names, set_metric_names
 from nasflow.search._compat import sampler_constraints_kwargs
 from nasflow.search._dedup import DUPLICATE_KEY
 from nasflow.search._evolution import RegularizedEvolutionSampler
@@ -267,6 +268,12 @@ class StudyRunner:
             SUPERNET_KEY: self._supernet_identity(),
         }
 
+    @property
+    def metric_names(self) -> list[str]:
+        """What the study's objectives are called (Optuna's ``metric_names``)."""
+        spec = self.spec
+        return objective_names(spec.objectives, spec.finetune_epochs, spec.table is not None)
+
     def _supernet_identity(self) -> str:
         """The supernet's identity: trials scored by another supernet are not comparable."""
         if self.spec.table is not None:
@@ -345,6 +352,16 @@ class StudyRunner:
             )
         if stored[SUPERNET_KEY] is None:  # created before supernets were recorded: adopt it
             study.set_user_attr(SUPERNET_KEY, want[SUPERNET_KEY])
+        names = study.metric_names
+        if names is None:  # created before metric names were recorded: adopt them
+            set_metric_names(study, self.metric_names)
+        elif list(names) != self.metric_names:
+            raise StudyMismatchError(
+                f"study {self.spec.name!r} in {self.storage.safe_url!r} records its objectives "
+                f"as {list(names)}, this study file would record {self.metric_names} (a "
+                "change of finetune_epochs between 0 and more changes what the first "
+                "objective measures); use another study name or storage"
+            )
 
     def _sweep_zombies(self, study: optuna.Study) -> None:
         """Fail trials left RUNNING by dead workers, and retry each at most once."""

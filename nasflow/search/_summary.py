@@ -6,6 +6,7 @@ import os
 
 import optuna
 
+from nasflow import names
 from nasflow.bench import tabular_summary
 from nasflow.search._multipliers import MULTIPLIERS_KEY, format_multipliers, format_stack
 from nasflow.search._objective import arch_summary
@@ -40,17 +41,26 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         lines.append(f"time: {result.seconds.get('total', 0.0):.1f}s")
         lines.append(f"study: {result.storage.safe_url}")
         return "\n".join(lines)
-    header = (
-        f"{'trial':>5}  {'supernet':>8}  {'val acc':>7}  {'pred. cost s':>12}  {'params':>8}  arch"
-    )
+    finetuned = spec.finetune_epochs > 0
+    retrained = {w.number: w for w in result.winners}
+    cols = [("trial", 5), (names.SUPERNET_SCORE, len(names.SUPERNET_SCORE))]
+    if finetuned:
+        cols.append((names.FINETUNED_ACCURACY, len(names.FINETUNED_ACCURACY)))
+    cols += [(names.PREDICTED_COST, len(names.PREDICTED_COST)), (names.PARAMS, 10)]
+    cols.append((names.RETRAINED_TEST_ACCURACY, len(names.RETRAINED_TEST_ACCURACY)))
+    header = "  ".join(f"{n:>{w}}" for n, w in cols) + "  arch"
 
     def row(t: optuna.trial.FrozenTrial) -> str:
         arch = Arch.from_json(t.user_attrs["arch"])
-        final = f"{t.values[0]:>7.4f}" if t.values else f"{'pruned':>7}"
+        cells = [str(t.number), f"{t.user_attrs['supernet_accuracy']:.4f}"]
+        if finetuned:
+            cells.append(f"{t.values[0]:.4f}" if t.values else "pruned")
+        cells += [f"{t.user_attrs['train_cost']:.1f}", f"{t.user_attrs['params']:,}"]
+        w = retrained.get(t.number)
+        cells.append(f"{w.test_accuracy:.4f}" if w is not None else "-")
         return (
-            f"{t.number:>5}  {t.user_attrs['supernet_accuracy']:>8.4f}  {final}  "
-            f"{t.user_attrs['train_cost']:>12.1f}  {t.user_attrs['params']:>8}  "
-            f"{arch_summary(spec.space, arch)}"
+            "  ".join(f"{c:>{w}}" for c, (_, w) in zip(cells, cols, strict=True))
+            + f"  {arch_summary(spec.space, arch)}"
         )
 
     scored = [
@@ -58,13 +68,24 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         for t in result.study.get_trials(deepcopy=False)
         if "supernet_accuracy" in t.user_attrs and "train_cost" in t.user_attrs
     ]
-    scored.sort(key=lambda t: -t.user_attrs["supernet_accuracy"])
+    first = names.FINETUNED_ACCURACY if finetuned else names.SUPERNET_SCORE
+    # Ranked by the searched objective (pruned fine-tunings last), the winners always shown.
+    scored.sort(
+        key=lambda t: (not t.values, -(t.values or [t.user_attrs["supernet_accuracy"]])[0])
+    )
+    top = scored[:10] + [t for t in scored[10:] if t.number in retrained]
+    meaning = [f"{names.SUPERNET_SCORE}: {names.MEANINGS[names.SUPERNET_SCORE]}"]
+    if finetuned:
+        meaning.append(
+            f"{names.FINETUNED_ACCURACY}: after {spec.finetune_epochs} epochs (the first "
+            "objective)"
+        )
+    meaning.append(f"{names.RETRAINED_TEST_ACCURACY}: phase 3, retrained from scratch, test split")
     lines = [
-        f"Most accurate of the {len(scored)} evaluated architectures (supernet: "
-        "BN-recalibrated validation accuracy with inherited weights; val acc: after "
-        "fine-tuning, the first objective):",
+        f"Most accurate of the {len(scored)} evaluated architectures by {first}, and the "
+        f"winners ({'; '.join(meaning)}):",
         header,
-        *(row(t) for t in scored[:10]),
+        *(row(t) for t in top),
         "",
         f"Pareto set of study {spec.name!r} ({len(result.pareto)} trials):",
         header,
@@ -73,10 +94,10 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     for w in result.winners:
         when = " (by an earlier run)" if w.reused else ""
         lines.append(
-            f"winner: trial {w.number} retrained from scratch{when}: test accuracy "
-            f"{w.test_accuracy:.4f} (retrained weights, test split), validation accuracy "
-            f"{w.val_accuracy:.4f}; training cost measured {w.measured_train_cost:.1f}s vs "
-            f"predicted {w.predicted_train_cost:.1f}s"
+            f"winner: trial {w.number} retrained from scratch{when}: "
+            f"{names.RETRAINED_TEST_ACCURACY} {w.test_accuracy:.4f}, "
+            f"{names.RETRAINED_VAL_ACCURACY} {w.val_accuracy:.4f}; training cost measured "
+            f"{w.measured_train_cost:.1f}s vs predicted {w.predicted_train_cost:.1f}s"
         )
         if w.weights is not None:
             lines.append(f"  weights: {w.weights / WINNER_WEIGHTS}")

@@ -20,8 +20,7 @@ from nasflow.train import Batches, evaluate
 from tests.export.conftest import TinyRun
 
 _PRINTED = re.compile(
-    r"^winner: trial (\d+) retrained from scratch: test accuracy (\d\.\d{4}) "
-    r"\(retrained weights, test split\)",
+    r"^winner: trial (\d+) retrained from scratch: retrained test accuracy (\d\.\d{4}), ",
     re.MULTILINE,
 )
 
@@ -116,10 +115,10 @@ def test_show_prints_a_header_row_and_json(tiny_run, capsys) -> None:
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split("\t") == [
         "trial",
-        "val acc",
-        "pred. train s",
+        "supernet score",
+        "predicted training cost (s)",
         "scored with",
-        "retrained test acc",
+        "retrained test accuracy",
         "arch",
     ]
     row = next(line.split("\t") for line in lines[1:] if line.startswith(f"{number}\t"))

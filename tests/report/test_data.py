@@ -227,7 +227,7 @@ def test_pareto_table_lists_the_studys_front_with_retrain_records() -> None:
         },
     )
     table = pareto_table(study)
-    assert table.objectives == ["accuracy", "train_cost"]
+    assert table.objectives == ["accuracy", "predicted training cost (s)"]
     assert [r.number for r in table.rows] == [1, 0]  # best accuracy first; 2 is dominated
     assert table.rows[0].values == [0.90, 2.0] and table.rows[0].arch == "k5 width=1"
     assert (table.rows[0].test_accuracy, table.rows[0].measured_train_cost) == (0.88, 3.0)

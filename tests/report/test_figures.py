@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 
+from nasflow.names import set_metric_names
 from nasflow.report import (
     fairness_data,
     pareto_table,
@@ -37,6 +38,9 @@ def test_pareto_figure_draws_each_status_and_highlights_the_winner() -> None:
     winner = fig.data[-1]
     assert list(winner.x) == [2.0] and list(winner.y) == [0.90]
     assert "arch k5 k3 width=1" in winner.text[0]
+    # The winner's hover names its retrained test accuracy apart from its search score.
+    assert "retrained test accuracy 0.8800" in winner.text[0], winner.text[0]
+    assert fig.layout.yaxis.title.text == "accuracy"  # no metric names recorded: generic
     skipped = next(t for t in fig.data if t.name.startswith("over budget"))
     assert skipped.y[0] < 0.70  # drawn below every evaluated accuracy, not at a made-up one
     assert "not evaluated" in skipped.text[0]
@@ -160,10 +164,10 @@ def test_table_adds_cost_and_params_only_when_they_are_not_objectives() -> None:
     assert header == [
         "trial",
         "accuracy",
-        "train_cost",
-        "params",
-        "test accuracy",
-        "measured cost (s)",
+        "predicted training cost (s)",
+        "parameters",
+        "retrained test accuracy",
+        "measured training cost (s)",
         "arch",
     ]
     assert rows[0] == ["0", "0.5", "2", "950", "", "", "k5 k5 width=1"]
@@ -172,5 +176,17 @@ def test_table_adds_cost_and_params_only_when_they_are_not_objectives() -> None:
         user_attrs={"nasflow:objectives": '["accuracy", "params"]'},
     )
     header, rows = table_cells(pareto_table(params_study))
-    assert header[:4] == ["trial", "accuracy", "params", "predicted cost (s)"]
+    assert header[:4] == ["trial", "accuracy", "parameters", "predicted training cost (s)"]
     assert rows[0][:4] == ["0", "0.5", "100", "2"]
+
+
+def test_axes_and_hovers_use_the_studys_metric_names() -> None:
+    study = mixed_study()
+    set_metric_names(study, ["supernet score", "predicted training cost (s)"])
+    fig = plot_tradeoff(tradeoff_data(study), "Pareto front")
+    assert fig.layout.yaxis.title.text == "supernet score"
+    assert fig.layout.xaxis.title.text == "predicted training cost (s)"
+    assert "supernet score 0.9000" in fig.data[-1].text[0]
+    assert "inherited weights" in _texts(fig)  # the name's meaning
+    header, _ = table_cells(pareto_table(study))
+    assert header[1:3] == ["supernet score", "predicted training cost (s)"]

@@ -39,6 +39,11 @@ def test_end_to_end_multi_objective_study_on_sqlite(tmp_path) -> None:
         assert t.user_attrs["params"] > 0 and t.user_attrs["train_cost"] > 0
         assert 0.0 <= t.user_attrs["supernet_accuracy"] <= 1.0
     assert [d.name for d in study.directions] == ["MAXIMIZE", "MINIMIZE"]
+    # Optuna's own tools name the objectives as nasflow does (not "Objective 0").
+    assert study.metric_names == ["fine-tuned validation accuracy", "predicted training cost (s)"]
+    fig = optuna.visualization.plot_pareto_front(study)
+    assert fig.layout.xaxis.title.text == "fine-tuned validation accuracy"
+    assert fig.layout.yaxis.title.text == "predicted training cost (s)"
     # The Pareto set is non-dominated and the winner was retrained with a test score.
     assert result.pareto and result.winners
     w = result.winners[0]
@@ -107,14 +112,19 @@ def test_a_second_process_on_the_same_sqlite_file_is_refused(tmp_path) -> None:
 
 @pytest.mark.parametrize(
     ("change", "what"),
-    [({"channels": 6}, "fingerprint"), ({"objectives": ("accuracy", "params")}, "objectives")],
+    [
+        ({"channels": 6}, "fingerprint"),
+        ({"objectives": ("accuracy", "params")}, "objectives"),
+        # Fine-tuning changes what the first objective measures: not comparable either.
+        ({"finetune": 1}, "fine-tuned validation accuracy"),
+    ],
 )
 def test_resuming_with_another_space_or_objectives_is_refused(tmp_path, change, what) -> None:
     _, runner = _run(tmp_path, n_trials=2, finetune=0)
     runner.run(retrain=False)
     db = runner.storage.path
     size = db.stat().st_size
-    _, other = _run(tmp_path, n_trials=4, finetune=0, **change)
+    _, other = _run(tmp_path, n_trials=4, **{"finetune": 0, **change})
     with pytest.raises(StudyMismatchError, match=what):
         other.run()
     study = optuna.load_study(study_name="tiny", storage=f"sqlite:///{db}")
