@@ -8,13 +8,25 @@ from nasflow.space import Arch, SearchSpace
 
 __version__ = "0.1.0"
 
-__all__ = ["Arch", "SearchSpace", "__version__", "load_exported"]
+__all__ = [
+    "Arch",
+    "SearchSpace",
+    "__version__",
+    "export_winner",
+    "load_exported",
+    "optimize",
+]
 
 
 def __getattr__(name: str) -> Any:
-    # ``nasflow.load_exported`` is imported on first use: ``import nasflow`` stays light.
+    # Imported on first use: ``import nasflow`` stays light (``nasflow spaces`` needs no
+    # torch, Optuna or SQLAlchemy).
     if name == "load_exported":
         from nasflow.export import load_exported
 
         return load_exported
+    if name in ("optimize", "export_winner"):
+        from nasflow import _api
+
+        return getattr(_api, name)
     raise AttributeError(f"module 'nasflow' has no attribute {name!r}")

@@ -47,7 +47,7 @@ SPACE_CONFIG_KEY = "nasflow:space_config"
 
 
 def open_stored_study(
-    name: str, storage: str | None, runs: os.PathLike | str
+    name: str, storage: str | optuna.storages.BaseStorage | None, runs: os.PathLike | str
 ) -> tuple[optuna.Study, StorageSpec]:
     """Load study ``name`` from ``storage`` (default ``RUNS/NAME/study.db``), read-only use.
 
@@ -245,7 +245,7 @@ def export_study(
     name: str,
     out: os.PathLike | str,
     which: str | int = "best",
-    storage: str | None = None,
+    storage: str | optuna.storages.BaseStorage | None = None,
     runs: os.PathLike | str = "runs",
     study_file: str | None = None,
     spec: StudySpec | None = None,
@@ -271,7 +271,7 @@ def export_study(
         name: The study's name in the storage.
         out: The export directory to create.
         which: ``"best"``, ``"pareto"`` or a trial number.
-        storage: Storage URL (default ``RUNS/NAME/study.db``).
+        storage: Storage URL or Optuna storage object (default ``RUNS/NAME/study.db``).
         runs: The folder the search wrote to (``RUNS/NAME/supernet`` holds checkpoints,
             ``RUNS/NAME/winners`` the retrained winners).
         study_file: A study file or registered study name giving the data.

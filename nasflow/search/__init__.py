@@ -5,7 +5,7 @@ from __future__ import annotations
 from nasflow.search._evolution import RegularizedEvolutionSampler
 from nasflow.search._objective import CandidateError, arch_summary
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
-from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner
+from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner, report, should_prune
 from nasflow.search._runner import (
     RunResult,
     StudyMismatchError,
@@ -39,7 +39,9 @@ __all__ = [
     "non_dominated_sort",
     "pareto_trials",
     "redact",
+    "report",
     "resolve_storage",
     "run_trust_probe",
+    "should_prune",
     "summary_table",
 ]

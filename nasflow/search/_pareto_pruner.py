@@ -1,9 +1,31 @@
 """Pareto-aware asynchronous successive halving (MOASHA-style) for Optuna studies.
 
 Optuna raises ``NotImplementedError`` on ``trial.report``/``trial.should_prune`` in
-multi-objective studies (optuna#3450). This pruner keeps its own bookkeeping in trial user
-attributes instead, so it works with any storage (in-memory, SQLite, PostgreSQL) and with any
-number of objectives, in the spirit of Syne Tune's MOASHA (Schmucker et al. 2021).
+multi-objective studies (optuna#3450). This pruner is an Optuna ``BasePruner`` that any
+study can use, multi-objective ones through two small helpers that stand in for the two
+refused calls::
+
+    import optuna
+    from nasflow.search import ParetoSuccessiveHalvingPruner, report, should_prune
+
+    study = optuna.create_study(
+        directions=["maximize", "minimize"],
+        pruner=ParetoSuccessiveHalvingPruner(min_resource=1, reduction_factor=3),
+    )
+
+    def objective(trial):
+        for epoch in range(1, 10):
+            accuracy, latency = train_one_epoch(...)
+            report(trial, (accuracy, latency), epoch)   # trial.report(...)
+            if should_prune(trial):                     # trial.should_prune()
+                raise optuna.TrialPruned()
+        return accuracy, latency
+
+The reported vectors and the rung records live in trial user attributes, so it works with
+any storage (in-memory, SQLite, PostgreSQL, journal) and any number of objectives, in the
+spirit of Syne Tune's MOASHA (Schmucker et al. 2021). In a single-objective study it also
+reads the values of plain ``trial.report`` calls, so ``trial.should_prune()`` works as with
+any Optuna pruner.
 """
 
 from __future__ import annotations
@@ -18,7 +40,7 @@ from optuna.trial import TrialState
 
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
 
-__all__ = ["ParetoSuccessiveHalvingPruner"]
+__all__ = ["ParetoSuccessiveHalvingPruner", "report", "should_prune"]
 
 _ATTR_PREFIX = "nasflow:"
 LAST_STEP_KEY = f"{_ATTR_PREFIX}last_step"
@@ -36,7 +58,59 @@ def _check_int(name: str, value: Any, minimum: int) -> None:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}.")
 
 
-class ParetoSuccessiveHalvingPruner:
+def report(trial: optuna.Trial, values: Sequence[float], step: int) -> None:
+    """``trial.report`` for any study, multi-objective included: record the objective
+    vector ``values`` (one value per study direction) at ``step`` (an epoch, say) for the
+    study's :class:`ParetoSuccessiveHalvingPruner` (user attributes ``nasflow:last_step``
+    and ``nasflow:last_values``).
+
+    Raises:
+        ValueError: ``step`` is not an int >= 0, or ``values`` has a length other than the
+            number of study directions.
+    """
+    _check_int("step", step, 0)
+    vector = [float(v) for v in values]
+    n_directions = len(trial.study.directions)
+    if len(vector) != n_directions:
+        raise ValueError(
+            f"Got {len(vector)} values for a study with {n_directions} directions "
+            f"(values={vector})."
+        )
+    trial.set_user_attr(LAST_STEP_KEY, step)
+    trial.set_user_attr(LAST_VALUES_KEY, vector)
+
+
+def should_prune(trial: optuna.Trial) -> bool:
+    """``trial.should_prune()`` for any study, multi-objective included: ask the study's
+    pruner about the vector last given to :func:`report`.
+
+    Raises:
+        TypeError: The study's pruner cannot decide on reported vectors (any pruner other
+            than :class:`ParetoSuccessiveHalvingPruner` or ``NopPruner`` reads
+            ``trial.report`` values, which Optuna refuses in multi-objective studies).
+    """
+    pruner = trial.study.pruner
+    if isinstance(pruner, optuna.pruners.NopPruner):
+        return False
+    if not isinstance(pruner, ParetoSuccessiveHalvingPruner):
+        raise TypeError(
+            f"should_prune(trial) needs the study's pruner to be a ParetoSuccessiveHalvingPruner "
+            f"or a NopPruner, got {type(pruner).__name__}"
+        )
+    frozen = next(t for t in trial.study.get_trials(deepcopy=False) if t.number == trial.number)
+    return pruner.prune(trial.study, frozen)
+
+
+def _set_user_attr(
+    study: optuna.Study, trial: optuna.trial.FrozenTrial, key: str, value: Any
+) -> None:
+    """Store a rung record on a running trial from ``BasePruner.prune``, which Optuna hands
+    a frozen copy: through the storage, as Optuna's own ``SuccessiveHalvingPruner`` stores
+    its rung records (Optuna has no public call for it)."""
+    study._storage.set_trial_user_attr(trial._trial_id, key, value)
+
+
+class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
     """Asynchronous successive halving that promotes by Pareto rank.
 
     Rung ``k`` sits at resource ``r_k = min_resource * reduction_factor**(k +
@@ -59,7 +133,8 @@ class ParetoSuccessiveHalvingPruner:
     always promoted instead of only when it is the best so far. Objective directions come from
     ``trial.study.directions``.
 
-    Typical use inside an objective (the study itself needs no Optuna pruner)::
+    Use it as the study's pruner with :func:`report` and :func:`should_prune` (module
+    docstring), or, without making it the study's pruner, call :meth:`check` on it::
 
         for epoch in range(1, max_epochs + 1):
             acc, latency = train_one_epoch(...)
@@ -108,29 +183,8 @@ class ParetoSuccessiveHalvingPruner:
         return self._min_resource * self._reduction_factor**exponent
 
     def report(self, trial: optuna.Trial, values: Sequence[float], step: int) -> None:
-        """Record the objective vector of ``trial`` at ``step`` (an epoch) in trial user attrs.
-
-        Stores ``"nasflow:last_step"`` and ``"nasflow:last_values"``.
-
-        Args:
-            trial: The running trial.
-            values: One value per study direction, in the study's objective order.
-            step: Resource consumed so far, e.g. the number of finished epochs.
-
-        Raises:
-            ValueError: If ``step`` is not a non-negative int or ``values`` has a length other
-                than the number of study directions.
-        """
-        _check_int("step", step, 0)
-        vector = [float(v) for v in values]
-        n_directions = len(trial.study.directions)
-        if len(vector) != n_directions:
-            raise ValueError(
-                f"Got {len(vector)} values for a study with {n_directions} directions "
-                f"(values={vector})."
-            )
-        trial.set_user_attr(LAST_STEP_KEY, step)
-        trial.set_user_attr(LAST_VALUES_KEY, vector)
+        """Record the objective vector of ``trial`` at ``step``: :func:`report`."""
+        report(trial, values, step)
 
     def should_prune(self, trial: optuna.Trial, step: int) -> bool:
         """Whether ``trial`` should stop at ``step``, given the vector last reported at ``step``.
@@ -155,6 +209,44 @@ class ParetoSuccessiveHalvingPruner:
                 f"step is {attrs.get(LAST_STEP_KEY)!r}."
             )
         vector = [float(v) for v in attrs[LAST_VALUES_KEY]]
+        return self._decide(trial.study, trial.number, attrs, vector, step, trial.set_user_attr)
+
+    def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
+        """Optuna's pruner interface: decide on the vector last given to :func:`report`, or,
+        in a single-objective study, on the last ``trial.report`` value.
+
+        Args:
+            study: The trial's study.
+            trial: A frozen copy of the running trial.
+
+        Returns:
+            ``True`` if the trial should be pruned; ``False`` when nothing was reported.
+        """
+        # Optuna hands a copy whose user attributes are cached in the trial's process and
+        # miss the rung records stored below through the storage: read them fresh.
+        attrs = study._storage.get_trial(trial._trial_id).user_attrs
+        if LAST_VALUES_KEY in attrs and isinstance(attrs.get(LAST_STEP_KEY), int):
+            step, vector = attrs[LAST_STEP_KEY], [float(v) for v in attrs[LAST_VALUES_KEY]]
+        elif trial.last_step is not None and len(study.directions) == 1:
+            step, vector = trial.last_step, [float(trial.intermediate_values[trial.last_step])]
+        else:
+            return False
+
+        def store(key: str, value: Any) -> None:
+            _set_user_attr(study, trial, key, value)
+
+        return self._decide(study, trial.number, attrs, vector, step, store)
+
+    def _decide(
+        self,
+        study: optuna.Study,
+        number: int,
+        attrs: dict[str, Any],
+        vector: list[float],
+        step: int,
+        store: Any,
+    ) -> bool:
+        """Walk the rungs ``step`` reaches that ``attrs`` holds no record of yet."""
         rung = 0
         while rung_key(rung) in attrs:
             rung += 1
@@ -168,9 +260,9 @@ class ParetoSuccessiveHalvingPruner:
             if any(math.isnan(v) for v in vector):
                 return True
             if trials is None:
-                trials = trial.study.get_trials(deepcopy=False, states=_COMPETING_STATES)
-            trial.set_user_attr(rung_key(rung), vector)
-            if not self._is_promoted(trial, trials, rung, vector):
+                trials = study.get_trials(deepcopy=False, states=_COMPETING_STATES)
+            store(rung_key(rung), vector)
+            if not self._is_promoted(study, number, trials, rung, vector):
                 return True
             rung += 1
 
@@ -192,7 +284,8 @@ class ParetoSuccessiveHalvingPruner:
 
     def _is_promoted(
         self,
-        trial: optuna.Trial,
+        study: optuna.Study,
+        number: int,
         trials: list[optuna.trial.FrozenTrial],
         rung: int,
         vector: list[float],
@@ -202,7 +295,7 @@ class ParetoSuccessiveHalvingPruner:
         others = []
         for other in trials:
             stored = other.user_attrs.get(key)
-            if other.number == trial.number or not isinstance(stored, list):
+            if other.number == number or not isinstance(stored, list):
                 continue
             if len(stored) == n_obj and not any(math.isnan(float(v)) for v in stored):
                 others.append([float(v) for v in stored])
@@ -212,7 +305,7 @@ class ParetoSuccessiveHalvingPruner:
         if n < self._reduction_factor:
             return True
         points = np.array([vector, *others], dtype=np.float64)
-        ranks = non_dominated_sort(points, trial.study.directions)
+        ranks = non_dominated_sort(points, study.directions)
         if ranks[0] == 0:
             return True
         crowding = crowding_distance(points, ranks)

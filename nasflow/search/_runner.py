@@ -116,6 +116,7 @@ class RunResult:
     winners: list[Winner] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     ran_trials: list[int] = field(default_factory=list)
+    spec: StudySpec | None = None
 
 
 def _supernet_change(stored: str, want: str) -> str:
@@ -170,16 +171,19 @@ def make_sampler(spec: StudySpec, seed: int) -> optuna.samplers.BaseSampler:
 def make_pruner(spec: StudySpec) -> tuple[optuna.pruners.BasePruner, Any]:
     """(pruner given to Optuna, pruner used for multi-objective reports)."""
     name, r = spec.resolved_pruner, max(1, spec.finetune_epochs)
+    if isinstance(spec.pruner, optuna.pruners.BasePruner):  # used as given
+        multi = len(spec.objectives) > 1
+        pareto = isinstance(spec.pruner, ParetoSuccessiveHalvingPruner)
+        return spec.pruner, spec.pruner if multi and pareto else None
     if name == "hyperband":
         return optuna.pruners.HyperbandPruner(
             min_resource=1, max_resource=r, reduction_factor=3
         ), None
     if name == "asha":
         return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3), None
-    if name == "pareto":
-        return optuna.pruners.NopPruner(), ParetoSuccessiveHalvingPruner(
-            min_resource=1, reduction_factor=3, max_resource=r
-        )
+    if name == "pareto":  # the study's pruner: `study.pruner` says what prunes
+        pareto = ParetoSuccessiveHalvingPruner(min_resource=1, reduction_factor=3, max_resource=r)
+        return pareto, pareto
     return optuna.pruners.NopPruner(), None
 
 
@@ -213,7 +217,9 @@ class StudyRunner:
 
     Args:
         spec: The study.
-        storage: ``--storage`` URL, or ``None`` for ``OUT/NAME/study.db`` (SQLite).
+        storage: ``--storage`` URL or an Optuna storage object; ``None`` for the spec's
+            (``spec.storage``, else the storage of ``spec.study``, else
+            ``OUT/NAME/study.db``, SQLite).
         out_dir: Folder holding one sub-folder per study (supernet checkpoints, reports).
         log: Line logger.
         progress: Show progress bars.
@@ -232,7 +238,7 @@ class StudyRunner:
     def __init__(
         self,
         spec: StudySpec,
-        storage: str | None = None,
+        storage: str | optuna.storages.BaseStorage | None = None,
         out_dir: os.PathLike | str = "runs",
         log: Callable[[str], None] = print,
         progress: bool = True,
@@ -244,6 +250,12 @@ class StudyRunner:
     ) -> None:
         self.spec = spec
         self.out = Path(out_dir) / spec.name
+        if storage is None:
+            storage = spec.storage
+        if storage is None and spec.study is not None:
+            # Optuna keeps a study's storage private; its URL (where it has one) places the
+            # SQLite lock and the cost tables beside the study.
+            storage = spec.study._storage
         self.storage = resolve_storage(storage, self.out / "study.db")
         self.log, self.progress, self.device = log, progress, device
         self.stop = stop if stop is not None else threading.Event()
@@ -260,6 +272,12 @@ class StudyRunner:
         self.stack: Stack | None = spec.stack if isinstance(spec.stack, Stack) else None
 
     # ------------------------------------------------------------------ storage and study
+    @property
+    def _tables_url(self) -> str | None:
+        """The database holding the cost model's and the stack's tables beside the study
+        (``None``: the per-user cache; journal files and in-memory studies have none)."""
+        return self.storage.url if self.storage.kind != "journal" and self.storage.url else None
+
     def _identity(self) -> dict[str, str]:
         return {
             "nasflow:space": self.spec.space.name,
@@ -296,6 +314,19 @@ class StudyRunner:
         storage = open_storage(self.storage, *self.heartbeat)
         directions = self.spec.directions
         names = {s.study_name for s in optuna.get_all_study_summaries(storage)}
+        given = self.spec.study
+        if given is not None:
+            if not any(k in given.user_attrs for k in IDENTITY_KEYS):
+                held = len(given.get_trials(deepcopy=False))
+                if held:
+                    raise StudyMismatchError(
+                        f"the optuna.Study {self.spec.name!r} given holds {held} trials that "
+                        "nasflow did not make; give nasflow an empty study or a new name"
+                    )
+                self._write_identity(given)
+            self._check_identity(given, directions)
+            self._sweep_zombies(given)
+            return self._attach(given)
         if self.spec.name in names:
             existing = optuna.load_study(study_name=self.spec.name, storage=storage)
             self._check_identity(existing, directions)
@@ -308,15 +339,20 @@ class StudyRunner:
             directions=directions,
             load_if_exists=True,
         )
-        if any(k not in study.user_attrs for k in IDENTITY_KEYS):
-            for k, v in self._identity().items():
-                if k not in study.user_attrs:  # (a worker racing us may have written them)
-                    study.set_user_attr(k, v)
-            # Not part of the identity check (the fingerprint covers it): lets `nasflow
-            # export` re-create a space built with constructor arguments.
-            study.set_user_attr(SPACE_CONFIG_KEY, json.dumps(self.spec.space.config))
+        self._write_identity(study)
         self._check_identity(study, directions)
         return self._attach(study)
+
+    def _write_identity(self, study: optuna.Study) -> None:
+        """Record what a new study searches (keys a racing worker wrote are kept)."""
+        if all(k in study.user_attrs for k in IDENTITY_KEYS):
+            return
+        for k, v in self._identity().items():
+            if k not in study.user_attrs:  # (a worker racing us may have written them)
+                study.set_user_attr(k, v)
+        # Not part of the identity check (the fingerprint covers it): lets `nasflow
+        # export` re-create a space built with constructor arguments.
+        study.set_user_attr(SPACE_CONFIG_KEY, json.dumps(self.spec.space.config))
 
     def _attach(self, study: optuna.Study) -> optuna.Study:
         """Give a loaded study this run's sampler and pruner (they are not stored)."""
@@ -414,7 +450,7 @@ class StudyRunner:
                 spec.train.lr,
                 spec.train.weight_decay,
                 planned_batches=spec.train.epochs * len(train),
-                storage_url=self.storage.url if self.storage.kind != "journal" else None,
+                storage_url=self._tables_url,
                 device=self.device,
                 seed=spec.seed,
                 budget=spec.stack_budget,
@@ -484,7 +520,7 @@ class StudyRunner:
                 checkpoint_dir=self.out / "finetune",
                 should_stop=self.stop.is_set,
                 log=self._quiet_log,
-                cost_storage=self.storage.url if self.storage.kind != "journal" else None,
+                cost_storage=self._tables_url,
             )
         finished = len(
             study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
@@ -747,6 +783,7 @@ class StudyRunner:
                 winners,
                 seconds,
                 list(self.ran_trials),
+                spec,
             )
         finally:
             self.close()

@@ -113,9 +113,24 @@ class StudySpec:
         finetune: Fine-tuning recipe (its ``epochs`` is ignored; ``finetune_epochs`` rules).
         train: The training budget: how a candidate is trained stand-alone. Training cost
             is the time of this recipe; winners are retrained with it.
-        pruner: ``"auto"`` picks Hyperband (one objective) or the Pareto pruner.
+        pruner: ``"auto"`` picks Hyperband (one objective) or the Pareto pruner
+            (several) over the fine-tuning epochs; or an Optuna ``BasePruner`` instance,
+            used as given (several objectives: a ``ParetoSuccessiveHalvingPruner`` or a
+            ``NopPruner``, since Optuna's own pruners read ``trial.report``, which Optuna
+            refuses in multi-objective studies).
         sampler: ``"auto"`` picks TPE; ``"evolution"`` is regularized evolution
-            (``RegularizedEvolutionSampler``); or any Optuna ``BaseSampler`` instance.
+            (``RegularizedEvolutionSampler``); or any Optuna ``BaseSampler`` instance,
+            used as given (not re-seeded).
+        storage: Where the study lives: ``None`` for ``OUT/NAME/study.db`` (SQLite), a
+            URL (``sqlite:///FILE``, ``postgresql://...``, ``journal:///FILE``) or an
+            Optuna storage object (``RDBStorage``, ``JournalStorage``,
+            ``InMemoryStorage``). ``StudyRunner(storage=...)`` and ``--storage`` win
+            over it.
+        study: An existing ``optuna.Study`` to run in (its name must be ``name``, its
+            directions those of ``objectives``; an empty study is adopted, one holding
+            trials nasflow did not make is refused). Its storage is used; its sampler and
+            pruner are replaced by ``sampler`` and ``pruner`` (pass
+            ``sampler=study.sampler`` to keep it).
         budget: Limits on candidates.
         retrain_top: How many winners phase 3 retrains from scratch.
         seed: Seed of the sampler, the supernet and the data order.
@@ -168,8 +183,10 @@ class StudySpec:
     finetune_epochs: int = 0
     finetune: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-3, warmup_epochs=0))
     train: TrainConfig = field(default_factory=TrainConfig)
-    pruner: str = "auto"
+    pruner: str | optuna.pruners.BasePruner = "auto"
     sampler: str | optuna.samplers.BaseSampler = "auto"
+    storage: str | optuna.storages.BaseStorage | None = None
+    study: optuna.Study | None = None
     budget: Budget = field(default_factory=Budget)
     retrain_top: int = 1
     seed: int = 0
@@ -205,19 +222,13 @@ class StudySpec:
             raise StudyFileError(
                 f"objectives {objectives!r} must start with 'accuracy' and not repeat"
             )
-        if self.pruner not in PRUNERS:
-            raise StudyFileError(f"unknown pruner {self.pruner!r}; choose from {PRUNERS}")
+        self._check_optuna_objects(objectives)
         if not isinstance(self.sampler, optuna.samplers.BaseSampler) and (
             not isinstance(self.sampler, str) or self.sampler not in SAMPLERS
         ):
             raise StudyFileError(
                 f"unknown sampler {self.sampler!r}; choose from {SAMPLERS} or pass an Optuna "
                 "BaseSampler"
-            )
-        if self.pruner in ("hyperband", "asha") and len(objectives) > 1:
-            raise StudyFileError(
-                f"pruner {self.pruner!r} takes one objective (Optuna refuses report() in "
-                "multi-objective studies); use pruner='pareto' or 'auto'"
             )
         for name in ("n_trials", "bn_batches", "retrain_top"):
             v = getattr(self, name)
@@ -282,6 +293,59 @@ class StudySpec:
         else:
             self._check_hyper_parameters()
 
+    def _check_optuna_objects(self, objectives: tuple[str, ...]) -> None:
+        """The pruner, storage and study: a known name or an Optuna object that fits."""
+        from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner
+
+        pruner = self.pruner
+        if isinstance(pruner, optuna.pruners.BasePruner):
+            multi_ok = (ParetoSuccessiveHalvingPruner, optuna.pruners.NopPruner)
+            if len(objectives) > 1 and not isinstance(pruner, multi_ok):
+                raise StudyFileError(
+                    f"pruner {type(pruner).__name__} reads trial.report(), which Optuna refuses "
+                    "in multi-objective studies; use a ParetoSuccessiveHalvingPruner, a "
+                    "NopPruner, or pruner='auto'"
+                )
+        elif not isinstance(pruner, str) or pruner not in PRUNERS:
+            raise StudyFileError(
+                f"unknown pruner {pruner!r}; choose from {PRUNERS} or pass an Optuna BasePruner"
+            )
+        elif pruner in ("hyperband", "asha") and len(objectives) > 1:
+            raise StudyFileError(
+                f"pruner {pruner!r} takes one objective (Optuna refuses report() in "
+                "multi-objective studies); use pruner='pareto' or 'auto'"
+            )
+        storage = self.storage
+        if storage is not None and not isinstance(
+            storage, (str, os.PathLike, optuna.storages.BaseStorage)
+        ):
+            raise StudyFileError(
+                f"study {self.name!r}: storage must be a URL or an Optuna storage, got {storage!r}"
+            )
+        study = self.study
+        if study is None:
+            return
+        if not isinstance(study, optuna.Study):
+            raise StudyFileError(
+                f"study {self.name!r}: study must be an optuna.Study, got {study!r}"
+            )
+        if study.study_name != self.name:
+            raise StudyFileError(
+                f"study {self.name!r}: the optuna.Study given is named {study.study_name!r}; "
+                "give the StudySpec the same name"
+            )
+        if storage is not None:
+            raise StudyFileError(
+                f"study {self.name!r}: pass storage or study, not both (the study's storage "
+                "is used)"
+            )
+        have = [d.name.lower() for d in study.directions]
+        if have != self.directions:
+            raise StudyFileError(
+                f"study {self.name!r}: the optuna.Study given has directions {have}, the "
+                f"objectives {list(objectives)} need {self.directions}"
+            )
+
     def _check_hyper_parameters(self) -> None:
         """A searched hyper-parameter must change how some phase trains, or trials that
         differ only in it would score the same and the search would waste them."""
@@ -334,6 +398,9 @@ class StudySpec:
 
     @property
     def resolved_pruner(self) -> str:
+        """The pruner's name (``"custom"`` for a ``BasePruner`` instance)."""
+        if not isinstance(self.pruner, str):
+            return "custom"
         if self.pruner != "auto":
             return self.pruner
         if self.finetune_epochs == 0:

@@ -32,37 +32,69 @@ class StorageSpec:
     """A resolved storage.
 
     Attributes:
-        url: The URL given to Optuna (may hold a password: never print it).
-        kind: ``"sqlite"``, ``"postgresql"`` or ``"journal"``.
+        url: The URL given to Optuna (may hold a password: never print it); empty for a
+            storage object without one (``InMemoryStorage``, ``JournalStorage``).
+        kind: ``"sqlite"``, ``"postgresql"``, ``"journal"``, ``"memory"`` or ``"rdb"``
+            (an ``RDBStorage`` object of another database).
         path: The local file for SQLite and journal storages.
+        given: The Optuna storage object the user passed, used as given.
     """
 
     url: str
     kind: str
     path: Path | None = None
+    given: optuna.storages.BaseStorage | None = None
 
     @property
     def safe_url(self) -> str:
-        return redact(self.url)
+        if self.url:
+            return redact(self.url)
+        return f"{type(self.given).__name__} object"
 
     @property
     def multi_worker(self) -> bool:
         """Whether several processes may share it."""
-        return self.kind != "sqlite"
+        return self.kind not in ("sqlite", "memory")
 
 
-def resolve_storage(url: str | None, default_path: os.PathLike | str) -> StorageSpec:
+def storage_of_object(storage: optuna.storages.BaseStorage) -> StorageSpec:
+    """A ``StorageSpec`` for an Optuna storage object (its URL read where it has one, so
+    that the SQLite lock and the cost tables beside the study still apply)."""
+    # optuna.create_study wraps an RDBStorage in its private cache layer; see through it.
+    backend = getattr(storage, "_backend", storage)
+    if isinstance(backend, optuna.storages.RDBStorage):
+        url = backend.url
+        base = url.partition("://")[0].split("+", 1)[0]
+        if base in ("sqlite", "postgresql"):
+            resolved = resolve_storage(url, "")
+            return StorageSpec(url, resolved.kind, resolved.path, storage)
+        return StorageSpec(url, "rdb", None, storage)
+    if isinstance(backend, optuna.storages.InMemoryStorage):
+        return StorageSpec("", "memory", None, storage)
+    if isinstance(backend, optuna.storages.JournalStorage):
+        return StorageSpec("", "journal", None, storage)
+    raise StorageError(f"unsupported Optuna storage {type(storage).__name__}")
+
+
+def resolve_storage(
+    url: str | os.PathLike | optuna.storages.BaseStorage | None, default_path: os.PathLike | str
+) -> StorageSpec:
     """Turn a ``--storage`` value into a ``StorageSpec`` without touching anything.
 
     Args:
         url: ``None`` for the embedded default, ``sqlite:///FILE``,
             ``postgresql://USER[:PASS]@HOST[:PORT]/DB`` (also ``postgresql+psycopg2://``),
-            or ``journal:///FILE`` (Optuna's JournalStorage on a local file).
+            ``journal:///FILE`` (Optuna's JournalStorage on a local file), or an Optuna
+            storage object (used as given).
         default_path: The SQLite file used when ``url`` is ``None``.
 
     Raises:
         StorageError: Unknown scheme or malformed URL, naming it (redacted).
     """
+    if isinstance(url, optuna.storages.BaseStorage):
+        return storage_of_object(url)
+    if isinstance(url, os.PathLike):
+        url = os.fspath(url)
     if url is None:
         path = Path(default_path)
         return StorageSpec(f"sqlite:///{path}", "sqlite", path)
@@ -108,10 +140,12 @@ def open_storage(
     """The Optuna storage: RDB with heartbeats and one retry of stale trials, or a journal.
 
     Args:
-        spec: The resolved storage.
+        spec: The resolved storage (a storage object the user gave is returned as is).
         heartbeat_interval: Seconds between heartbeats of a running trial (RDB only).
         grace_period: Seconds without a heartbeat before a trial counts as dead (RDB only).
     """
+    if spec.given is not None:
+        return spec.given
     if spec.kind == "journal":
         assert spec.path is not None
         spec.path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,13 +214,14 @@ def check_study_file(spec: StorageSpec) -> None:
 
 
 def load_existing_study(
-    name: str, storage: str | None, out_dir: os.PathLike | str
+    name: str, storage: str | optuna.storages.BaseStorage | None, out_dir: os.PathLike | str
 ) -> tuple[optuna.Study, optuna.storages.BaseStorage, StorageSpec]:
     """Open study ``name`` for reading without creating anything.
 
     Args:
         name: The study name.
-        storage: ``--storage`` URL; ``None`` means ``OUT_DIR/NAME/study.db``.
+        storage: ``--storage`` URL or an Optuna storage object; ``None`` means
+            ``OUT_DIR/NAME/study.db``.
         out_dir: Folder holding one sub-folder per study.
 
     Returns:

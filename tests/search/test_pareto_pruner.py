@@ -10,7 +10,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner
+from nasflow.search import ParetoSuccessiveHalvingPruner, report, should_prune
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -123,7 +123,7 @@ def test_single_objective_matches_optuna_successive_halving(direction: str) -> N
     n_trials, n_steps = 80, 30
     curves = np.cumsum(rng.normal(size=(n_trials, n_steps)), axis=1)
 
-    def run(use_optuna: bool) -> list[int]:
+    def run(use_optuna: bool, as_study_pruner: bool = False) -> list[int]:
         ours = ParetoSuccessiveHalvingPruner(reduction_factor=3, bootstrap_count=2)
         reference = optuna.pruners.SuccessiveHalvingPruner(
             min_resource=1, reduction_factor=3, bootstrap_count=2
@@ -134,7 +134,7 @@ def test_single_objective_matches_optuna_successive_halving(direction: str) -> N
             curve = curves[trial.number]
             for step in range(1, n_steps + 1):
                 value = float(curve[step - 1])
-                if use_optuna:
+                if use_optuna or as_study_pruner:  # Optuna's calls, whichever pruner
                     trial.report(value, step)
                     pruned = trial.should_prune()
                 else:
@@ -146,13 +146,50 @@ def test_single_objective_matches_optuna_successive_halving(direction: str) -> N
             stopped_at.append(n_steps)
             return value
 
-        study = optuna.create_study(direction=direction, pruner=reference if use_optuna else None)
+        pruner = reference if use_optuna else ours if as_study_pruner else None
+        study = optuna.create_study(direction=direction, pruner=pruner)
         study.optimize(objective, n_trials=n_trials)
         return stopped_at
 
     expected = run(use_optuna=True)
     assert run(use_optuna=False) == expected
+    # As an Optuna BasePruner, driven by plain trial.report / trial.should_prune.
+    assert run(use_optuna=False, as_study_pruner=True) == expected
     assert {1, 3, 9, 27} <= set(expected)  # the comparison covers decisions at every rung
+
+
+def test_as_the_study_pruner_of_a_multi_objective_study_with_the_helpers() -> None:
+    """``report``/``should_prune`` stand in for the calls Optuna refuses there, and decide
+    exactly as the pruner's own ``check`` does."""
+    expected = _run_synthetic_study(None, seed=0, n_trials=40, max_epochs=9)
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        theta = trial.suggest_float("theta", 0.0, math.pi / 2)
+        gap = trial.suggest_float("gap", 0.0, 1.0)
+        final = _final_point(theta, gap)
+        for epoch in range(1, 10):
+            values = _curve(final, epoch)
+            report(trial, values, epoch)
+            if should_prune(trial):
+                raise optuna.TrialPruned()
+        return values
+
+    study = optuna.create_study(
+        directions=["maximize", "minimize"],
+        sampler=optuna.samplers.RandomSampler(seed=0),
+        pruner=ParetoSuccessiveHalvingPruner(min_resource=1, reduction_factor=3, max_resource=9),
+    )
+    study.optimize(objective, n_trials=40)
+    states = [t.state for t in study.trials]
+    assert states == [t.state for t in expected.trials]
+    assert TrialState.PRUNED in states and TrialState.COMPLETE in states
+    with pytest.raises(NotImplementedError):  # what the helpers stand in for
+        study.ask().should_prune()
+    other = optuna.create_study(directions=["maximize", "minimize"])
+    trial = other.ask()
+    report(trial, (0.5, 1.0), 1)
+    with pytest.raises(TypeError, match="MedianPruner"):
+        should_prune(trial)
 
 
 def _ask_and_decide(

@@ -1,0 +1,127 @@
+"""The Python façade: ``nasflow.optimize(spec)`` runs a study, ``nasflow.export_winner``
+exports what it found, ``nasflow.load_exported`` loads it back.
+
+(``nasflow.search`` and ``nasflow.export`` name the sub-packages, so the two calls are
+``optimize``, after Optuna's ``study.optimize``, and ``export_winner``.)
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import optuna
+
+    from nasflow.export import ExportInfo
+    from nasflow.search import RunResult, StudySpec
+
+
+def optimize(
+    spec: StudySpec,
+    *,
+    n_trials: int | None = None,
+    timeout: float | None = None,
+    storage: str | optuna.storages.BaseStorage | None = None,
+    out_dir: os.PathLike | str = "runs",
+    retrain: bool = True,
+    device: str = "cpu",
+    progress: bool = False,
+    log: Callable[[str], None] | None = print,
+    stop: threading.Event | None = None,
+) -> RunResult:
+    """Run a study end to end: train the supernet (phase 1), screen candidates with
+    Optuna (phase 2), retrain the winners from scratch (phase 3).
+
+    Everything is stored as it goes (the study in its storage, the supernet checkpoints and
+    the winners' weights in ``OUT_DIR/NAME/``), so calling it again with the same spec
+    resumes: finished trials are kept and saved winners are not retrained.
+
+    Args:
+        spec: The study (space, data, objectives, recipes, sampler, pruner...).
+        n_trials: Phase 2 candidates in all, finished ones included (default
+            ``spec.n_trials``).
+        timeout: Seconds phase 2 may run (Optuna's ``timeout``).
+        storage: A storage URL or Optuna storage object; default ``spec.storage``, else the
+            storage of ``spec.study``, else ``OUT_DIR/NAME/study.db`` (SQLite).
+        out_dir: Folder holding one sub-folder per study.
+        retrain: Run phase 3.
+        device: Training device (``"cpu"``, ``"cuda"``...).
+        progress: Show progress bars.
+        log: Line logger (``None``: silent).
+        stop: Set it (from a signal handler, say) to stop gracefully; the call then raises
+            ``TrainingInterrupted`` and a later call resumes.
+
+    Returns:
+        The ``RunResult``: ``.study`` (the ``optuna.Study``, with ``metric_names`` set),
+        ``.pareto`` (its Pareto trials), ``.winners`` (retrained test accuracy, measured
+        training time, where the weights are) and ``.spec``.
+    """
+    from nasflow.search import StudyRunner
+
+    runner = StudyRunner(
+        spec,
+        storage=storage,
+        out_dir=out_dir,
+        log=log if log is not None else (lambda _: None),
+        progress=progress,
+        device=device,
+        stop=stop,
+    )
+    return runner.run(n_trials=n_trials, timeout=timeout, retrain=retrain)
+
+
+def export_winner(
+    result: RunResult,
+    out: os.PathLike | str,
+    *,
+    trial: int | None = None,
+    weights: str = "auto",
+    onnx: bool = True,
+    force: bool = False,
+    log: Callable[[str], None] | None = print,
+) -> ExportInfo:
+    """Export a study's winner as plain PyTorch (``arch.json`` + ``model.safetensors``,
+    a ``torch.export`` program and, with ``onnx``, a checked ONNX file).
+
+    Args:
+        result: What :func:`optimize` returned.
+        out: The export directory to create.
+        trial: The trial to export (default: the first retrained winner, else the most
+            accurate Pareto trial).
+        weights: ``"retrained"`` (the weights phase 3 trained from scratch; an error where
+            it did not), ``"supernet"`` (inherited, BN re-estimated) or ``"auto"``:
+            retrained where saved, else the supernet's.
+        onnx: Also write ``model.onnx`` (needs the ``onnx`` extra).
+        force: Replace an existing export at ``out`` (only a complete nasflow export).
+        log: Line logger (``None``: silent).
+
+    Returns:
+        The export's record (``arch.json``): ``metrics`` holds only numbers measured with
+        exactly the exported weights, ``weights["kind"]`` says which they are.
+    """
+    from nasflow.export import export_study
+
+    spec = result.spec
+    if spec is None:
+        raise ValueError("export_winner needs the RunResult of nasflow.optimize (it has no spec)")
+    if trial is None:
+        which: str | int = result.winners[0].number if result.winners else "best"
+    else:
+        which = trial
+    storage = result.storage.given if result.storage.given is not None else result.storage.url
+    (info,) = export_study(
+        spec.name,
+        out,
+        which=which,
+        storage=storage,
+        runs=result.out_dir.parent,
+        spec=spec,
+        onnx=onnx,
+        force=force,
+        weights=weights,
+        log=log if log is not None else (lambda _: None),
+    )
+    return info
