@@ -96,6 +96,63 @@ class SuperSequential(SuperModule):
         return nn.Sequential(*(extract_module(m, arch) for m in self.layers))
 
 
+def check_labels(space: SearchSpace, body: nn.Module) -> None:
+    """Check the labels a supernet's modules read against the choices its space declares.
+
+    Every ``LayerChoice`` must read a declared op or edge choice and hold exactly one
+    candidate per value of it; every declared op or edge choice must be read by some
+    ``LayerChoice`` (or trials that differ only in it would train the same network);
+    every elastic width must read a declared value choice and cover each of its values.
+
+    Raises:
+        ValueError: The first mismatch, naming the label.
+    """
+    from nasflow.supernet._elastic import Channels
+
+    declared = {c.label: c for c in space.path_choices}
+    read: set[str] = set()
+    for name, module in body.named_modules():
+        where = f"the supernet's module {name or 'body'!r}"
+        if isinstance(module, LayerChoice):
+            choice = declared.get(module.label)
+            if choice is None or choice.kind not in ("op", "edge"):
+                raise ValueError(
+                    f"{where} is a LayerChoice({module.label!r}), but space {space.name!r} "
+                    f"declares no op_choice {module.label!r} (its op choices: "
+                    f"{[c.label for c in declared.values() if c.kind in ('op', 'edge')]})"
+                )
+            values = [str(v) for v in choice.values]
+            if sorted(values) != sorted(module.candidates):
+                raise ValueError(
+                    f"{where}: LayerChoice({module.label!r}) holds candidates "
+                    f"{list(module.candidates)}, but the space's op_choice {module.label!r} "
+                    f"declares {values}"
+                )
+            read.add(module.label)
+        for attr in vars(module).values():
+            if isinstance(attr, Channels) and attr.label is not None:
+                choice = declared.get(attr.label)
+                if choice is None or not hasattr(choice, "values"):
+                    raise ValueError(
+                        f"{where} sizes its channels by {attr.label!r}, which space "
+                        f"{space.name!r} does not declare as a value_choice"
+                    )
+                missing = [v for v in choice.values if not any(v == k for k, _ in attr.table)]
+                if missing:
+                    raise ValueError(
+                        f"{where} sizes its channels by {attr.label!r} but has no width for "
+                        f"its values {missing}"
+                    )
+    unread = [
+        c.label for c in declared.values() if c.kind in ("op", "edge") and c.label not in read
+    ]
+    if unread:
+        raise ValueError(
+            f"space {space.name!r} declares op_choice {unread[0]!r}, but no LayerChoice of its "
+            "supernet reads it: trials differing only in it would train the same network"
+        )
+
+
 class Supernet(SuperModule):
     """The top of a weight-sharing network: checks each path against its space.
 
@@ -108,6 +165,7 @@ class Supernet(SuperModule):
         super().__init__()
         self.space = space
         self.body = body
+        check_labels(space, body)
 
     def _check(self, arch: Mapping[str, Any]) -> Arch:
         """Validate a path, or reduce a full arch (with hyper-parameters) to its path."""

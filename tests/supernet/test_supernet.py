@@ -7,10 +7,15 @@ import pytest
 import torch
 from torch import nn
 
+from nasflow.space import SearchSpace, op_choice, value_choice
 from nasflow.supernet import (
     Channels,
     ElasticBatchNorm1d,
+    ElasticConv1d,
+    LayerChoice,
     SuperModule,
+    Supernet,
+    SuperSequential,
     recalibrate_bn,
 )
 from search_spaces.mnist1d import MNIST1DSpace
@@ -128,3 +133,51 @@ def test_recalibrate_bn_re_estimates_statistics_for_the_path() -> None:
             assert a.momentum == 0.1  # restored
     with pytest.raises(ValueError, match="num_batches"):
         recalibrate_bn(supernet, batches, 0, arch=arch)
+
+
+class _LabelSpace(SearchSpace):
+    """A one-layer space whose supernet can be built with mismatching labels."""
+
+    def __init__(self, ops=("a", "b"), candidates=("a", "b"), label="layer", widths=(0.5, 1.0)):
+        super().__init__(
+            [op_choice("layer", ops), value_choice("width", [0.5, 1.0])], name="labels"
+        )
+        self.cands, self.label, self.widths = candidates, label, widths
+
+    def supernet(self) -> Supernet:
+        ch = Channels.scaled("width", 4, self.widths)
+        layer = LayerChoice(self.label, {c: ElasticConv1d(ch, ch, 3) for c in self.cands})
+        return Supernet(self, SuperSequential(layer))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"label": "layr"}, r"LayerChoice\('layr'\), but space 'labels' declares no op_choice"),
+        ({"candidates": ("a", "c")}, r"holds candidates \['a', 'c'\], but the space's op_choice"),
+        ({"candidates": ("a",)}, r"holds candidates \['a'\]"),
+        ({"widths": (1.0,)}, r"has no width for its values \[0.5\]"),
+    ],
+)
+def test_supernet_labels_are_checked_against_the_space(kwargs, message) -> None:
+    _LabelSpace().supernet()  # matching labels build
+    with pytest.raises(ValueError, match=message):
+        _LabelSpace(**kwargs).supernet()
+
+
+def test_a_declared_op_choice_no_layer_reads_is_refused() -> None:
+    class Unread(_LabelSpace):
+        def __init__(self) -> None:
+            SearchSpace.__init__(
+                self,
+                [op_choice("layer", ("a", "b")), op_choice("extra", ("x", "y"))],
+                name="unread",
+            )
+            self.cands, self.label, self.widths = ("a", "b"), "layer", (1.0,)
+
+        def supernet(self) -> Supernet:
+            layer = LayerChoice("layer", {c: nn.Identity() for c in self.cands})
+            return Supernet(self, SuperSequential(layer))
+
+    with pytest.raises(ValueError, match="declares op_choice 'extra', but no LayerChoice"):
+        Unread().supernet()
