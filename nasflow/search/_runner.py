@@ -33,7 +33,6 @@ from nasflow.search._objective import (
     make_reporter,
     recipe_for,
 )
-from nasflow.search._pareto import non_dominated_sort
 from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner
 from nasflow.search._recovery import (
     heartbeat_settings,
@@ -183,15 +182,14 @@ def make_pruner(spec: StudySpec) -> tuple[optuna.pruners.BasePruner, Any]:
 
 
 def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    """Completed trials on the first non-dominated front, best accuracy first."""
-    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    if not done:
-        return []
-    import numpy as np
+    """The study's Pareto set, best accuracy first.
 
-    values = np.array([t.values for t in done], dtype=float)  # (N, M)
-    ranks = non_dominated_sort(values, study.directions)
-    front = [t for t, r in zip(done, ranks, strict=True) if r == 0]
+    Optuna's ``study.best_trials`` (completed, feasible where trials carry constraints,
+    non-dominated) less the trials that reused an earlier trial's score
+    (``user_attrs["duplicate_of"]``): such a trial is the same architecture as its first
+    trial, which has the same values and constraints and so is in the set already.
+    """
+    front = [t for t in study.best_trials if DUPLICATE_KEY not in t.user_attrs]
     return sorted(front, key=lambda t: -t.values[0])
 
 
