@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ import optuna
 import torch
 from optuna.trial import TrialState
 
+from nasflow._files import file_lock
 from nasflow.bench import TabularObjective
 from nasflow.data import DataBundle
 from nasflow.search._compat import sampler_constraints_kwargs
@@ -191,18 +190,6 @@ def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     """
     front = [t for t in study.best_trials if DUPLICATE_KEY not in t.user_attrs]
     return sorted(front, key=lambda t: -t.values[0])
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """A blocking inter-process lock (workers wait here while one trains the supernet)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class StudyRunner:
@@ -380,7 +367,7 @@ class StudyRunner:
 
         spec = self.spec
         refresh = spec.recalibrate_stack or recalibration_requested()
-        with _file_lock(self.out / "stack.lock"):
+        with file_lock(self.out / "stack.lock"):
             stored = study.user_attrs.get(STACK_KEY)
             if isinstance(stored, dict) and isinstance(stored.get("stack"), dict):
                 self.stack = Stack.from_dict(stored["stack"])
@@ -414,7 +401,7 @@ class StudyRunner:
         spec = self.spec
         ckpt = self.out / "supernet"
         bar = self._bar(spec.supernet.epochs, "phase 1: supernet")
-        with _file_lock(self.out / "supernet.lock"):
+        with file_lock(self.out / "supernet.lock"):
             trainer = SupernetTrainer(
                 spec.space,
                 data.train,
