@@ -110,9 +110,9 @@ def warmup_cosine(
     PyTorch's ``LinearLR`` (factor ``1 / (w + 1)`` rising to 1 over the ``w`` warm-up
     steps) then ``CosineAnnealingLR`` (``T_max = total_steps - w``, down to 0), chained
     by ``SequentialLR``. Step ``s`` gets ``schedule_factor(s, total_steps, w)`` times the
-    base rate (equal to 1e-14: the cosine is computed recursively). The rate is 0 after
-    ``total_steps`` steps; it is not meant to be stepped further (the cosine would rise
-    again).
+    base rate (to 1e-14 of it, measured up to 200,000 steps: PyTorch computes the cosine
+    recursively). The rate is 0 after ``total_steps`` steps; it is not meant to be stepped
+    further (the cosine would rise again).
     """
     total = max(1, total_steps)
     warm = min(max(0, warmup_steps), total - 1)
