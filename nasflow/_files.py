@@ -1,12 +1,37 @@
-"""Atomic file writes shared by checkpoints, reports and caches."""
+"""Atomic file writes shared by checkpoints, reports and caches; inter-process file locks."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+
+from filelock import FileLock
+
+#: filelock >= 4 falls back to a marker-file lock where the file system has no ``flock``; a
+#: marker outlives a killed process and would lock everyone out, so that fallback is
+#: refused (filelock 3.x, which the ``nni`` extra pins, raises there on its own).
+_NATIVE_ONLY: dict[str, Any] = (
+    {"fallback_to_soft": False}
+    if "fallback_to_soft" in inspect.signature(FileLock.__init__).parameters
+    else {}
+)
+
+
+def file_lock(path: os.PathLike | str) -> FileLock:
+    """An exclusive inter-process lock on the file ``path`` (its folder is created).
+
+    ``filelock.FileLock`` on the operating system's lock (``flock`` on Unix): held until
+    released or until the process ends, however it ends. ``with file_lock(p):`` waits for
+    it; ``file_lock(p).acquire(timeout=0)`` tries once and raises ``filelock.Timeout``.
+    The lock file is left in place on release.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(path, **_NATIVE_ONLY)
 
 
 def _default_mode() -> int:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from scipy.stats import kendalltau
 
 from nasflow.cost._cover import fit_line
 from nasflow.cost._measure import check_count
@@ -27,9 +28,8 @@ if TYPE_CHECKING:
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
     """Kendall's tau-b rank correlation (ties in either variable corrected for).
 
-    ``(concordant - discordant) / sqrt((n0 - ties_x) * (n0 - ties_y))`` over all
-    ``n0 = n (n - 1) / 2`` pairs, where ``ties_x`` counts pairs tied in ``x`` (including
-    pairs tied in both). NaN when either variable is constant.
+    ``scipy.stats.kendalltau`` (its default variant is tau-b), with the shapes checked
+    first. NaN when either variable is constant or holds a NaN.
 
     Raises:
         ValueError: Sequences of different lengths or fewer than 2 values.
@@ -40,13 +40,7 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
             f"kendall_tau_b needs two equal-length sequences of >= 2 values, got "
             f"shapes {a.shape} and {b.shape}"
         )
-    iu = np.triu_indices(a.size, k=1)
-    sa = np.sign(a[:, None] - a[None, :])[iu]  # one entry per pair i < j
-    sb = np.sign(b[:, None] - b[None, :])[iu]
-    n0 = sa.size
-    s = float(np.sum(sa * sb))
-    denom = math.sqrt(float(n0 - np.sum(sa == 0)) * float(n0 - np.sum(sb == 0)))
-    return s / denom if denom > 0 else math.nan
+    return float(kendalltau(a, b).statistic)
 
 
 @dataclass(frozen=True)

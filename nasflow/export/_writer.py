@@ -287,7 +287,7 @@ def prepare_export(
     bn = "supernet running statistics (not recalibrated)"
     if calibration is not None:
         used = recalibrate_bn(net, calibration, bn_batches, device="cpu")
-        bn = f"recalibrated on {used} training batches"
+        bn = f"recalibrated on {used} training batches" if used else "no batch norm layers"
     info = ExportInfo(
         space.name,
         space.fingerprint(),

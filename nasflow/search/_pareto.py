@@ -3,6 +3,13 @@
 These are the ranking primitives of :class:`~nasflow.search.ParetoSuccessiveHalvingPruner`:
 points are ordered by their Pareto front (0 = non-dominated), then by crowding distance
 (descending, NSGA-II, Deb et al. 2002) inside a front.
+
+The study's Pareto *set* is Optuna's own ``study.best_trials`` (see ``pareto_trials``).
+What stays here has no public Optuna counterpart: ``best_trials`` gives the first front
+only, while the pruner, the evolution sampler and the report rank every point into
+fronts 0, 1, 2, ... and by crowding distance. Optuna computes those only in private
+functions (``optuna.study._multi_objective._fast_non_domination_rank``, the NSGA-II
+sampler's ``_calc_crowding_distance``), which may change in any release.
 """
 
 from __future__ import annotations

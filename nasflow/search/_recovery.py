@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -94,22 +95,46 @@ def _fail(study: optuna.Study, trial_id: int) -> bool:
         return False
 
 
-def _silent_trial_ids(study: optuna.Study, grace_period: int) -> list[int]:
-    """RUNNING trials of an RDB study whose heartbeat is older than the grace period, or
-    that never sent one and started longer ago (their worker died right after ``ask``)."""
+def _fail_stale(study: optuna.Study) -> list[int]:
+    """Optuna's public ``fail_stale_trials``: RUNNING trials whose last heartbeat is older
+    than the storage's grace period are failed and retried once (by the storage's
+    ``RetryHeartbeatStaleTrialCallback``, see ``open_storage``). Returns the ids of the
+    trials that were RUNNING before and are FAIL now (a trial another worker's sweep
+    failed at the same moment may be reported by both; it is failed and retried once)."""
+    running = {t._trial_id for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+    failed = study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
+    return sorted(t._trial_id for t in failed if t._trial_id in running)
+
+
+def _never_beaten_trial_ids(study: optuna.Study, grace_period: int) -> list[int]:
+    """RUNNING trials of an RDB study that started longer than ``grace_period`` ago and
+    never sent a heartbeat: their worker died between ``ask`` and its first heartbeat
+    (``ask`` samples, which can take seconds).
+
+    ``fail_stale_trials`` does not see them: ``RDBStorage._get_stale_trial_ids`` skips a
+    trial without a heartbeat row (measured with Optuna 5.0: a trial asked and never
+    beaten, 3.5 s into a 2 s grace period, stays RUNNING after ``fail_stale_trials``,
+    while one that beat once is failed and requeued; ``test_recovery``'s PostgreSQL
+    test). No public API tells whether a trial ever sent a heartbeat, so this reads
+    Optuna's heartbeat table through its private ORM model.
+    """
     from optuna.storages._rdb import models
     from optuna.storages._rdb.storage import _create_scoped_session
 
     storage = getattr(study._storage, "_backend", study._storage)  # under Optuna's cache
-    stale = set(storage._get_stale_trial_ids(study._study_id))  # type: ignore[attr-defined]
     limit = datetime.datetime.now() - datetime.timedelta(seconds=grace_period)
+    old = [
+        t._trial_id
+        for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        if t.datetime_start is not None and t.datetime_start <= limit
+    ]
+    if not old:
+        return []
     with _create_scoped_session(storage.scoped_session) as session:  # type: ignore[attr-defined]
-        for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            if t._trial_id in stale or t.datetime_start is None or t.datetime_start > limit:
-                continue
-            if models.TrialHeartbeatModel.where_trial_id(t._trial_id, session) is None:
-                stale.add(t._trial_id)
-    return sorted(stale)
+        return [i for i in old if models.TrialHeartbeatModel.where_trial_id(i, session) is None]
 
 
 def sweep_zombies(
@@ -121,9 +146,11 @@ def sweep_zombies(
         study: The loaded study.
         kind: Storage kind. On ``"sqlite"`` the caller holds the file's only lock, so every
             RUNNING trial has lost its worker. On ``"postgresql"`` a trial is dead when its
-            heartbeat is older than ``grace_period`` or it never sent one in that time.
+            heartbeat is older than the storage's grace period (Optuna's
+            ``fail_stale_trials``) or it never sent one in ``grace_period`` seconds.
             Journal files keep no heartbeats: nothing is swept there.
-        grace_period: Seconds of silence after which a trial's worker counts as dead.
+        grace_period: Seconds of silence after which a trial's worker counts as dead (the
+            storage was opened with the same, ``open_storage``).
         log: Line logger.
 
     Returns:
@@ -132,20 +159,26 @@ def sweep_zombies(
     if kind == "sqlite":
         ids = [t._trial_id for t in study.get_trials(states=(TrialState.RUNNING,))]
     elif kind == "postgresql":
-        ids = _silent_trial_ids(study, grace_period)
+        ids = _never_beaten_trial_ids(study, grace_period)
     else:
         return []
-    failed = []
+    numbers = []
     for trial_id in ids:
-        if not _fail(study, trial_id):
-            continue
-        trial = study._storage.get_trial(trial_id)
-        failed.append(trial.number)
-        tries = len(trial.system_attrs.get("retry_history", [])) + 1
-        again = "retrying it once" if tries <= 1 else "not retrying it again"
-        log(f"trial {trial.number} was left running by a dead worker: failed it, {again}")
-        _retry_once(study, trial)
-    return failed
+        if _fail(study, trial_id):
+            numbers.append(_log_dead(study, trial_id, log))
+            _retry_once(study, study._storage.get_trial(trial_id))
+    if kind == "postgresql":
+        numbers += [_log_dead(study, i, log) for i in _fail_stale(study)]  # Optuna retried
+    return numbers
+
+
+def _log_dead(study: optuna.Study, trial_id: int, log: Callable[[str], None]) -> int:
+    """Say that a trial was failed for its dead worker; its number."""
+    trial = study._storage.get_trial(trial_id)
+    tries = len(trial.system_attrs.get("retry_history", [])) + 1
+    again = "retrying it once" if tries <= 1 else "not retrying it again"
+    log(f"trial {trial.number} was left running by a dead worker: failed it, {again}")
+    return trial.number
 
 
 def requeue_interrupted(study: optuna.Study, trial_number: int) -> None:

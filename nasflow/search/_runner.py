@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ import optuna
 import torch
 from optuna.trial import TrialState
 
+from nasflow._files import file_lock
 from nasflow.bench import TabularObjective
 from nasflow.data import DataBundle
 from nasflow.names import objective_names, set_metric_names
@@ -34,7 +33,6 @@ from nasflow.search._objective import (
     make_reporter,
     recipe_for,
 )
-from nasflow.search._pareto import non_dominated_sort
 from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner
 from nasflow.search._recovery import (
     heartbeat_settings,
@@ -188,28 +186,15 @@ def make_pruner(spec: StudySpec) -> tuple[optuna.pruners.BasePruner, Any]:
 
 
 def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    """Completed trials on the first non-dominated front, best accuracy first."""
-    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    if not done:
-        return []
-    import numpy as np
+    """The study's Pareto set, best accuracy first.
 
-    values = np.array([t.values for t in done], dtype=float)  # (N, M)
-    ranks = non_dominated_sort(values, study.directions)
-    front = [t for t, r in zip(done, ranks, strict=True) if r == 0]
+    Optuna's ``study.best_trials`` (completed, feasible where trials carry constraints,
+    non-dominated) less the trials that reused an earlier trial's score
+    (``user_attrs["duplicate_of"]``): such a trial is the same architecture as its first
+    trial, which has the same values and constraints and so is in the set already.
+    """
+    front = [t for t in study.best_trials if DUPLICATE_KEY not in t.user_attrs]
     return sorted(front, key=lambda t: -t.values[0])
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """A blocking inter-process lock (workers wait here while one trains the supernet)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class StudyRunner:
@@ -435,7 +420,7 @@ class StudyRunner:
 
         spec = self.spec
         refresh = spec.recalibrate_stack or recalibration_requested()
-        with _file_lock(self.out / "stack.lock"):
+        with file_lock(self.out / "stack.lock"):
             stored = study.user_attrs.get(STACK_KEY)
             if isinstance(stored, dict) and isinstance(stored.get("stack"), dict):
                 self.stack = Stack.from_dict(stored["stack"])
@@ -469,7 +454,7 @@ class StudyRunner:
         spec = self.spec
         ckpt = self.out / "supernet"
         bar = self._bar(spec.supernet.epochs, "phase 1: supernet")
-        with _file_lock(self.out / "supernet.lock"):
+        with file_lock(self.out / "supernet.lock"):
             trainer = SupernetTrainer(
                 spec.space,
                 data.train,

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import optuna
+from filelock import FileLock, Timeout
 
+from nasflow._files import file_lock
 from nasflow._urls import redact
 from nasflow.search._compat import retry_callback_kwargs
 
@@ -285,37 +286,35 @@ class SQLiteLock:
     """An exclusive lock next to a SQLite study file: one worker process at a time.
 
     SQLite through Optuna is for one process (concurrent writers hit "database is
-    locked"). The lock is an ``flock`` held for the life of the worker, so it is released
-    even when the process is killed. It sits next to the study file's real path (symbolic
-    links resolved), so a link to the file, or to a folder above it, meets the same lock.
+    locked"). The lock (``filelock``, an ``flock`` on Unix) is held for the life of the
+    worker, so it is released even when the process is killed. It sits next to the study
+    file's real path (symbolic links resolved), so a link to the file, or to a folder above
+    it, meets the same lock.
     """
 
     def __init__(self, db_path: Path) -> None:
         self.db_path = Path(db_path)
         real = Path(os.path.realpath(self.db_path))
         self.path = real.with_name(real.name + ".lock")
-        self._file: IO[str] | None = None
+        self._lock: FileLock | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        f = open(self.path, "a+")  # noqa: SIM115 - held open for the worker's lifetime
+        lock = file_lock(self.path)
         try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.close()
+            lock.acquire(timeout=0)
+        except Timeout:
             raise StorageError(
                 f"another nasflow worker is using the SQLite study file {str(self.db_path)!r}"
                 f"{_also(self.db_path, self.path)}; "
                 "SQLite supports one worker: use --storage postgresql://... or "
                 "--storage journal:///FILE for several workers"
             ) from None
-        self._file = f
+        self._lock = lock
 
     def release(self) -> None:
-        if self._file is not None:
-            fcntl.flock(self._file, fcntl.LOCK_UN)
-            self._file.close()
-            self._file = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def __enter__(self) -> SQLiteLock:
         self.acquire()

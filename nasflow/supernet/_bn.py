@@ -2,17 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
 from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
+from torch.optim.swa_utils import update_bn
 
 from nasflow.supernet._base import call
 
 
-@torch.no_grad()
+class _OnPath(nn.Module):
+    """``model`` with ``arch`` bound, so ``forward(x)`` runs that path (what ``update_bn``
+    calls); the model is a submodule, so its BN layers are this module's."""
+
+    def __init__(self, model: nn.Module, arch: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.model, self.arch = model, arch
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return call(self.model, x, self.arch)
+
+
+class _Counted:
+    """An iterable that counts the items taken from it."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items, self.taken = items, 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in self.items:
+            self.taken += 1
+            yield item
+
+
 def recalibrate_bn(
     model: nn.Module,
     batches: Iterable[Any],
@@ -22,8 +47,12 @@ def recalibrate_bn(
 ) -> int:
     """Reset every BN layer's running statistics and re-estimate them on training batches.
 
-    The statistics are a plain average over the batches (``momentum=None``), which is what
-    Once-for-All and SPOS do before scoring a path. The model is left in eval mode.
+    PyTorch's ``torch.optim.swa_utils.update_bn`` on the first ``num_batches`` batches
+    (through the path ``arch`` of a supernet), without gradients: the statistics are a
+    plain average over the batches (``momentum=None``), which is what Once-for-All and
+    SPOS do before scoring a path. The model is left in eval mode, with the layers'
+    momenta restored even when a forward pass raises (``update_bn`` alone would leave them
+    ``None``).
 
     Args:
         model: A supernet (then ``arch`` is required) or a stand-alone network.
@@ -33,34 +62,27 @@ def recalibrate_bn(
         device: Where to move each batch; default, the model's device.
 
     Returns:
-        The number of batches actually used.
+        The number of batches actually used (0 for a model without BN layers: nothing to
+        re-estimate, no batch is run).
+
+    Raises:
+        ValueError: ``num_batches`` is not an int >= 1, or ``batches`` is empty.
     """
     if isinstance(num_batches, bool) or not isinstance(num_batches, int) or num_batches < 1:
         raise ValueError(f"num_batches must be an int >= 1, got {num_batches!r}")
-    bns = [m for m in model.modules() if isinstance(m, _BatchNorm)]
-    saved = [(m, m.momentum) for m in bns]
-    for m in bns:
-        m.reset_running_stats()
-        m.momentum = None
+    saved = [(m, m.momentum) for m in model.modules() if isinstance(m, _BatchNorm)]
+    if not saved:
+        return 0
     if device is None:
         device = next(model.parameters()).device
-    model.train()
-    used = 0
+    taken = _Counted(itertools.islice(batches, num_batches))
     try:
-        for batch in batches:
-            if used >= num_batches:
-                break
-            x = batch[0] if isinstance(batch, list | tuple) else batch
-            x = x.to(device)
-            if arch is None:
-                model(x)
-            else:
-                call(model, x, arch)
-            used += 1
+        with torch.no_grad():
+            update_bn(taken, model if arch is None else _OnPath(model, arch), device=device)
     finally:
         for m, momentum in saved:
             m.momentum = momentum
         model.eval()
-    if used == 0:
+    if taken.taken == 0:
         raise ValueError("recalibrate_bn got no batches")
-    return used
+    return taken.taken

@@ -14,7 +14,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from nasflow.train._checkpoint import rng_state, set_rng_state
-from nasflow.train._loop import Batches, evaluate, make_optimizer, warmup_cosine
+from nasflow.train._loop import (
+    Batches,
+    evaluate,
+    load_schedule_state,
+    make_optimizer,
+    warmup_cosine,
+)
 from nasflow.train._supernet import TrainingInterrupted, schedule_step
 from nasflow.train.stack._config import Stack
 
@@ -163,7 +169,7 @@ class EpochTrainer:
         """Continue from a ``state_dict()``."""
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
+        load_schedule_state(self.scheduler, state["scheduler"])
         if "stack" in state:  # absent in checkpoints written before the stack existed
             self.stepper.load_state_dict(state["stack"])
         self.epoch, self.batch = int(state["epoch"]), int(state["batch"])

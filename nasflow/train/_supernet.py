@@ -27,7 +27,7 @@ from nasflow.train._checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from nasflow.train._loop import Batches, make_optimizer, warmup_cosine
+from nasflow.train._loop import Batches, load_schedule_state, make_optimizer, warmup_cosine
 
 if TYPE_CHECKING:  # the stack imports this module: import it lazily at run time
     from nasflow.train.stack import Stack, StackStep
@@ -277,7 +277,7 @@ class SupernetTrainer:
             raise CheckpointError(path, "written for another space or supernet configuration")
         run.supernet.load_state_dict(state["model"])
         run.optimizer.load_state_dict(state["optimizer"])
-        run.scheduler.load_state_dict(state["scheduler"])
+        load_schedule_state(run.scheduler, state["scheduler"])
         run.counter.load_state_dict(json.loads(state["op_counts"]))
         run.losses = [float(v) for v in state["losses"]]
         run.epoch_loss = float(state.get("epoch_loss", 0.0))

@@ -1,4 +1,4 @@
-"""Tests for non-dominated sorting and crowding distance."""
+"""Tests for non-dominated sorting, crowding distance and the study's Pareto set."""
 
 from __future__ import annotations
 
@@ -6,11 +6,14 @@ import functools
 import math
 
 import numpy as np
+import optuna
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from optuna.study import StudyDirection
 
+from nasflow.search import pareto_trials
+from nasflow.search._dedup import DUPLICATE_KEY
 from nasflow.search._pareto import crowding_distance, non_dominated_sort, to_minimization
 
 _DIRECTION_TOKENS = ["minimize", "maximize", StudyDirection.MINIMIZE, StudyDirection.MAXIMIZE]
@@ -145,3 +148,71 @@ def test_validation_errors_name_the_bad_value() -> None:
         non_dominated_sort(np.zeros(3), ["minimize"])
     with pytest.raises(ValueError, match="2 ranks for 3 points"):
         crowding_distance(np.zeros((3, 2)), [0, 0])
+
+
+def _former_pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """``pareto_trials`` before it used ``study.best_trials``: constraints ignored."""
+    done = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    ranks = non_dominated_sort(np.array([t.values for t in done]), study.directions)
+    return sorted((t for t, r in zip(done, ranks, strict=True) if r == 0), key=_acc)
+
+
+def _acc(t: optuna.trial.FrozenTrial) -> float:
+    return -t.values[0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pareto_trials_are_optunas_best_trials_less_duplicates(seed: int) -> None:
+    """Accuracy up, cost down, a budget constraint; some trials pruned, some infeasible,
+    some repeats of an earlier architecture (``duplicate_of``), some equal values."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    rng = np.random.default_rng(seed)
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    scored: dict[int, tuple[list[float], float, int]] = {}
+    for number in range(40):
+        trial = study.ask()
+        arch = int(rng.integers(0, 15))
+        if arch in scored:  # what nasflow's dedup does: the earlier values and constraint
+            values, over, first = scored[arch]
+            trial.set_user_attr(DUPLICATE_KEY, first)
+        else:
+            values = [float(rng.integers(0, 6)) / 5, float(rng.integers(0, 6))]
+            over = float(rng.choice([-1.0, 0.0, 0.5]))
+            scored[arch] = (values, over, number)
+        trial.set_constraint("train_cost", over)
+        if rng.random() < 0.15:
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(trial, values)
+    front = pareto_trials(study)
+    unique = [t for t in study.best_trials if DUPLICATE_KEY not in t.user_attrs]
+    assert [t.number for t in front] == [t.number for t in sorted(unique, key=_acc)]
+    # By definition: the non-dominated ones among completed, feasible, first trials.
+    feasible = [
+        t
+        for t in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+        if t.constraints["train_cost"] <= 0 and DUPLICATE_KEY not in t.user_attrs
+    ]
+    ranks = non_dominated_sort(np.array([t.values for t in feasible]), study.directions)
+    want = [t for t, r in zip(feasible, ranks, strict=True) if r == 0]
+    assert {t.number for t in front} == {t.number for t in want}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pareto_trials_without_constraints_or_repeats_are_the_former_set(seed: int) -> None:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    rng = np.random.default_rng(seed)
+    study = optuna.create_study(directions=["maximize", "minimize", "minimize"])
+    for _ in range(60):  # coarse values: ties and equal points on the front
+        study.add_trial(optuna.trial.create_trial(values=rng.integers(0, 5, 3).tolist()))
+    front = [t.number for t in pareto_trials(study)]
+    assert front == [t.number for t in _former_pareto_trials(study)] and front
+
+
+def test_pareto_trials_without_completed_or_feasible_trials_is_empty() -> None:
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    assert pareto_trials(study) == []
+    trial = study.ask()
+    trial.set_constraint("params", 1.0)
+    study.tell(trial, [0.9, 1.0])
+    assert pareto_trials(study) == []

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from nasflow.search import StorageError, StudyRunner, load_study_file
@@ -30,3 +34,31 @@ def test_a_link_to_the_study_file_or_its_folder_meets_the_same_lock(tmp_path) ->
     with SQLiteLock(tmp_path / "link.db"):  # free again once released
         pass
     assert sorted(p.name for p in real.parent.iterdir()) == ["study.db", "study.db.lock"]
+
+
+def test_the_lock_is_held_across_processes_and_freed_when_its_holder_is_killed(tmp_path) -> None:
+    db = tmp_path / "study.db"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(db)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(StorageError, match="another nasflow worker"):
+            SQLiteLock(db).acquire()
+    finally:
+        holder.kill()  # SIGKILL: no release, no clean-up
+        holder.wait(timeout=60)
+    with SQLiteLock(db):  # the operating system dropped the dead process's lock
+        pass
+
+
+_HOLD = """
+import sys, time
+from pathlib import Path
+from nasflow.search._storage import SQLiteLock
+lock = SQLiteLock(Path(sys.argv[1]))
+lock.acquire()
+print("held", flush=True)
+time.sleep(600)
+"""
+REPO = Path(__file__).resolve().parents[2]

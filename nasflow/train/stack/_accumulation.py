@@ -32,6 +32,12 @@ def schedule_factor(step: int, total_steps: int, warmup_steps: int = 0) -> float
 
     ``step`` counts batches (not optimizer steps), so the schedule is the same function
     of the data seen whatever ``k`` the accumulation uses.
+
+    Written out because ``StackStep`` needs the factor at any batch (the first of each
+    optimizer step, ``k`` batches apart, ``k`` adaptive): PyTorch's schedulers are objects
+    that advance one step per call and keep their closed form private
+    (``_get_closed_form_lr``). ``warmup_cosine`` is PyTorch's ``LinearLR`` +
+    ``CosineAnnealingLR``; a test holds the two equal.
     """
     total = max(1, total_steps)
     warm = min(max(0, warmup_steps), total - 1)
