@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     import optuna
 
 DEFAULT_STUDY = "mnist1d"
+#: ``--runs`` means the same folder in every command; ``--out`` is always an export folder.
+RUNS_HELP = "folder the search writes studies, checkpoints and winners to (default runs)"
+STORAGE_HELP = "Optuna storage: sqlite:///FILE, journal:///FILE or postgresql://USER@HOST:PORT/DB"
 
 
 class UsageError(ValueError):
@@ -48,10 +51,9 @@ def _add_storage(p: argparse.ArgumentParser, required: bool = False) -> None:
     p.add_argument(
         "--storage",
         required=required,
-        help="sqlite:///FILE (default: OUT/STUDY/study.db), journal:///FILE or "
-        "postgresql://USER@HOST:PORT/DB",
+        help=STORAGE_HELP + " (default: RUNS/STUDY/study.db)",
     )
-    p.add_argument("--out", default="runs", help="folder for studies, checkpoints, reports")
+    p.add_argument("--runs", default="runs", help=RUNS_HELP)
 
 
 def _version() -> str:
@@ -120,19 +122,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("studies", help="list the studies in a storage")
     p.add_argument(
-        "--storage", required=True, help="sqlite:///FILE, journal:///FILE or postgresql://..."
+        "--storage", required=True, help=STORAGE_HELP
     )
 
     p = sub.add_parser("show", help="print the Pareto set of a study, with a header row")
     p.add_argument("name", help="study name")
-    p.add_argument("--storage", help="default: OUT/NAME/study.db")
-    p.add_argument("--out", default="runs", help="folder the search wrote to (default runs)")
+    p.add_argument("--storage", help=STORAGE_HELP + " (default: RUNS/NAME/study.db)")
+    p.add_argument("--runs", default="runs", help=RUNS_HELP)
     p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
 
     p = sub.add_parser("report", help="write a study's offline HTML report")
     p.add_argument("name", help="study name")
     _add_storage(p)
-    p.add_argument("--out-file", help="the HTML file (default: OUT/NAME/report.html)")
+    p.add_argument("--out-file", help="the HTML file (default: RUNS/NAME/report.html)")
 
     p = sub.add_parser("dashboard", help="push the report's figures and serve optuna-dashboard")
     p.add_argument("name", help="study name")
@@ -225,7 +227,7 @@ def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
     stop = _GracefulStop()
     try:  # bad NASFLOW_HEARTBEAT_INTERVAL / NASFLOW_GRACE_PERIOD values
         runner = StudyRunner(
-            spec, args.storage, args.out, progress=not args.no_progress, stop=stop.event
+            spec, args.storage, args.runs, progress=not args.no_progress, stop=stop.event
         )
     except ValueError as e:
         raise UsageError(str(e)) from None
@@ -269,7 +271,7 @@ def _cmd_studies(args: argparse.Namespace) -> int:
 def _show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
     """The Pareto trials of a study as ``nasflow show`` rows, best accuracy first.
 
-    ``run_dir`` (``OUT/NAME``) is where phase 3 saved the retrained winners' weights.
+    ``run_dir`` (``RUNS/NAME``) is where phase 3 saved the retrained winners' weights.
     """
     import json
 
@@ -319,8 +321,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
     from nasflow.search._storage import load_existing_study
 
-    study, _, _ = load_existing_study(args.name, args.storage, args.out)
-    rows = _show_rows(study, Path(args.out) / args.name)
+    study, _, _ = load_existing_study(args.name, args.storage, args.runs)
+    rows = _show_rows(study, Path(args.runs) / args.name)
     if not rows and not args.json:
         from collections import Counter
 
@@ -386,8 +388,8 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
         "not); supernet: the supernet's, BN-recalibrated (default: retrained where saved, "
         "else supernet)",
     )
-    p.add_argument("--storage", help="default: RUNS/NAME/study.db")
-    p.add_argument("--runs", default="runs", help="folder the search wrote to (default runs)")
+    p.add_argument("--storage", help=STORAGE_HELP + " (default: RUNS/NAME/study.db)")
+    p.add_argument("--runs", default="runs", help=RUNS_HELP)
     p.add_argument("--study", help="study file or ready study with the data for BN statistics")
     p.add_argument(
         "--no-recalibrate",
@@ -412,7 +414,7 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-onnx", action="store_true", help="skip model.onnx (default: as EXPORT_DIR has)"
     )
-    p.add_argument("--no-progress", action="store_true", help="no per-epoch lines")
+    p.add_argument("--quiet", action="store_true", help="print no per-epoch lines")
 
 
 def _add_bench_stack_parser(sub: argparse._SubParsersAction) -> None:
@@ -430,7 +432,7 @@ def _add_bench_stack_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compile-backend", help="default inductor (eager with --quick)")
     p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     p.add_argument("--seed", type=int, default=0, help="seed of the data and weights (default 0)")
-    p.add_argument("--json", dest="json_path", help="write the full result as JSON here")
+    p.add_argument("--save-json", dest="json_path", help="write the full result as JSON here")
     p.add_argument("--figure", help="write the waterfall as an offline HTML file here")
     p.add_argument("--overhead", action="store_true", help="also time the trainer overhead")
     p.add_argument("--auto", action="store_true", help="run the stack='auto' calibration")
@@ -481,7 +483,7 @@ def _cmd_retrain(args: argparse.Namespace) -> int:
         require_onnx()
 
     def on_epoch(epoch: int, loss: float) -> None:
-        if not args.no_progress:
+        if not args.quiet:
             print(f"epoch {epoch}: loss {loss:.4f}", flush=True)
 
     done = retrain_exported(args.export_dir, args.epochs, args.study, on_epoch=on_epoch)
@@ -503,11 +505,11 @@ def _cmd_retrain(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from nasflow.report import load_stored_study, write_report
 
-    out = Path(args.out_file) if args.out_file else Path(args.out) / args.name / "report.html"
+    out = Path(args.out_file) if args.out_file else Path(args.runs) / args.name / "report.html"
     if out.is_dir():
         raise UsageError(f"--out-file {str(out)!r} is a folder; give a file name")
     try:
-        stored = load_stored_study(args.name, args.storage, args.out)
+        stored = load_stored_study(args.name, args.storage, args.runs)
         path = write_report(stored.study, out, storage_label=stored.spec.safe_url)
     except ValueError as e:  # no such study or file, a malformed record
         raise UsageError(str(e)) from None
@@ -524,7 +526,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
         serve_dashboard(
             args.name,
             args.storage,
-            args.out,
+            args.runs,
             args.host,
             args.port,
             log=lambda line: print(line, flush=True),

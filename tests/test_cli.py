@@ -133,3 +133,47 @@ def test_spaces_lists_the_registered_names_and_describes_on_request(capsys) -> N
     assert main(["spaces", "mnist1d", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no registered space 'nope'" in err
+
+
+#: One meaning per flag: a flag that several commands take says the same thing in each
+#: (a phrase its help must hold). ``--runs`` is the folder the search writes to, ``--out``
+#: always an export folder.
+SHARED_FLAGS = {
+    "--storage": "Optuna storage: sqlite:///FILE",
+    "--runs": "folder the search writes",
+    "--out": "export directory",
+    "--n-trials": "total finished trials wanted",
+    "--timeout": "stop searching after this many seconds",
+    "--no-progress": "plain log lines, no bars",
+    "--study": "study file or ready study with the data",
+    "--force": "replace an existing export at --out",
+    "--no-onnx": "skip model.onnx",
+    "--epochs": "epochs",
+    "--seed": "seed",
+    "--json": "JSON",
+}
+
+
+def test_a_flag_means_the_same_in_every_command() -> None:
+    seen: dict[str, list[str]] = {}
+    helps: dict[tuple[str, str], str] = {}
+    for command, parser in _subcommands().items():
+        for a in parser._actions:
+            for flag in a.option_strings:
+                if flag.startswith("--") and flag != "--help":
+                    seen.setdefault(flag, []).append(command)
+                    helps[command, flag] = a.help or ""
+    shared = {flag for flag, commands in seen.items() if len(commands) > 1}
+    assert shared <= set(SHARED_FLAGS), (
+        f"flags without one declared meaning: {shared - set(SHARED_FLAGS)}"
+    )
+    for flag in shared:
+        for command in seen[flag]:
+            assert SHARED_FLAGS[flag] in helps[command, flag], (
+                command,
+                flag,
+                helps[command, flag],
+            )
+    # The runs folder and the export folder never share a name.
+    assert all(helps[c, "--runs"].startswith("folder the search") for c in seen["--runs"])
+    assert {"export", "retrain"} == set(seen["--out"])

@@ -29,7 +29,7 @@ def test_nasflow_search_runs_the_tabular_study_and_prints_the_regret(
     nb201_csv, tmp_path, capsys
 ) -> None:
     out = tmp_path / "runs"
-    args = ["search", str(STUDY), "--out", str(out), "--n-trials", "8", "--no-progress"]
+    args = ["search", str(STUDY), "--runs", str(out), "--n-trials", "8", "--no-progress"]
     assert cli_main(args) == 0
     text = capsys.readouterr().out
     regret = float(re.search(r"regret to the optimum: ([0-9.]+)", text).group(1))
@@ -60,7 +60,7 @@ def test_nasflow_search_runs_the_tabular_study_and_prints_the_regret(
 
 def test_a_missing_table_is_one_clear_error_line(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("NASFLOW_NB201_CSV", str(tmp_path / "nope.csv"))
-    assert cli_main(["search", str(STUDY), "--out", str(tmp_path)]) == 2
+    assert cli_main(["search", str(STUDY), "--runs", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "nope.csv' does not exist" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "nb201_tabular").exists()

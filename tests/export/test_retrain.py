@@ -64,7 +64,7 @@ def test_retrain_without_out_updates_the_export_in_place(
     folder = Path(shutil.copytree(exported_supernet, tmp_path / "e"))
     old = ExportInfo.read(folder)
     argv = ["retrain", str(folder), "--epochs", "1", "--study", str(tiny_run.study_file)]
-    assert main([*argv, "--no-progress", "--no-onnx"]) == 0
+    assert main([*argv, "--quiet", "--no-onnx"]) == 0
     capsys.readouterr()
     new = ExportInfo.read(folder)
     assert (old.kind, new.kind) == ("supernet", "retrained")

@@ -111,7 +111,7 @@ def test_a_corrupt_or_stale_saved_winner_is_retrained(tiny_run, tmp_path) -> Non
 
 def test_show_prints_a_header_row_and_json(tiny_run, capsys) -> None:
     number, printed = _printed_winner(tiny_run)
-    assert main(["show", tiny_run.name, "--out", str(tiny_run.runs)]) == 0
+    assert main(["show", tiny_run.name, "--runs", str(tiny_run.runs)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split("\t") == [
         "trial",
@@ -123,7 +123,7 @@ def test_show_prints_a_header_row_and_json(tiny_run, capsys) -> None:
     ]
     row = next(line.split("\t") for line in lines[1:] if line.startswith(f"{number}\t"))
     assert row[3] == "supernet, BN-recal." and row[4] == f"{printed:.4f}"
-    assert main(["show", tiny_run.name, "--out", str(tiny_run.runs), "--json"]) == 0
+    assert main(["show", tiny_run.name, "--runs", str(tiny_run.runs), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     winner = next(r for r in rows if r["trial"] == number)
     assert set(winner["objectives"]) == {"accuracy", "train_cost"}
@@ -134,6 +134,6 @@ def test_show_prints_a_header_row_and_json(tiny_run, capsys) -> None:
 
 @pytest.mark.parametrize("flag", [[], ["--json"]])
 def test_show_of_an_unknown_study_is_one_line(tiny_run, capsys, flag) -> None:
-    assert main(["show", "nope", "--out", str(tiny_run.runs), *flag]) == 2
+    assert main(["show", "nope", "--runs", str(tiny_run.runs), *flag]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("nasflow: error:")

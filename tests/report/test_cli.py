@@ -24,7 +24,7 @@ def _one_error_line(capsys) -> str:
 
 def test_report_writes_the_default_path_next_to_the_study(study_copy, capsys) -> None:
     copy = study_copy()
-    assert main(["report", copy.name, "--out", str(copy.out)]) == 0
+    assert main(["report", copy.name, "--runs", str(copy.out)]) == 0
     path = copy.out / copy.name / "report.html"
     assert path.is_file() and path.stat().st_size > 1_000_000  # plotly.js is inside
     assert str(path) in capsys.readouterr().out
@@ -46,14 +46,14 @@ def test_report_takes_a_storage_url_and_an_output_file(tiny_study, tmp_path) -> 
     ],
 )
 def test_report_errors_are_one_line_with_exit_code_2(tmp_path, capsys, argv, message) -> None:
-    assert main([*argv, "--out", str(tmp_path)]) == 2
+    assert main([*argv, "--runs", str(tmp_path)]) == 2
     line = _one_error_line(capsys)
     assert message in line and "secret" not in line
     assert list(tmp_path.iterdir()) == []  # nothing created
 
 
 def test_report_on_an_unknown_study_name_lists_the_known_ones(tiny_study, tmp_path, capsys):
-    argv = ["report", "other", "--storage", tiny_study.url, "--out", str(tmp_path)]
+    argv = ["report", "other", "--storage", tiny_study.url, "--runs", str(tmp_path)]
     assert main(argv) == 2
     assert "no study 'other'" in _one_error_line(capsys)
     assert not (tmp_path / "other").exists()
@@ -61,11 +61,11 @@ def test_report_on_an_unknown_study_name_lists_the_known_ones(tiny_study, tmp_pa
 
 def test_report_refuses_a_folder_and_a_malformed_record(study_copy, tmp_path, capsys) -> None:
     copy = study_copy()
-    assert main(["report", copy.name, "--out", str(copy.out), "--out-file", str(tmp_path)]) == 2
+    assert main(["report", copy.name, "--runs", str(copy.out), "--out-file", str(tmp_path)]) == 2
     assert "is a folder" in _one_error_line(capsys)
     study = optuna.load_study(study_name=copy.name, storage=copy.url)
     study.set_user_attr("nasflow:stack", {"layers": "fast"})
-    assert main(["report", copy.name, "--out", str(copy.out)]) == 2
+    assert main(["report", copy.name, "--runs", str(copy.out)]) == 2
     assert "'layers'" in _one_error_line(capsys)
     assert not (copy.out / copy.name / "report.html").exists()
 
@@ -91,7 +91,7 @@ def test_dashboard_bad_addresses_fail_before_anything_is_written(
     require_or_skip(find_spec("optuna_dashboard") is not None, "optuna-dashboard is missing")
     copy = study_copy()
     before = _system_attrs(copy)
-    argv = ["dashboard", copy.name, "--out", str(copy.out), "--port", "0", *extra]
+    argv = ["dashboard", copy.name, "--runs", str(copy.out), "--port", "0", *extra]
     assert main(argv) == 2
     assert message in _one_error_line(capsys)
     assert _system_attrs(copy) == before

@@ -69,7 +69,7 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str:
 def test_cli_pushes_the_figures_and_serves_them_on_loopback(study_copy) -> None:
     copy = study_copy()
     cmd = [sys.executable, "-m", "nasflow.cli", "dashboard", copy.name]
-    cmd += ["--out", str(copy.out), "--port", "0"]
+    cmd += ["--runs", str(copy.out), "--port", "0"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         cmd,
@@ -132,7 +132,7 @@ def test_push_to_postgresql_replaces_and_reads_back(tiny_study, postgres_url) ->
 def test_dashboard_is_refused_while_a_search_holds_the_sqlite_file(study_copy, capsys) -> None:
     copy = study_copy()
     with SQLiteLock(copy.db):  # what a running `nasflow search` holds
-        assert main(["dashboard", copy.name, "--out", str(copy.out), "--port", "0"]) == 2
+        assert main(["dashboard", copy.name, "--runs", str(copy.out), "--port", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "in use by a running search" in err[0]
     assert f"nasflow report {copy.name}" in err[0]
@@ -143,7 +143,7 @@ def test_without_the_extra_the_error_names_it(monkeypatch, study_copy, capsys) -
     with pytest.raises(DashboardUnavailable, match=r"nasflow\[dashboard\]"):
         require_dashboard()
     copy = study_copy()
-    assert main(["dashboard", copy.name, "--out", str(copy.out)]) == 2
+    assert main(["dashboard", copy.name, "--runs", str(copy.out)]) == 2
     assert "pip install 'nasflow[dashboard]'" in capsys.readouterr().err
 
 

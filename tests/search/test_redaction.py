@@ -26,7 +26,7 @@ def test_a_query_string_password_never_leaks(postgres_url, tmp_path, capsys) -> 
         tmp_path, n_trials=2, finetune=0, extra="study = study.replace(cost='measure')"
     )
     runs = tmp_path / "runs"
-    store = ["--storage", url, "--out", str(runs)]
+    store = ["--storage", url, "--runs", str(runs)]
     assert main(["search", str(study_file), *store, "--no-retrain", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert f"study 'tiny' in {safe}" in out and f"study: {safe}" in out
@@ -48,7 +48,7 @@ def test_a_query_string_password_never_leaks(postgres_url, tmp_path, capsys) -> 
 def test_a_password_with_an_unescaped_at_is_not_partly_printed(tmp_path, capsys) -> None:
     study_file = write_study(tmp_path, n_trials=2, finetune=0)
     url = "postgresql://u:p@ssw0rdTail@127.0.0.1:9/test"  # nothing listens on port 9
-    assert main(["search", str(study_file), "--storage", url, "--out", str(tmp_path)]) == 2
+    assert main(["search", str(study_file), "--storage", url, "--runs", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot reach storage" in err
     assert "ssw0rdTail" not in err and "postgresql://u:***@127.0.0.1:9/test" in err

@@ -43,7 +43,7 @@ def test_sigkill_mid_finetune_on_sqlite_is_swept_retried_once_and_resumed(tmp_pa
     study_file = write_study(
         tmp_path, name=name, n_trials=n, finetune=FINETUNE_EPOCHS, extra=EXTRA
     )
-    args = ["search", str(study_file), "--no-retrain", "--no-progress", "--out", "runs"]
+    args = ["search", str(study_file), "--no-retrain", "--no-progress", "--runs", "runs"]
     storage = f"sqlite:///{tmp_path / 'runs' / name / 'study.db'}"
 
     first = NasflowProcess(args, tmp_path)
@@ -88,7 +88,7 @@ def test_sigkill_of_one_of_two_postgresql_workers(tmp_path, postgres_url, unique
     study_file = write_study(
         tmp_path, name=unique_name, n_trials=n, finetune=FINETUNE_EPOCHS, extra=EXTRA
     )
-    common = ["--storage", postgres_url, "--out", "runs", "--no-progress"]
+    common = ["--storage", postgres_url, "--runs", "runs", "--no-progress"]
     env = {"NASFLOW_HEARTBEAT_INTERVAL": "1", "NASFLOW_GRACE_PERIOD": "2"}
     main = NasflowProcess(["search", str(study_file), "--no-retrain", *common], tmp_path, env)
     other = NasflowProcess(["worker", str(study_file), *common], tmp_path, env)
@@ -132,7 +132,7 @@ def test_graceful_stop_checkpoints_requeues_and_a_second_signal_exits_at_once(
     study_file = write_study(
         tmp_path, name=name, n_trials=n, finetune=FINETUNE_EPOCHS, extra=EXTRA
     )
-    args = ["search", str(study_file), "--no-retrain", "--no-progress", "--out", "runs"]
+    args = ["search", str(study_file), "--no-retrain", "--no-progress", "--runs", "runs"]
     storage = f"sqlite:///{tmp_path / 'runs' / name / 'study.db'}"
     out = tmp_path / "runs" / name
 

@@ -74,7 +74,7 @@ def _trials(out):
 def test_a_rerun_with_more_trials_does_not_replay_the_first_architectures(tmp_path) -> None:
     study_file = _tabular(tmp_path, "NASBench201Space()", "tpe")
     out = tmp_path / "runs"
-    args = ["search", str(study_file), "--out", str(out), "--no-progress"]
+    args = ["search", str(study_file), "--runs", str(out), "--no-progress"]
     assert cli_main([*args, "--n-trials", "3"]) == 0
     assert cli_main([*args, "--n-trials", "6"]) == 0
     trials = _trials(out)
@@ -99,7 +99,7 @@ def test_sampler_seed_is_the_studys_for_a_new_study_and_moves_on_when_resumed() 
 def test_a_tabular_architecture_already_scored_is_reused_not_scored_again(tmp_path) -> None:
     study_file = _tabular(tmp_path, "Small()", "random")
     out = tmp_path / "runs"
-    args = ["search", str(study_file), "--out", str(out), "--no-progress", "--n-trials", "12"]
+    args = ["search", str(study_file), "--runs", str(out), "--no-progress", "--n-trials", "12"]
     assert cli_main(args) == 0
     trials = _trials(out)
     assert len(trials) == 12 and all(t.state == TrialState.COMPLETE for t in trials)

@@ -179,7 +179,7 @@ def test_recalibrate_stack_calibrates_again_and_replaces_the_device_record(
         assert table.count() == 1
     capsys.readouterr()
     study = write_study(tmp_path, name="second", extra=AUTO, n_trials=2, finetune=0)
-    argv = ["search", str(study), "--storage", url, "--out", str(tmp_path / "runs")]
+    argv = ["search", str(study), "--storage", url, "--runs", str(tmp_path / "runs")]
     assert main([*argv, "--no-progress", "--no-retrain", "--recalibrate-stack"]) == 0
     out = capsys.readouterr().out
     assert "stack calibration: round" in out  # calibrated although a record was stored

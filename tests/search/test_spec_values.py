@@ -45,7 +45,7 @@ def test_a_study_file_with_a_bad_budget_fails_in_one_line_writing_nothing(
     tmp_path, capsys, bad
 ) -> None:
     study_file = write_study(tmp_path, max_params=int(bad))
-    assert main(["search", str(study_file), "--out", str(tmp_path / "runs")]) == 2
+    assert main(["search", str(study_file), "--runs", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"Budget max_params must be > 0 (a limit), got {bad}" in err
     assert not (tmp_path / "runs").exists()
@@ -76,7 +76,7 @@ def test_a_bad_study_value_is_refused_before_anything_is_written(
 ) -> None:
     study_file = write_study(tmp_path, extra=f"study = study.replace({change})")
     before = sorted(tmp_path.parent.iterdir())
-    assert main(["search", str(study_file), "--out", str(tmp_path / "runs")]) == 2
+    assert main(["search", str(study_file), "--runs", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("nasflow: error: study file")
     assert shown in err
@@ -98,7 +98,7 @@ def test_bad_command_line_numbers_are_refused_before_anything_is_written(
     tmp_path, capsys, args, shown
 ) -> None:
     study_file = write_study(tmp_path)
-    assert main(["search", str(study_file), "--out", str(tmp_path / "runs"), *args]) == 2
+    assert main(["search", str(study_file), "--runs", str(tmp_path / "runs"), *args]) == 2
     err = capsys.readouterr().err
     assert err == f"nasflow: error: {shown}\n"
     assert not (tmp_path / "runs").exists()

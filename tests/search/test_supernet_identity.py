@@ -36,7 +36,7 @@ def test_another_supernet_config_is_refused_in_one_line(tmp_path, capsys) -> Non
     with pytest.raises(StudyMismatchError, match="epochs 1 in the study, 2 here"):
         _runner(tmp_path, 4, EPOCHS_2).run(retrain=False)
     study_file = write_study(tmp_path, n_trials=4, finetune=0, extra=EPOCHS_2)
-    args = ["search", str(study_file), "--out", str(tmp_path / "runs"), "--no-progress"]
+    args = ["search", str(study_file), "--runs", str(tmp_path / "runs"), "--no-progress"]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "scored by another supernet" in err

@@ -24,7 +24,7 @@ def test_three_workers_on_postgresql_share_one_study(tmp_path, postgres_url, uni
     study_file = write_study(tmp_path, name=unique_name, n_trials=n, finetune=1)
     out = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    common = ["--storage", postgres_url, "--out", str(out), "--no-progress"]
+    common = ["--storage", postgres_url, "--runs", str(out), "--no-progress"]
     procs = [
         subprocess.Popen(
             _nasflow("search", str(study_file), "--no-retrain", *common)

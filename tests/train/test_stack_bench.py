@@ -35,7 +35,7 @@ def test_quick_harness_measures_every_layer_alone_and_cumulatively(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # two threads on a busy 2-core machine make tiny convs crawl
     try:
-        rc = main(["bench-stack", "--quick", "--json", str(out), "--figure", str(figure)])
+        rc = main(["bench-stack", "--quick", "--save-json", str(out), "--figure", str(figure)])
     finally:
         torch.set_num_threads(threads)
     assert rc == 0
