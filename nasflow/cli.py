@@ -375,7 +375,7 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
     p = _one_line_errors(
         sub.add_parser("export", help="export trials of a study as plain PyTorch and ONNX")
     )
-    p.add_argument("name", help="study name")
+    p.add_argument("name", help="study name, or the study file (.py) that ran it")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--trial", type=int, help="export this trial number")
     g.add_argument("--best", action="store_true", help="the most accurate Pareto trial (default)")
@@ -455,13 +455,18 @@ def _cmd_export(args: argparse.Namespace) -> int:
         if args.trial < 0:
             raise UsageError(f"--trial must be a trial number >= 0, got {args.trial}")
         which = args.trial
+    name, study_file = args.name, args.study
+    if name.endswith(".py") and Path(name).is_file():  # a study file: its own space and data
+        from nasflow.search import load_study_file
+
+        name, study_file = load_study_file(name).name, study_file or name
     export_study(
-        args.name,
+        name,
         args.out,
         which=which,
         storage=args.storage,
         runs=args.runs,
-        study_file=args.study,
+        study_file=study_file,
         recalibrate=not args.no_recalibrate,
         onnx=not args.no_onnx,
         force=args.force,

@@ -70,9 +70,12 @@ def retrain_exported(
         isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1
     ):
         raise ValueError(f"epochs must be an int >= 1, got {epochs!r}")
-    exported = read_export(path)
+    given = find_study_spec(study_file) if study_file is not None else None
+    # A study file brings its own space (one no registry knows, say); its name and
+    # fingerprint are still checked against the export.
+    exported = read_export(path, given[0].space if given is not None else None)
     names = [n for n in (exported.info.study.get("name"), exported.space.name) if n]
-    found = find_study_spec(study_file, *names)
+    found = given if given is not None else find_study_spec(None, *names)
     if found is None:
         raise ExportError(
             f"no study file to retrain {str(path)!r} with: pass --study STUDY_FILE "

@@ -295,6 +295,9 @@ def export_study(
     out = Path(out)
     if onnx:
         require_onnx()
+    if spec is None and study_file is not None:  # its space may be one no registry knows
+        found = find_study_spec(study_file)
+        spec = found[0] if found is not None else None
     study, storage_spec = open_stored_study(name, storage, runs)
     trials = select_trials(study, which)
     space = study_space(study, spec.space if spec is not None else None)
