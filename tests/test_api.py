@@ -37,6 +37,10 @@ def test_optimize_and_export_winner_with_optuna_objects(tmp_path) -> None:
     again = optuna.load_study(study_name="tiny", storage=storage)
     assert len(again.trials) == 4
     assert again.metric_names == ["supernet score", "predicted training cost (s)"]
+    # The `analysis` extra's pandas table names the columns the same way.
+    frame = again.trials_dataframe()
+    assert {"values_supernet score", "values_predicted training cost (s)"} <= set(frame.columns)
+    assert len(frame) == 4
     (winner,) = result.winners
     info = nasflow.export_winner(result, tmp_path / "winner", onnx=False, log=None)
     assert info.weights["kind"] == "retrained" and info.arch == winner.arch
