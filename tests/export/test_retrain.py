@@ -106,7 +106,7 @@ def test_retrain_uses_the_study_recipe_and_fresh_weights(tiny_run: TinyRun, expo
 def test_retrain_refuses_a_study_of_another_space(tiny_run: TinyRun, exported, tmp_path) -> None:
     study = tmp_path / "cells.py"
     study.write_text(_CELL_STUDY)
-    with pytest.raises(ExportError, match="the given space 'test-cell' .* is not the recorded"):
+    with pytest.raises(ExportError, match=r"the given space 'test-cell' .* is not the recorded"):
         retrain_exported(exported, epochs=1, study_file=str(study))
 
 
