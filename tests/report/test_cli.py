@@ -72,7 +72,7 @@ def test_report_refuses_a_folder_and_a_malformed_record(study_copy, tmp_path, ca
 
 def test_dashboard_binds_loopback_unless_told_otherwise() -> None:
     args = build_parser().parse_args(["dashboard", "s"])
-    assert (args.host, args.port, args.storage, args.out) == ("127.0.0.1", 8080, None, "runs")
+    assert (args.host, args.port, args.storage, args.runs) == ("127.0.0.1", 8080, None, "runs")
     args = build_parser().parse_args(["dashboard", "s", "--host", "0.0.0.0", "--port", "0"])
     assert (args.host, args.port) == ("0.0.0.0", 0)
 
