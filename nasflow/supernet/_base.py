@@ -101,7 +101,8 @@ def check_labels(space: SearchSpace, body: nn.Module) -> None:
 
     Every ``LayerChoice`` must read a declared op or edge choice and hold exactly one
     candidate per value of it; every declared op or edge choice must be read by some
-    ``LayerChoice`` (or trials that differ only in it would train the same network);
+    ``LayerChoice`` (or trials that differ only in it would train the same network),
+    unless the body holds a ``SuperModule`` of the user's own (which may read it);
     every elastic width must read a declared value choice and cover each of its values.
 
     Raises:
@@ -143,10 +144,16 @@ def check_labels(space: SearchSpace, body: nn.Module) -> None:
                         f"{where} sizes its channels by {attr.label!r} but has no width for "
                         f"its values {missing}"
                     )
+    # A SuperModule of the user's own may read any label in its forward and extract: then
+    # only what nasflow's modules read can be checked.
+    custom = any(
+        isinstance(m, SuperModule) and not type(m).__module__.startswith("nasflow.supernet")
+        for m in body.modules()
+    )
     unread = [
         c.label for c in declared.values() if c.kind in ("op", "edge") and c.label not in read
     ]
-    if unread:
+    if unread and not custom:
         raise ValueError(
             f"space {space.name!r} declares op_choice {unread[0]!r}, but no LayerChoice of its "
             "supernet reads it: trials differing only in it would train the same network"
