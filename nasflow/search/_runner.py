@@ -468,6 +468,7 @@ class StudyRunner:
                 should_stop=self.stop.is_set,
                 log=self._quiet_log,
                 cost_storage=self.storage.url if self.storage.kind != "journal" else None,
+                remeasure_costs=spec.remeasure_costs,
             )
         finished = len(
             study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
