@@ -176,6 +176,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "ground_truth": ("", "stand-alone training of a fixed sample of a study's space"),
     "space_probe": ("", "spread of accuracies vs training noise of a candidate space"),
     "cost_model": ("", "cost-model predictions vs measured step times"),
+    "cost_stability": ("", "cost-model predictions across fresh studies on a loaded machine"),
     "tabular": ("", "samplers on tabular NAS-Bench-201"),
 }
 
