@@ -18,9 +18,9 @@ itself are skipped, as they do not touch the cost model.
 With ``--baseline REV`` the same studies also run on the code of git revision ``REV``
 (exported with ``git archive`` into a temporary folder), interleaved with the current
 code's (old, new, new, old, ...), so both see the same stretch of load. A last series,
-labelled *shared*, runs the current code with one shared-table cache for all its studies:
-the first measures, the others reuse its table (identical by construction; shown to
-confirm it).
+labelled *shared*, runs the current code's studies again with fresh study databases but
+the shared table that fresh study 0 left behind: they reuse its table and measure
+nothing (identical by construction; shown to confirm it, and for its cost).
 
 Usage::
 
@@ -166,6 +166,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed of the fixed architectures")
     p.add_argument("--load", type=int, default=1, help="busy processes while measuring")
     p.add_argument("--baseline", help="git revision whose code runs the same studies too")
+    p.add_argument(
+        "--baseline-studies",
+        type=int,
+        help="fresh studies on the --baseline code (default: --studies; interleaved with "
+        "the first ones of the current code)",
+    )
     p.add_argument("--no-shared", action="store_true", help="skip the shared-table series")
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -173,6 +179,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name in ("studies", "archs"):
         if getattr(args, name) < 2:
             p.error(f"--{name} must be >= 2, got {getattr(args, name)}")
+    if args.baseline_studies is None:
+        args.baseline_studies = args.studies
+    if args.baseline_studies < 1:
+        p.error(f"--baseline-studies must be >= 1, got {args.baseline_studies}")
     if args.load < 0:
         p.error(f"--load must be >= 0, got {args.load}")
     return args
@@ -204,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             for i in range(args.studies):
                 order = ["new", "old"] if i % 2 else ["old", "new"]
                 for which in order:
-                    if which == "old" and old is None:
+                    if which == "old" and (old is None or i >= args.baseline_studies):
                         continue
                     code = ROOT if which == "new" else old
                     folder = tmp / f"{which}-{i}"
@@ -219,9 +229,10 @@ def main(argv: list[str] | None = None) -> int:
                     )
             if not args.no_shared:
                 series["new, shared"] = []
+                # Fresh study databases, one shared table: the one fresh study 0 measured.
                 for i in range(args.studies):
                     folder = tmp / f"shared-{i}"
-                    res = run_study(ROOT, folder, tmp / "shared-cache", args, steps)
+                    res = run_study(ROOT, folder, tmp / "new-0" / "cache", args, steps)
                     series["new, shared"].append(res)
         finally:
             stop.set()

@@ -47,6 +47,11 @@ def format_cost_table(record: Any) -> list[str]:
         ratio = record["calibration_ratio"]
         parts.append(f"calibration steps: typical round {ratio:.2f}x the best")
     lines = [f"cost table ({record.get('device', 'this device')}): {where}; " + "; ".join(parts)]
+    if clock != "wall time":
+        lines.append(
+            f"  predicted training costs are {clock} of undisturbed steps (best of rounds); "
+            "a measured training cost is wall time, longer on a loaded machine"
+        )
     if record.get("loaded"):
         lines.append(
             "  WARNING: the machine looked loaded while the cost table was measured (the "
