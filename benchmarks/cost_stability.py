@@ -27,6 +27,7 @@ Usage::
     python benchmarks/cost_stability.py                         # 5 studies, 1 busy core
     python benchmarks/cost_stability.py --baseline 56dfc9e --json out.json
     python benchmarks/cost_stability.py --studies 2 --archs 2   # smoke
+    python benchmarks/cost_stability.py --clocks 300            # wall vs CPU time, only
 """
 
 from __future__ import annotations
@@ -90,7 +91,12 @@ def worker(spec: dict) -> dict:
 def run_study(code: Path, folder: Path, cache: Path, args: argparse.Namespace, steps: int) -> dict:
     """One study in a fresh process on the code in ``code``."""
     folder.mkdir(parents=True, exist_ok=True)
-    spec = {"db": str(folder / "study.db"), "archs": args.archs, "seed": args.seed, "steps": steps}
+    spec = {
+        "db": str(folder / "study.db"),
+        "archs": args.archs,
+        "seed": args.seed,
+        "steps": steps,
+    }
     env = {
         **os.environ,
         "PYTHONPATH": str(code),
@@ -115,7 +121,8 @@ def export_revision(rev: str, into: Path) -> Path:
     into.mkdir(parents=True, exist_ok=True)
     tar = into / "code.tar"
     subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", "-o", str(tar), rev], check=True
+        ["git", "-C", str(ROOT), "archive", "--format=tar", "-o", str(tar), rev],
+        check=True,
     )
     with tarfile.open(tar) as t:
         t.extractall(into / "code", filter="data")
@@ -159,6 +166,57 @@ def print_series(name: str, series: list[dict]) -> None:
     )
 
 
+def clock_check(iters: int, load: int) -> dict:
+    """The reference op's forward+backward timed ``iters`` times on the wall clock and on
+    the thread's CPU clock at once, with 1 and with torch's default threads, on the
+    machine as it is and then with ``load`` busy processes: what a loaded machine does to
+    each clock and to each statistic (median vs best)."""
+    import torch
+
+    from nasflow.cost._measure import _OpHarness, reference_unit
+
+    default_threads = torch.get_num_threads()
+    out: dict = {}
+    for loaded in (False, True):
+        stop = mp.Event()
+        burners = [mp.Process(target=_burn, args=(stop,), daemon=True) for _ in range(load)]
+        for b in burners if loaded else ():
+            b.start()
+        try:
+            time.sleep(0.5 if loaded else 0.0)
+            for threads in sorted({1, default_threads}):
+                torch.set_num_threads(threads)
+                h = _OpHarness(reference_unit(), torch.device("cpu"), "fp32")
+                for _ in range(10):
+                    h.run()
+                wall, cpu = [], []
+                for _ in range(iters):
+                    w0, c0 = time.perf_counter(), time.thread_time()
+                    h.module(h.x).backward(h.grad)
+                    wall.append(time.perf_counter() - w0)
+                    cpu.append(time.thread_time() - c0)
+                key = f"{'loaded' if loaded else 'as is'}, {threads} thread(s)"
+                out[key] = {
+                    "wall_median_ms": 1e3 * statistics.median(wall),
+                    "wall_best_ms": 1e3 * min(wall),
+                    "cpu_median_ms": 1e3 * statistics.median(cpu),
+                    "cpu_best_ms": 1e3 * min(cpu),
+                }
+        finally:
+            stop.set()
+            for b in burners if loaded else ():
+                b.join()
+            torch.set_num_threads(default_threads)
+    print(f"reference op forward+backward, {iters} iterations each (ms):")
+    print(f"{'':26}  {'wall median':>11}  {'wall best':>9}  {'CPU median':>10}  {'CPU best':>8}")
+    for key, r in out.items():
+        print(
+            f"{key:26}  {r['wall_median_ms']:>11.3f}  {r['wall_best_ms']:>9.3f}  "
+            f"{r['cpu_median_ms']:>10.3f}  {r['cpu_best_ms']:>8.3f}"
+        )
+    return out
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--studies", type=int, default=5, help="fresh studies per series")
@@ -174,6 +232,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--no-shared", action="store_true", help="skip the shared-table series")
     p.add_argument("--json", type=Path, help="write the results here")
+    p.add_argument(
+        "--clocks",
+        type=int,
+        metavar="N",
+        help="only time the reference op N times per clock and thread count, as is and "
+        "with --load busy processes (wall vs thread CPU time, median vs best)",
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for name in ("studies", "archs"):
@@ -194,6 +259,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(worker(json.loads(args.worker))))
         return 0
     sys.path.insert(0, str(ROOT))
+    if args.clocks is not None:
+        if args.clocks < 10:
+            raise SystemExit(f"--clocks must be >= 10, got {args.clocks}")
+        result = clock_check(args.clocks, args.load)
+        if args.json is not None:
+            args.json.write_text(json.dumps(result, indent=2) + "\n")
+        return 0
     from studies.mnist1d import study
 
     data = study.data()

@@ -16,7 +16,9 @@ its table), then the shared table (``shared_table_url``: a table measured by an 
 study on the same device fingerprint, copied into the study's database), and only then
 the device (stored in both). A table measured once and reused is what makes the same
 architecture's prediction the same number in every study on a machine; ``fit(remeasure=
-True)`` measures it again and replaces it in both places. ``stability`` says which of
+True)`` measures it again and replaces it in both places, and so does a study that would
+reuse a shared table whose reference op flagged a loaded machine (a loaded measurement is
+the one most likely to be off, so it is not passed on). ``stability`` says which of
 these happened and how steady the machine was when the table was measured.
 """
 
@@ -440,6 +442,11 @@ class CostModel:
             ``self``.
         """
         self._timings.update(self.table.lookup(self.fingerprint))
+        why = "on request" if remeasure else None
+        if not remeasure and self._shared_was_loaded():
+            # A shared table measured while the machine looked loaded is not passed on:
+            # this study measures again and replaces it, until a steady one is stored.
+            remeasure, why = True, "the shared table was measured on a loaded machine"
         before = self._reused
         measured = self.measure_space(remeasure=remeasure)
         source = MEASURED if measured else SHARED if self._reused > before else STORED
@@ -452,10 +459,18 @@ class CostModel:
         if self.calibration is None or recalibrate or remeasure:
             self.calibrate(n=n, rounds=rounds, iters=iters)
             source = MEASURED
-        self._record_stability(source, measured, remeasure)
+        self._record_stability(source, measured, why)
         return self
 
-    def _record_stability(self, source: str, measured: int, remeasure: bool) -> None:
+    def _shared_was_loaded(self) -> bool:
+        """Whether this study would take its table from a shared one flagged loaded (a
+        study whose own database already has a calibration keeps what it has)."""
+        if self.shared is None or self.calibration is not None:
+            return False
+        record = self.shared.load_stability(self.fingerprint, self.context_key)
+        return bool(record and record.get("loaded"))
+
+    def _record_stability(self, source: str, measured: int, remeasured: str | None) -> None:
         """Set ``stability`` and store it (study table; shared table when measured now)."""
         fp, ctx = self.fingerprint, self.context_key
         if source == STORED and self.stability is not None:
@@ -479,7 +494,7 @@ class CostModel:
         record.update(
             {
                 "source": source,
-                "remeasured": bool(remeasure),
+                "remeasured": remeasured,
                 "ops_measured_now": int(measured),
                 "ops_reused_from_shared": int(self._reused),
                 "shared_table": self.shared.safe_url if self.shared is not None else None,

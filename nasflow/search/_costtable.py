@@ -31,7 +31,8 @@ def format_cost_table(record: Any) -> list[str]:
     if source == "measured now":
         where = "measured by this study"
         if record.get("remeasured"):
-            where += " (re-measured on request)"
+            why = record["remeasured"]
+            where += f" (re-measured {why})" if why == "on request" else f" (re-measured: {why})"
     elif source == "shared table":
         where = f"reused from the shared table {record.get('shared_table')} (measured {when})"
     else:

@@ -173,7 +173,8 @@ def test_remeasure_replaces_the_shared_table(tmp_path: Path, shared: Path) -> No
     started = datetime.now(timezone.utc)
     second = _fit(_model(tmp_path / "b" / "study.db"), remeasure=True)
     assert second.stats.measured_ops > 0 and second.stats.measured_steps > 0
-    assert second.stability["source"] == "measured now" and second.stability["remeasured"]
+    assert second.stability["source"] == "measured now"
+    assert second.stability["remeasured"] == "on request"
     engine = sa.create_engine(f"sqlite:///{shared}")
     with engine.connect() as conn:
         oldest = conn.execute(sa.text("SELECT MIN(measured_at) FROM nasflow_cost_ops")).scalar()
@@ -192,3 +193,20 @@ def test_rows_timed_the_old_way_are_not_reused(tmp_path: Path, shared: Path) -> 
     model = _model(tmp_path / "a" / "study.db")
     assert model.fingerprint.timer == "thread-cpu/min/v2"
     assert model.fingerprint.key != model.fingerprint.__class__.current("cpu").key
+
+
+def test_a_shared_table_flagged_loaded_is_measured_again(tmp_path: Path, shared: Path) -> None:
+    first = _fit(_model(tmp_path / "a" / "study.db"))
+    assert first.shared is not None
+    record = {**first.stability, "loaded": True, "ratio": 3.0}
+    first.shared.store_stability(first.fingerprint, first.context_key, record)
+    second = _fit(_model(tmp_path / "b" / "study.db"))
+    assert second.stats.measured_ops > 0 and second.stats.measured_steps > 0
+    assert second.stability["source"] == "measured now"
+    assert "loaded" in second.stability["remeasured"]
+    stored = second.shared.load_stability(second.fingerprint, second.context_key)
+    assert stored["measured_at"] == second.stability["measured_at"]  # replaced
+    # A study that already has its own table keeps it, whatever the shared one says.
+    second.shared.store_stability(second.fingerprint, second.context_key, record)
+    again = _fit(_model(tmp_path / "b" / "study.db"))
+    assert again.stats.measured_ops == 0 and again.stability["source"] == "study database"
