@@ -112,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="stack='auto': calibrate again and replace this device's stored record",
     )
+    p.add_argument(
+        "--remeasure-costs",
+        action="store_true",
+        help="cost model: measure this device's op-latency table and calibration again and "
+        "replace the stored ones (study database and shared table) instead of reusing them",
+    )
 
     p = sub.add_parser("worker", help="join a running study on a shared storage")
     p.add_argument("study", help="study file or ready study")
@@ -172,6 +178,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "ground_truth": ("", "stand-alone training of a fixed sample of a study's space"),
     "space_probe": ("", "spread of accuracies vs training noise of a candidate space"),
     "cost_model": ("", "cost-model predictions vs measured step times"),
+    "cost_stability": ("", "cost-model predictions across fresh studies on a loaded machine"),
     "tabular": ("", "samplers on tabular NAS-Bench-201"),
 }
 
@@ -220,6 +227,8 @@ def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
             raise UsageError(f"--seed: {e}") from None
     if getattr(args, "recalibrate_stack", False):
         spec = spec.replace(recalibrate_stack=True)
+    if getattr(args, "remeasure_costs", False):
+        spec = spec.replace(remeasure_costs=True)
     if args.n_trials is not None and args.n_trials < 1:
         raise UsageError(f"--n-trials must be >= 1, got {args.n_trials}")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):

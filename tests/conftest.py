@@ -49,6 +49,17 @@ def require_or_skip(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
+@pytest.fixture(autouse=True)
+def _own_cost_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every test gets its own shared cost table (``$NASFLOW_COST_CACHE``): no test reuses
+    op latencies another test (or the user's studies) measured."""
+    monkeypatch.setenv(
+        "NASFLOW_COST_CACHE", str(tmp_path_factory.mktemp("cost-cache") / "cost.db")
+    )
+
+
 @pytest.fixture
 def shared_data_file() -> Callable[[str], Path]:
     """``shared_data_file("cifar10-jpg.zip")``: the path of a file of ``../shared/data``."""

@@ -14,9 +14,18 @@ from nasflow.cost._accuracy import (
 from nasflow.cost._analytic import FlopCount, activation_bytes, count_flops, count_params
 from nasflow.cost._cover import covering_archs, fit_line
 from nasflow.cost._fingerprint import PRECISIONS, DeviceFingerprint
-from nasflow.cost._measure import OpTiming, time_ops, time_steps
-from nasflow.cost._model import CostModel, CostStats, MissingLatencyError
-from nasflow.cost._table import Calibration, LatencyTable, default_cache_path
+from nasflow.cost._measure import (
+    OpMeasurement,
+    OpTiming,
+    Stability,
+    assess_reference,
+    measure_ops,
+    robust_seconds,
+    time_ops,
+    time_steps,
+)
+from nasflow.cost._model import CostModel, CostStats, LoadedMachineWarning, MissingLatencyError
+from nasflow.cost._table import Calibration, LatencyTable, default_cache_path, shared_table_url
 from nasflow.cost._units import OpInstance
 
 __all__ = [
@@ -29,11 +38,15 @@ __all__ = [
     "DeviceFingerprint",
     "FlopCount",
     "LatencyTable",
+    "LoadedMachineWarning",
     "MissingLatencyError",
     "OpInstance",
+    "OpMeasurement",
     "OpTiming",
+    "Stability",
     "activation_bytes",
     "agreement",
+    "assess_reference",
     "count_flops",
     "count_params",
     "covering_archs",
@@ -41,6 +54,9 @@ __all__ = [
     "evaluate_accuracy",
     "fit_line",
     "kendall_tau_b",
+    "measure_ops",
+    "robust_seconds",
+    "shared_table_url",
     "time_ops",
     "time_steps",
 ]

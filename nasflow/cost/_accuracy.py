@@ -154,7 +154,8 @@ def evaluate_accuracy(
     Each architecture is measured in ``2 * rounds`` rounds; every round visits all of
     them once in a fresh random order, and rounds alternate between A and B, so both
     measurements see the same stretch of machine load and neither is the "first" one.
-    A and B are each the median of their rounds' visit medians.
+    A and B are each the best of their rounds' visits (``robust_seconds``, on the clock
+    the table is timed with: the thread's CPU time on a CPU).
 
     Args:
         model: A fitted ``CostModel`` (its calibration must not come from ``archs``).
@@ -185,7 +186,7 @@ def evaluate_accuracy(
     t0 = time.perf_counter()
     steps = model.measure_steps(paths, rounds=2 * rounds, iters=iters, warmup=warmup, seed=seed)
     t_measure = time.perf_counter() - t0
-    a, b = np.median(steps[0::2], axis=0), np.median(steps[1::2], axis=0)
+    a, b = np.min(steps[0::2], axis=0), np.min(steps[1::2], axis=0)
     points = model.calibration.points
     cal_flops = [model.flops(Arch.from_json(p["arch"])).total for p in points]
     fs, fi = fit_line(cal_flops, [p["measured"] for p in points])

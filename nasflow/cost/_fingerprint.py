@@ -47,6 +47,9 @@ class DeviceFingerprint:
         cpu: The host CPU model (also recorded for GPU devices: it runs the Python side).
         threads: ``torch.get_num_threads()`` when the fingerprint was taken.
         precision: ``"fp32"`` or ``"bf16"`` (autocast).
+        timer: How latencies were timed (clock and statistic, ``timer_name``); empty for
+            records that time nothing themselves. Left out of the JSON (and so of the key)
+            when empty, so the keys of records that predate it stay valid.
     """
 
     torch_version: str
@@ -55,12 +58,14 @@ class DeviceFingerprint:
     cpu: str
     threads: int
     precision: str
+    timer: str = ""
 
     @classmethod
     def current(
-        cls, device: torch.device | str = "cpu", precision: str = "fp32"
+        cls, device: torch.device | str = "cpu", precision: str = "fp32", timer: str = ""
     ) -> DeviceFingerprint:
-        """The fingerprint of ``device`` in this process, now."""
+        """The fingerprint of ``device`` in this process, now (``timer``: see the
+        attribute)."""
         dev = torch.device(device)
         check_precision(precision)
         host = cpu_model()
@@ -70,10 +75,15 @@ class DeviceFingerprint:
             name = host
         else:
             name = dev.type
-        return cls(torch.__version__, dev.type, name, host, torch.get_num_threads(), precision)
+        return cls(
+            torch.__version__, dev.type, name, host, torch.get_num_threads(), precision, timer
+        )
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        fields = asdict(self)
+        if not fields["timer"]:
+            del fields["timer"]
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"))
 
     @property
     def key(self) -> str:
@@ -82,7 +92,8 @@ class DeviceFingerprint:
 
     def describe(self) -> str:
         """One human-readable line."""
+        timer = f", timed {self.timer}" if self.timer else ""
         return (
             f"{self.device_name} ({self.device_type}, {self.threads} threads, "
-            f"{self.precision}, torch {self.torch_version})"
+            f"{self.precision}, torch {self.torch_version}{timer})"
         )

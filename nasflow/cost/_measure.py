@@ -2,8 +2,27 @@
 
 Both timers spread the machine's noise instead of letting a slow moment hit one
 candidate: work is done in rounds, each round visits every item once in a fresh random
-order, and an item's figure is the median over all its timed iterations. Every visit
-starts with one untimed iteration (the caches were just used by another item).
+order. Every visit starts with one untimed iteration (the caches were just used by
+another item).
+
+What is timed, and which statistic (``robust_seconds``), is chosen for a shared machine
+whose load comes and goes (see ``benchmarks/RESULTS.md``, "Cost-table stability"):
+
+- The clock (``clock_for``) is the calling thread's CPU time on a CPU device
+  (``time.thread_time``): time the thread spends waiting for a core that another process
+  holds is not counted. On a GPU it is wall time around synchronisations.
+- CPU time alone is not enough with several intra-op threads: torch's worker threads spin
+  (and the calling thread with them) while one of them waits for a core, so a loaded
+  iteration burns more CPU time too. Interference only ever *adds* time, so an item's
+  figure is its fastest timed iteration over all rounds (the minimum; Chen & Revels,
+  "Robust benchmarking in noisy environments", 2016, which BenchmarkTools.jl and
+  ``timeit`` follow): slow rounds, however many, are ignored as long as one iteration ran
+  undisturbed. Medians, which the table used before, move with the share of loaded
+  iterations; measured here under one busy core they moved 3-5x where the minimum of
+  thread CPU time moved ~10-20%.
+- A fixed reference op (``reference_unit``) is timed in every round of ``measure_ops``;
+  how much its rounds disagree (``assess_reference``) says whether the machine was
+  loaded while the table was measured.
 """
 
 from __future__ import annotations
@@ -13,7 +32,9 @@ import copy
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,12 +42,20 @@ import torch.nn.functional as F
 from torch import nn
 
 from nasflow.cost._fingerprint import PRECISIONS, check_precision
-from nasflow.cost._units import OpInstance
+from nasflow.cost._units import OpInstance, make_instance
+
+#: ``median / best`` of the reference op's rounds above which the machine counts as
+#: loaded. On an idle machine the rounds agree within a few percent; with another
+#: process on one of two cores the typical round is 1.5-6x the best one.
+LOADED_RATIO = 1.5
+#: The statistic of every figure in the table (see ``robust_seconds``).
+STATISTIC = "best of rounds"
 
 
 @dataclass(frozen=True)
 class OpTiming:
-    """Measured raw seconds of one op instance (medians over all timed iterations).
+    """Measured raw seconds of one op instance (``robust_seconds`` of all its timed
+    iterations, on ``clock_for(device)``).
 
     Attributes:
         fwd_bwd: Forward plus backward of the op alone, as a harness sees it.
@@ -45,6 +74,132 @@ class OpTiming:
     flops: int = 0
     params: int = 0
     description: str = ""
+
+
+def clock_for(device: torch.device | str) -> tuple[str, Callable[[], float]]:
+    """``(name, clock)``: the calling thread's CPU time on a CPU device (a loaded machine
+    steals wall time from a thread, not the CPU time it gets), wall time elsewhere (a
+    GPU's work is not the host thread's CPU time; timings synchronise around it)."""
+    if torch.device(device).type == "cpu":
+        return "thread CPU time", time.thread_time
+    return "wall time", time.perf_counter
+
+
+def timer_name(device: torch.device | str) -> str:
+    """What a table measured on ``device`` holds: clock and statistic, versioned. Part of
+    the cost model's device fingerprint, so rows timed another way are never mixed in."""
+    clock = "thread-cpu" if torch.device(device).type == "cpu" else "wall"
+    return f"{clock}/min/v2"
+
+
+def robust_seconds(samples: Sequence[float]) -> float:
+    """The figure of one item: its fastest timed iteration (the minimum over all rounds).
+
+    Timing noise on a shared machine is one-sided (a preempted thread, a spinning
+    worker, a cold cache only add time), so the minimum is the estimator that slow
+    rounds cannot move, however many there are, as long as one iteration ran undisturbed.
+
+    Raises:
+        ValueError: No samples, or a negative or non-finite one (naming it).
+    """
+    values = [float(v) for v in samples]
+    if not values:
+        raise ValueError("robust_seconds needs at least one timed sample, got none")
+    bad = [v for v in values if not (v >= 0.0 and v < float("inf"))]
+    if bad:
+        raise ValueError(f"timed samples must be finite seconds >= 0, got {bad[0]!r}")
+    return min(values)
+
+
+@dataclass(frozen=True)
+class Stability:
+    """How steady the machine was while a table was measured, from the reference op.
+
+    Attributes:
+        clock: What was timed (``"thread CPU time"`` or ``"wall time"``).
+        statistic: How an op's figure is taken from its rounds (``STATISTIC``).
+        rounds: Rounds the reference op was timed in.
+        reference_seconds: The reference op's figure (its best round), measured.
+        reference_median_seconds: The median of its per-round best iterations.
+        ratio: ``reference_median_seconds / reference_seconds``: 1 on a steady machine.
+        spread: Interquartile range of its per-round figures over their median.
+        wall_over_clock: Median wall time over median clock time of the reference op
+            (``None`` where the clock is wall time): above 1, the thread waited for a core.
+        loaded: ``ratio > LOADED_RATIO``: the machine looked loaded.
+        measured_at: When (UTC, ISO 8601).
+    """
+
+    clock: str
+    statistic: str
+    rounds: int
+    reference_seconds: float
+    reference_median_seconds: float
+    ratio: float
+    spread: float
+    wall_over_clock: float | None
+    loaded: bool
+    measured_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Stability:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+
+def assess_reference(
+    clock: str,
+    round_seconds: Sequence[float],
+    round_wall_seconds: Sequence[float] | None = None,
+    *,
+    threshold: float = LOADED_RATIO,
+) -> Stability:
+    """Judge the machine from the reference op's per-round figures.
+
+    Args:
+        clock: The clock's name.
+        round_seconds: The reference op's best iteration of each round, on ``clock``.
+        round_wall_seconds: The same rounds on the wall clock (``None`` if ``clock`` is it).
+        threshold: ``median / best`` above which the machine counts as loaded.
+
+    Raises:
+        ValueError: No rounds, bad seconds, or a threshold below 1 (naming it).
+    """
+    if not (isinstance(threshold, (int, float)) and threshold >= 1.0):
+        raise ValueError(f"threshold must be a number >= 1, got {threshold!r}")
+    best = robust_seconds(round_seconds)
+    median = statistics.median(round_seconds)
+    ratio = median / best if best > 0 else 1.0
+    wall_ratio = None
+    if round_wall_seconds is not None and len(round_wall_seconds):
+        clock_median = statistics.median(round_seconds)
+        if clock_median > 0:
+            wall_ratio = statistics.median(round_wall_seconds) / clock_median
+    return Stability(
+        clock,
+        STATISTIC,
+        len(round_seconds),
+        best,
+        median,
+        ratio,
+        _spread(round_seconds),
+        wall_ratio,
+        ratio > threshold,
+        datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def reference_unit() -> OpInstance:
+    """The reference op timed in every round: a 32-channel width-5 ``Conv1d`` with
+    ``BatchNorm1d`` and ``ReLU`` on a (64, 32, 40) input (about a millisecond on one
+    CPU core, the size of the default space's ops). Fixed, so that its figure compares
+    across studies and machines."""
+    with torch.device("meta"):
+        module = nn.Sequential(
+            nn.Conv1d(32, 32, 5, padding=2, bias=False), nn.BatchNorm1d(32), nn.ReLU()
+        )
+    return make_instance("reference", "reference", module, (64, 32, 40), True, torch.float32)
 
 
 def check_count(name: str, value: int, minimum: int) -> int:
@@ -109,24 +264,25 @@ class _OpHarness:
             out = self.module(self.x)
         self.grad = torch.randn_like(out) if out.requires_grad else None
 
-    def run(self) -> tuple[float, float]:
-        """One iteration; returns (forward+backward seconds, optimizer seconds)."""
+    def run(self, clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
+        """One iteration; returns (forward+backward seconds, optimizer seconds) on
+        ``clock``."""
         if self.x.requires_grad:
             self.x.grad = None
         for p in self.params:
             p.grad = None
         _sync(self.device)
-        t0 = time.perf_counter()
+        t0 = clock()
         with autocast(self.device, self.precision):
             out = self.module(self.x)
         if self.grad is not None:
             out.backward(self.grad)
         _sync(self.device)
-        t1 = time.perf_counter()
+        t1 = clock()
         if self.opt is not None:
             self.opt.step()
             _sync(self.device)
-        return t1 - t0, time.perf_counter() - t1
+        return t1 - t0, clock() - t1
 
 
 def _rounds(n: int, rounds: int, seed: int) -> Iterator[int]:
@@ -144,7 +300,20 @@ def _spread(samples: Sequence[float]) -> float:
     return (q[2] - q[0]) / med
 
 
-def time_ops(
+@dataclass(frozen=True)
+class OpMeasurement:
+    """What one ``measure_ops`` run found.
+
+    Attributes:
+        timings: Key to timing of every distinct op instance measured.
+        stability: The reference op's verdict on the machine during the run.
+    """
+
+    timings: dict[str, OpTiming]
+    stability: Stability
+
+
+def measure_ops(
     units: Sequence[OpInstance],
     device: torch.device | str = "cpu",
     precision: str = "fp32",
@@ -153,8 +322,9 @@ def time_ops(
     rounds: int = 5,
     iters: int = 3,
     seed: int = 0,
-) -> dict[str, OpTiming]:
-    """Measure every distinct op instance of ``units`` (by key), interleaved in rounds.
+) -> OpMeasurement:
+    """Measure every distinct op instance of ``units`` (by key), interleaved in rounds,
+    with the reference op (``reference_unit``) visited in every round too.
 
     Args:
         units: Op instances; duplicates (same key) are timed once.
@@ -166,33 +336,69 @@ def time_ops(
         seed: Seeds the visiting order and the weights.
 
     Returns:
-        Key to timing; ``flops``/``params``/``description`` are left for the caller.
+        The timings (``robust_seconds`` of all of an op's timed iterations, on
+        ``clock_for(device)``; ``flops``/``params``/``description`` are left for the
+        caller) and the machine's stability.
     """
     dev = torch.device(device)
     check_count("warmup", warmup, 0)
     check_count("rounds", rounds, 1)
     check_count("iters", iters, 1)
-    distinct = list({u.key: u for u in units}.values())
-    harnesses: list[_OpHarness | None] = [None] * len(distinct)
-    fb: list[list[float]] = [[] for _ in distinct]
-    opt: list[list[float]] = [[] for _ in distinct]
-    for i in _rounds(len(distinct), rounds, seed):
+    clock_name, clock = clock_for(dev)
+    ref = reference_unit()
+    by_key = {u.key: u for u in units}
+    distinct = list(by_key.values())
+    items = distinct if ref.key in by_key else [*distinct, ref]
+    ref_index = next(i for i, u in enumerate(items) if u.key == ref.key)
+    harnesses: list[_OpHarness | None] = [None] * len(items)
+    fb: list[list[float]] = [[] for _ in items]
+    opt: list[list[float]] = [[] for _ in items]
+    ref_rounds: list[float] = []
+    ref_walls: list[float] = []
+    for i in _rounds(len(items), rounds, seed):
         h = harnesses[i]
         if h is None:
-            h = harnesses[i] = _OpHarness(distinct[i], dev, precision)
+            h = harnesses[i] = _OpHarness(items[i], dev, precision)
             for _ in range(warmup):
-                h.run()
-        h.run()
+                h.run(clock)
+        h.run(clock)
+        visit: list[float] = []
+        walls: list[float] = []
         for _ in range(iters):
-            a, b = h.run()
+            w0 = time.perf_counter()
+            a, b = h.run(clock)
+            walls.append(time.perf_counter() - w0)
             fb[i].append(a)
             opt[i].append(b)
-    return {
-        u.key: OpTiming(
-            statistics.median(fb[i]), statistics.median(opt[i]), _spread(fb[i]), len(fb[i])
-        )
-        for i, u in enumerate(distinct)
+            visit.append(a + b)
+        if i == ref_index:
+            ref_rounds.append(robust_seconds(visit))
+            ref_walls.append(min(walls))
+    stability = assess_reference(
+        clock_name, ref_rounds, None if clock is time.perf_counter else ref_walls
+    )
+    timings = {
+        u.key: OpTiming(robust_seconds(fb[i]), robust_seconds(opt[i]), _spread(fb[i]), len(fb[i]))
+        for i, u in enumerate(items)
+        if u.key in by_key
     }
+    return OpMeasurement(timings, stability)
+
+
+def time_ops(
+    units: Sequence[OpInstance],
+    device: torch.device | str = "cpu",
+    precision: str = "fp32",
+    *,
+    warmup: int = 3,
+    rounds: int = 5,
+    iters: int = 3,
+    seed: int = 0,
+) -> dict[str, OpTiming]:
+    """``measure_ops(...).timings``: the timings alone (see ``measure_ops``)."""
+    return measure_ops(
+        units, device, precision, warmup=warmup, rounds=rounds, iters=iters, seed=seed
+    ).timings
 
 
 def _loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -220,16 +426,16 @@ class _StepHarness:
         self.device, self.precision = device, precision
         self.opt = torch.optim.AdamW(self.net.parameters(), lr=1e-3, weight_decay=0.0)
 
-    def run(self) -> float:
+    def run(self, clock: Callable[[], float] = time.perf_counter) -> float:
         _sync(self.device)
-        t0 = time.perf_counter()
+        t0 = clock()
         with autocast(self.device, self.precision):
             loss = _loss(self.net(self.x), self.y)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
         _sync(self.device)
-        return time.perf_counter() - t0
+        return clock() - t0
 
 
 def time_steps(
@@ -243,7 +449,8 @@ def time_steps(
     iters: int = 3,
     seed: int = 0,
 ) -> np.ndarray:
-    """Training-step seconds of several networks, interleaved in rounds.
+    """Training-step seconds of several networks, interleaved in rounds, on
+    ``clock_for(device)`` (the thread's CPU time on a CPU), as the op table is timed.
 
     Args:
         builders: Each builds one network (called once, at its first visit).
@@ -256,12 +463,14 @@ def time_steps(
         seed: Seeds the visiting order.
 
     Returns:
-        Array ``(rounds, len(builders))``: the median step seconds of each visit.
+        Array ``(rounds, len(builders))``: each visit's ``robust_seconds`` (its fastest
+        step); ``robust_seconds`` over a column is a network's figure.
     """
     dev = torch.device(device)
     check_count("warmup", warmup, 0)
     check_count("rounds", rounds, 1)
     check_count("iters", iters, 1)
+    _, clock = clock_for(dev)
     harnesses: list[_StepHarness | None] = [None] * len(builders)
     visits = [0] * len(builders)
     out = np.zeros((rounds, len(builders)))
@@ -270,8 +479,8 @@ def time_steps(
         if h is None:
             h = harnesses[i] = _StepHarness(builders[i](), *batch, dev, precision)
             for _ in range(warmup):
-                h.run()
-        h.run()
-        out[visits[i], i] = statistics.median(h.run() for _ in range(iters))
+                h.run(clock)
+        h.run(clock)
+        out[visits[i], i] = robust_seconds([h.run(clock) for _ in range(iters)])
         visits[i] += 1
     return out

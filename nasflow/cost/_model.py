@@ -10,6 +10,16 @@ whole-network steps measured on this device; the intercept is the per-step overh
 one, which only noise produces, is replaced by a fit through the origin). Once the table and the
 calibration exist a prediction runs nothing on the device: a ``meta``-device shape pass
 and a dictionary look-up per op.
+
+Where the numbers come from, in order: the study's own database (a resumed study keeps
+its table), then the shared table (``shared_table_url``: a table measured by an earlier
+study on the same device fingerprint, copied into the study's database), and only then
+the device (stored in both). A table measured once and reused is what makes the same
+architecture's prediction the same number in every study on a machine; ``fit(remeasure=
+True)`` measures it again and replaces it in both places, and so does a study that would
+reuse a shared table whose reference op flagged a loaded machine (a loaded measurement is
+the one most likely to be off, so it is not passed on). ``stability`` says which of
+these happened and how steady the machine was when the table was measured.
 """
 
 from __future__ import annotations
@@ -17,9 +27,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -35,8 +47,18 @@ from nasflow.cost._analytic import (
 )
 from nasflow.cost._cover import covering_archs, fit_line, spread_indices
 from nasflow.cost._fingerprint import DeviceFingerprint
-from nasflow.cost._measure import OpTiming, check_count, time_ops, time_steps
-from nasflow.cost._table import Calibration, LatencyTable
+from nasflow.cost._measure import (
+    STATISTIC,
+    OpTiming,
+    Stability,
+    check_count,
+    clock_for,
+    measure_ops,
+    robust_seconds,
+    time_steps,
+    timer_name,
+)
+from nasflow.cost._table import Calibration, LatencyTable, resolve_url, shared_table_url
 from nasflow.cost._trace import PathTracer, meta_supernet
 from nasflow.cost._units import OpInstance, null_optimizer_unit, null_unit
 from nasflow.space import Arch, SearchSpace
@@ -47,6 +69,16 @@ _UNIT_CACHE = 4096
 
 class MissingLatencyError(LookupError):
     """An op instance is not in the table and the model may not measure it."""
+
+
+class LoadedMachineWarning(UserWarning):
+    """The reference op's rounds disagreed while the table was measured: the machine was
+    loaded (the table's best-of-rounds figures resist that, but re-measuring on a quiet
+    machine, ``fit(remeasure=True)``, is safer)."""
+
+
+#: ``CostModel.stability["source"]`` values.
+MEASURED, SHARED, STORED = "measured now", "shared table", "study database"
 
 
 @dataclass
@@ -69,7 +101,7 @@ class CostModel:
         space: The search space.
         input_shape: One sample's shape (no batch dimension), e.g. ``(1, 40)``.
         batch_size: Samples per training step.
-        table: The latency table (shared by every model on this database).
+        table: The latency table (shared by every model on this database): the study's.
         device: Where the candidates train.
         precision: ``"fp32"`` or ``"bf16"`` (autocast).
         input_dtype: Input dtype (``torch.long`` for token ids).
@@ -78,6 +110,9 @@ class CostModel:
         rounds: Visits per op instance when measuring (see ``time_ops``).
         iters: Timed iterations per visit.
         seed: Seeds the measuring order and the calibration paths.
+        shared: The table shared between studies (``None``: share nothing). Rows and
+            calibrations missing from ``table`` are looked up there (and copied into
+            ``table``) before anything is measured; what is measured is stored in both.
     """
 
     def __init__(
@@ -94,6 +129,7 @@ class CostModel:
         rounds: int = 10,
         iters: int = 3,
         seed: int = 0,
+        shared: LatencyTable | None = None,
     ) -> None:
         if not isinstance(space, SearchSpace):
             raise ValueError(f"space must be a SearchSpace, got {type(space).__name__}")
@@ -104,8 +140,11 @@ class CostModel:
         self.iters = check_count("iters", iters, 1)
         self.table, self.device = table, torch.device(device)
         self.input_dtype, self.measure_missing, self.seed = input_dtype, measure_missing, seed
-        self.fingerprint = DeviceFingerprint.current(self.device, precision)
+        self.fingerprint = DeviceFingerprint.current(
+            self.device, precision, timer_name(self.device)
+        )
         self.precision = precision
+        self.shared = shared if shared is not None and shared.url != table.url else None
         self.stats = CostStats()
         self._supernet = meta_supernet(space)
         self._tracer = PathTracer(self._supernet)
@@ -114,6 +153,13 @@ class CostModel:
         self._flops: dict[str, FlopCount] = {}
         self._null_opt = null_optimizer_unit()
         self.calibration = table.load_calibration(self.fingerprint, self.context_key)
+        #: How stable the table is (see ``fit``): ``None`` until fitted or loaded.
+        self.stability: dict[str, Any] | None = table.load_stability(
+            self.fingerprint, self.context_key
+        )
+        self._measured: Stability | None = None
+        self._calibration_ratio: float | None = None
+        self._reused = 0
 
     @classmethod
     def for_space(
@@ -124,10 +170,12 @@ class CostModel:
         storage_url: str | None = None,
         device: torch.device | str = "cpu",
         precision: str = "fp32",
+        share: bool = True,
         **kwargs: Any,
     ) -> CostModel:
         """A cost model over a table in ``storage_url`` (a study's SQLite or PostgreSQL
-        URL) or, when ``None``, in the local cache file.
+        URL) or, when ``None``, in the local cache file; with ``share``, also over the
+        shared table (``shared_table_url()``) that studies on this device reuse.
 
         Args:
             space: The search space.
@@ -136,6 +184,7 @@ class CostModel:
             storage_url: ``None``, a file path, ``sqlite:///FILE`` or ``postgresql://...``.
             device: Where the candidates train.
             precision: ``"fp32"`` or ``"bf16"``.
+            share: Reuse (and feed) the shared table.
             **kwargs: Passed to ``CostModel``.
         """
         if input_shape is None:
@@ -144,8 +193,13 @@ class CostModel:
                 raise ValueError(
                     f"space {space.name!r} has no config['input_shape']; pass input_shape"
                 )
+        table = LatencyTable(storage_url)
+        shared_url = shared_table_url() if share else None
+        shared = None
+        if shared_url is not None and resolve_url(shared_url) != table.url:
+            shared = LatencyTable(shared_url)
         return cls(
-            space, input_shape, batch_size, LatencyTable(storage_url), device, precision, **kwargs
+            space, input_shape, batch_size, table, device, precision, shared=shared, **kwargs
         )
 
     # ------------------------------------------------------------------ structure
@@ -194,22 +248,33 @@ class CostModel:
         return list(out.values())
 
     # ------------------------------------------------------------------ the table
-    def ensure(self, archs: Iterable[Mapping[str, Any]]) -> int:
-        """Make sure every op instance of ``archs`` has a latency (measuring only the ones
-        no stored row has).
+    def ensure(self, archs: Iterable[Mapping[str, Any]], *, remeasure: bool = False) -> int:
+        """Make sure every op instance of ``archs`` has a latency: from the study's table,
+        else the shared one (copied into the study's), else measured now (stored in both).
+
+        Args:
+            archs: Paths (or full archs).
+            remeasure: Measure all of their op instances now and replace stored rows.
 
         Returns:
             The number of op instances measured now.
         """
         needed = self._with_nulls(u for a in archs for u in self.units(a))
-        missing = [u for u in needed if u.key not in self._timings]
-        if missing:
+        missing = needed if remeasure else [u for u in needed if u.key not in self._timings]
+        if missing and not remeasure:
             self._timings.update(self.table.lookup(self.fingerprint, [u.key for u in missing]))
             missing = [u for u in missing if u.key not in self._timings]
+        if missing and not remeasure and self.shared is not None:
+            found = self.shared.lookup(self.fingerprint, [u.key for u in missing])
+            if found:
+                self.table.store(self.fingerprint, found)
+                self._timings.update(found)
+                self._reused += len(found)
+                missing = [u for u in missing if u.key not in self._timings]
         if not missing:
             return 0
         t0 = time.perf_counter()
-        measured = time_ops(
+        run = measure_ops(
             missing,
             self.device,
             self.precision,
@@ -217,6 +282,8 @@ class CostModel:
             iters=self.iters,
             seed=self.seed,
         )
+        measured = run.timings
+        self._measured = run.stability
         rows = {}
         for u in missing:
             t = measured[u.key]
@@ -230,16 +297,19 @@ class CostModel:
                 f"{u.name} in={list(u.input_shape)} grad={int(u.input_requires_grad)}: "
                 f"{u.module!r}"[:2000],
             )
-        self.table.store(self.fingerprint, rows)
+        self.table.store(self.fingerprint, rows, replace=remeasure)
+        if self.shared is not None:
+            self.shared.store(self.fingerprint, rows, replace=remeasure)
         self._timings.update(rows)
         self.stats.measured_ops += len(missing)
         self.stats.seconds_measuring += time.perf_counter() - t0
         return len(missing)
 
-    def measure_space(self) -> int:
+    def measure_space(self, *, remeasure: bool = False) -> int:
         """Measure the op instances of a pairwise covering set of paths (see
-        ``covering_archs``). Returns the number measured now."""
-        return self.ensure(covering_archs(self.space, self.seed))
+        ``covering_archs``) that no table has (all of them with ``remeasure``). Returns
+        the number measured now."""
+        return self.ensure(covering_archs(self.space, self.seed), remeasure=remeasure)
 
     def op_seconds(self, arch: Mapping[str, Any]) -> float:
         """Sum of the marginal op seconds on the path (uncalibrated)."""
@@ -282,7 +352,8 @@ class CostModel:
         seed: int = 0,
     ) -> np.ndarray:
         """Measured training-step seconds of ``archs`` (fresh ``space.build`` networks),
-        interleaved in rounds: an array ``(rounds, len(archs))`` of per-visit medians."""
+        interleaved in rounds: an array ``(rounds, len(archs))`` of each visit's best step
+        (``time_steps``; the thread's CPU time on a CPU)."""
         paths = [self.path(a) for a in archs]
         out_shape = self.network(paths[0])(
             torch.empty(self.batch_shape, device="meta", dtype=self.input_dtype)
@@ -328,7 +399,11 @@ class CostModel:
         sums = [self.op_seconds(a) for a in candidates]
         picked = [candidates[i] for i in spread_indices(sums, n)]
         ops = [sums[candidates.index(a)] for a in picked]
-        measured = np.median(self.measure_steps(picked, rounds=rounds, iters=iters), axis=0)
+        steps = self.measure_steps(picked, rounds=rounds, iters=iters)
+        measured = np.array([robust_seconds(steps[:, j]) for j in range(steps.shape[1])])
+        # How much the typical round was slower than the best one, per path: a second
+        # load gauge, on whole steps (reported with the reference op's).
+        self._calibration_ratio = float(np.median(np.median(steps, axis=0) / measured))
         slope, intercept = fit_line(ops, measured, nonnegative_intercept=True)
         points = tuple(
             {"arch": a.to_json(), "ops": float(o), "measured": float(m)}
@@ -336,19 +411,110 @@ class CostModel:
         )
         self.calibration = Calibration(slope, intercept, points)
         self.table.store_calibration(self.fingerprint, self.context_key, self.calibration)
+        if self.shared is not None:
+            self.shared.store_calibration(self.fingerprint, self.context_key, self.calibration)
         return self.calibration
 
     def fit(
-        self, *, recalibrate: bool = False, n: int = 8, rounds: int = 3, iters: int = 3
+        self,
+        *,
+        recalibrate: bool = False,
+        remeasure: bool = False,
+        n: int = 8,
+        rounds: int = 3,
+        iters: int = 3,
     ) -> CostModel:
-        """Measure what the table lacks for this space, and calibrate (``calibrate(n,
-        rounds=rounds, iters=iters)``) unless a stored calibration exists or
-        ``recalibrate`` is set. Returns ``self``."""
+        """Get the table and calibration this space needs: from the study's table, else
+        the shared one, else by measuring (the op instances of a covering set of paths,
+        then ``calibrate(n, rounds=rounds, iters=iters)``). Sets ``stability``.
+
+        Args:
+            recalibrate: Calibrate again even where a calibration is stored.
+            remeasure: Measure the covering set's op instances and calibrate again, and
+                replace what the study's and the shared table hold (for a table measured
+                on a loaded machine, or after the machine changed in a way its
+                fingerprint does not see).
+            n: Calibration steps.
+            rounds: Rounds of calibration steps.
+            iters: Timed steps per visit.
+
+        Returns:
+            ``self``.
+        """
         self._timings.update(self.table.lookup(self.fingerprint))
-        self.measure_space()
-        if self.calibration is None or recalibrate:
+        why = "on request" if remeasure else None
+        if not remeasure and self._shared_was_loaded():
+            # A shared table measured while the machine looked loaded is not passed on:
+            # this study measures again and replaces it, until a steady one is stored.
+            remeasure, why = True, "the shared table was measured on a loaded machine"
+        before = self._reused
+        measured = self.measure_space(remeasure=remeasure)
+        source = MEASURED if measured else SHARED if self._reused > before else STORED
+        if self.calibration is None and self.shared is not None and not remeasure:
+            found = self.shared.load_calibration(self.fingerprint, self.context_key)
+            if found is not None:
+                self.calibration = found
+                self.table.store_calibration(self.fingerprint, self.context_key, found)
+                source = SHARED if source == STORED else source
+        if self.calibration is None or recalibrate or remeasure:
             self.calibrate(n=n, rounds=rounds, iters=iters)
+            source = MEASURED
+        self._record_stability(source, measured, why)
         return self
+
+    def _shared_was_loaded(self) -> bool:
+        """Whether this study would take its table from a shared one flagged loaded (a
+        study whose own database already has a calibration keeps what it has)."""
+        if self.shared is None or self.calibration is not None:
+            return False
+        record = self.shared.load_stability(self.fingerprint, self.context_key)
+        return bool(record and record.get("loaded"))
+
+    def _record_stability(self, source: str, measured: int, remeasured: str | None) -> None:
+        """Set ``stability`` and store it (study table; shared table when measured now)."""
+        fp, ctx = self.fingerprint, self.context_key
+        if source == STORED and self.stability is not None:
+            self.stability = {**self.stability, "source": STORED}
+            return
+        previous: dict[str, Any] | None = None
+        if source == SHARED and self.shared is not None:
+            previous = self.shared.load_stability(fp, ctx)
+        elif source == MEASURED and self._measured is None:
+            previous = self.stability or (
+                self.shared.load_stability(fp, ctx) if self.shared is not None else None
+            )
+        record: dict[str, Any] = dict(previous or {})
+        if source == MEASURED and self._measured is not None:
+            record.update(self._measured.to_dict())
+        record.setdefault("clock", clock_for(self.device)[0])
+        record.setdefault("statistic", STATISTIC)
+        if self._calibration_ratio is not None:
+            record["calibration_ratio"] = self._calibration_ratio
+            record["calibrated_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        record.update(
+            {
+                "source": source,
+                "remeasured": remeasured,
+                "ops_measured_now": int(measured),
+                "ops_reused_from_shared": int(self._reused),
+                "shared_table": self.shared.safe_url if self.shared is not None else None,
+                "device": fp.describe(),
+            }
+        )
+        self.stability = record
+        self.table.store_stability(fp, ctx, record)
+        if source == MEASURED and self.shared is not None:
+            self.shared.store_stability(fp, ctx, record)
+        if source == MEASURED and record.get("loaded"):
+            warnings.warn(
+                f"cost table: the machine looked loaded while it was measured (reference "
+                f"op: typical round {record['ratio']:.2f}x the best of "
+                f"{record['rounds']}); figures are best-of-rounds {record['clock']}, but "
+                "re-measuring on a quiet machine is safer (fit(remeasure=True), "
+                "`nasflow search --remeasure-costs`)",
+                LoadedMachineWarning,
+                stacklevel=2,
+            )
 
     # ------------------------------------------------------------------ predictions
     def predict_step_seconds(self, arch: Mapping[str, Any]) -> float:

@@ -1,16 +1,23 @@
 """The persisted latency table: SQLAlchemy tables in the study's database or a local cache.
 
-Three tables, all keyed by the device fingerprint (``DeviceFingerprint.key``):
+Four tables, all keyed by the device fingerprint (``DeviceFingerprint.key``):
 
 - ``nasflow_cost_devices``: one row per fingerprint, with its fields as JSON;
 - ``nasflow_cost_ops``: the measured op instances (raw forward+backward and optimizer
   seconds, spread, FLOPs, parameters), unique per (device, op key);
 - ``nasflow_cost_calibrations``: the fitted per-step overhead of a (space, input shape,
-  batch size) context, unique per (device, context key).
+  batch size) context, unique per (device, context key);
+- ``nasflow_cost_stability``: how steady the machine was while a context's ops and
+  calibration were measured (``Stability``, as JSON), unique per (device, context key).
 
 Rows are only ever inserted (``ON CONFLICT DO NOTHING``), so several workers that
 measure the same op at once on PostgreSQL neither fail nor duplicate it; a calibration is
-replaced in one transaction.
+replaced in one transaction, and so are op rows measured again on request.
+
+A study keeps its table in its own database. Besides it, a *shared* table
+(``shared_table_url``: ``$NASFLOW_COST_CACHE``, else the local cache file) holds every
+device's rows for every later study on the same fingerprint, so that a fresh study
+reuses them instead of timing the ops again under whatever load is present then.
 """
 
 from __future__ import annotations
@@ -33,6 +40,9 @@ from nasflow.cost._measure import OpTiming
 _SCHEMA_LOCK_KEY = 0x6E6673636F7374  # "nfscost"
 #: Keys per ``IN (...)`` query.
 _CHUNK = 500
+#: Environment variable naming the shared cost table: a file path, ``sqlite:///FILE`` or
+#: ``postgresql://...``; ``off`` shares nothing.
+SHARED_ENV = "NASFLOW_COST_CACHE"
 
 
 def _now() -> datetime:
@@ -85,6 +95,19 @@ class CalibrationRow(_Base):
     fitted_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=_now)
 
 
+class StabilityRow(_Base):
+    __tablename__ = "nasflow_cost_stability"
+    __table_args__ = (sa.UniqueConstraint("device_key", "context_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    device_key: Mapped[str] = mapped_column(
+        sa.String(32), sa.ForeignKey("nasflow_cost_devices.key"), index=True
+    )
+    context_key: Mapped[str] = mapped_column(sa.String(64))
+    record: Mapped[str] = mapped_column(sa.Text)
+    stored_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=_now)
+
+
 @dataclass(frozen=True)
 class Calibration:
     """``step seconds = slope * (sum of op seconds) + intercept``, fitted on measured steps.
@@ -111,6 +134,17 @@ def default_cache_path() -> Path:
         return Path(root) / "cost.db"
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(xdg) / "nasflow" / "cost.db"
+
+
+def shared_table_url() -> str | None:
+    """Where the cost table shared by every study of this user lives:
+    ``$NASFLOW_COST_CACHE`` (a file path, ``sqlite:///FILE`` or ``postgresql://...``, so a
+    team's machines can share one), else ``default_cache_path()``; ``None`` when the
+    variable is ``off`` (nothing is shared)."""
+    value = os.environ.get(SHARED_ENV, "").strip()
+    if value.lower() == "off":
+        return None
+    return resolve_url(value or None)
 
 
 def resolve_url(url: str | os.PathLike | None) -> str:
@@ -224,8 +258,15 @@ class LatencyTable:
             )
         self._known_devices.add(device.key)
 
-    def store(self, device: DeviceFingerprint, timings: Mapping[str, OpTiming]) -> int:
-        """Insert op timings; rows whose key is already stored are left alone.
+    def store(
+        self,
+        device: DeviceFingerprint,
+        timings: Mapping[str, OpTiming],
+        *,
+        replace: bool = False,
+    ) -> int:
+        """Insert op timings; rows whose key is already stored are left alone, or, with
+        ``replace``, replaced (in one transaction: measured again on request).
 
         Returns:
             The number of rows inserted.
@@ -248,6 +289,14 @@ class LatencyTable:
             for key, t in timings.items()
         ]
         with Session(self.engine) as s, s.begin():
+            if replace:
+                keys = sorted(timings)
+                for i in range(0, len(keys), _CHUNK):
+                    s.execute(
+                        sa.delete(OpRow).where(
+                            OpRow.device_key == device.key, OpRow.op_key.in_(keys[i : i + _CHUNK])
+                        )
+                    )
             return self._insert_ignore(s, OpRow.__table__, rows)
 
     # ------------------------------------------------------------------ look-ups
@@ -328,3 +377,33 @@ class LatencyTable:
                 )
         except sa.exc.IntegrityError:
             pass  # another worker stored its calibration of this context at the same moment
+
+    # ------------------------------------------------------------------ stability
+    def load_stability(self, device: DeviceFingerprint, context: str) -> dict | None:
+        """The stored stability record of a context on a device (``Stability.to_dict()``
+        plus where the table came from), if any."""
+        stmt = sa.select(StabilityRow).where(
+            StabilityRow.device_key == device.key, StabilityRow.context_key == context
+        )
+        with Session(self.engine) as s:
+            row = s.scalars(stmt).first()
+            return None if row is None else json.loads(row.record)
+
+    def store_stability(self, device: DeviceFingerprint, context: str, record: dict) -> None:
+        """Store (or replace) the stability record of a context on a device."""
+        self.register(device)
+        try:
+            with Session(self.engine) as s, s.begin():
+                s.execute(
+                    sa.delete(StabilityRow).where(
+                        StabilityRow.device_key == device.key,
+                        StabilityRow.context_key == context,
+                    )
+                )
+                s.add(
+                    StabilityRow(
+                        device_key=device.key, context_key=context, record=json.dumps(record)
+                    )
+                )
+        except sa.exc.IntegrityError:
+            pass  # another worker stored its record of this context at the same moment

@@ -18,6 +18,7 @@ from torch import nn
 
 from nasflow.cost import CostModel
 from nasflow.search._compat import set_constraints
+from nasflow.search._costtable import COST_TABLE_KEY, format_cost_table, remeasure_requested
 from nasflow.search._dedup import reuse_score
 from nasflow.search._recovery import TrialInterrupted, original_number
 from nasflow.search._spec import RECIPE_KEYS, StudySpec
@@ -91,6 +92,11 @@ class CandidateScorer:
         should_stop: Polled after every fine-tuning step; when true the trial finishes the
             step, checkpoints and raises ``TrialInterrupted``.
         log: Line logger for fine-tuning progress.
+        cost_storage: The cost model's table (the study's database; ``None``: the local
+            cache file). Tables measured by earlier studies on this device are reused
+            from the shared table (``nasflow.cost.shared_table_url``).
+        remeasure_costs: Measure the cost table again and replace the stored one (also
+            ``$NASFLOW_REMEASURE_COSTS``); a study that already recorded its table keeps it.
     """
 
     spec: StudySpec
@@ -103,6 +109,7 @@ class CandidateScorer:
     should_stop: Callable[[], bool] | None = None
     log: Callable[[str], None] | None = None
     cost_storage: str | None = None
+    remeasure_costs: bool = False
     #: The number of the trial last stopped on request (set by ``__call__``).
     interrupted: int | None = field(default=None, init=False)
 
@@ -111,8 +118,9 @@ class CandidateScorer:
         self._timing_batch = (x.to(self.device), y.to(self.device))
         self._cost_models: dict[int, CostModel] = {}
 
-    def cost_model(self, batch_size: int) -> CostModel:
-        """The fitted cost model for ``batch_size`` (measures only what its table lacks)."""
+    def cost_model(self, batch_size: int, *, remeasure: bool = False) -> CostModel:
+        """The fitted cost model for ``batch_size`` (measures only what neither the
+        study's nor the shared table has, or everything with ``remeasure``)."""
         if batch_size not in self._cost_models:
             x = self._timing_batch[0]
             self._cost_models[batch_size] = CostModel.for_space(
@@ -122,8 +130,25 @@ class CandidateScorer:
                 storage_url=self.cost_storage,
                 device=self.device,
                 input_dtype=x.dtype,
-            ).fit()
+            ).fit(remeasure=remeasure)
         return self._cost_models[batch_size]
+
+    def _fit_cost_table(self, study: optuna.Study, batch_size: int) -> None:
+        """Fit the cost model of ``batch_size`` at its first use and record how stable
+        its table is in the study (the first record only: a resumed study keeps its
+        table, and is not re-measured)."""
+        if self.spec.cost != "model" or batch_size in self._cost_models:
+            return
+        stored = study.user_attrs.get(COST_TABLE_KEY)
+        wanted = self.remeasure_costs or remeasure_requested()
+        if wanted and isinstance(stored, dict):
+            self._log("cost table: not re-measured (a study keeps the table it started with)")
+        model = self.cost_model(batch_size, remeasure=wanted and not isinstance(stored, dict))
+        record = {**(model.stability or {}), "batch_size": batch_size}
+        if not isinstance(stored, dict):
+            study.set_user_attr(COST_TABLE_KEY, record)
+        for line in format_cost_table(record):
+            self._log(line)
 
     def _steps(self, recipe: TrainConfig) -> int:
         return len(self.train.dataset) // recipe.batch_size * recipe.epochs  # type: ignore[arg-type]
@@ -194,6 +219,7 @@ class CandidateScorer:
     def _score(self, trial: optuna.Trial, arch: Arch, folder: Path | None) -> float | list[float]:
         spec = self.spec
         recipe = recipe_for(arch, spec.train)
+        self._fit_cost_table(trial.study, recipe.batch_size)
         cost, params = self.predicted_cost(arch, recipe)
         trial.set_user_attr("params", params)
         trial.set_user_attr("train_cost", cost)

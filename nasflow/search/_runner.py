@@ -506,6 +506,7 @@ class StudyRunner:
                 should_stop=self.stop.is_set,
                 log=self._quiet_log,
                 cost_storage=self._tables_url,
+                remeasure_costs=spec.remeasure_costs,
             )
         finished = len(
             study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))

@@ -163,6 +163,11 @@ class StudySpec:
             stored, and replace it (also ``nasflow search --recalibrate-stack`` or
             ``NASFLOW_RECALIBRATE_STACK=1``). A study that already holds its own record
             keeps it: its supernet checkpoints were trained with that stack.
+        remeasure_costs: Measure the cost model's op table and calibration again even when
+            this device's are stored (in the study's database or the shared table,
+            ``$NASFLOW_COST_CACHE``), and replace them (also ``nasflow search
+            --remeasure-costs`` or ``NASFLOW_REMEASURE_COSTS=1``). A study that already
+            recorded its table keeps it: its trials' predicted costs came from it.
         trust: After screening, train a few screened architectures spread over the
             supernet's ranking stand-alone with a short recipe and report how well the
             supernet's ranking agrees (Kendall tau with a bootstrap interval, and a
@@ -196,6 +201,7 @@ class StudySpec:
     stack: Stack | str | None = None
     stack_budget: float = 60.0
     recalibrate_stack: bool = False
+    remeasure_costs: bool = False
     trust: TrustProbe | None = None
     baseline: tuple[str | os.PathLike, ...] = ()
 
@@ -274,6 +280,11 @@ class StudySpec:
             raise StudyFileError(
                 f"study {self.name!r}: recalibrate_stack must be True or False, "
                 f"got {self.recalibrate_stack!r}"
+            )
+        if not isinstance(self.remeasure_costs, bool):
+            raise StudyFileError(
+                f"study {self.name!r}: remeasure_costs must be True or False, "
+                f"got {self.remeasure_costs!r}"
             )
         baseline = (
             (self.baseline,) if isinstance(self.baseline, (str, os.PathLike)) else self.baseline

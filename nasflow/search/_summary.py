@@ -8,6 +8,7 @@ import optuna
 
 from nasflow import names
 from nasflow.bench import tabular_summary
+from nasflow.search._costtable import COST_TABLE_KEY, format_cost_table
 from nasflow.search._multipliers import MULTIPLIERS_KEY, format_multipliers, format_stack
 from nasflow.search._objective import arch_summary
 from nasflow.search._runner import SCREENING_KEY, STACK_KEY, RunResult, read_baseline
@@ -112,6 +113,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
             f"median {screening['median_score_ms']:.1f} ms each (BN recalibration on "
             f"{spec.bn_batches} training batches + validation, measured)"
         )
+    lines.extend(format_cost_table(result.study.user_attrs.get(COST_TABLE_KEY)))
     trust = result.study.user_attrs.get(TRUST_KEY)
     if isinstance(trust, dict):
         lines.append(format_trust(trust))

@@ -1,0 +1,66 @@
+"""The cost table's record in a study: where its numbers came from and how steady they are.
+
+The scorer copies ``CostModel.stability`` of the first fitted cost model to the study's
+user attribute ``nasflow:cost_table``; the summary and the scorer's log print it with
+``format_cost_table``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+#: Study user attribute holding the cost table's stability record.
+COST_TABLE_KEY = "nasflow:cost_table"
+#: Environment variable that forces the cost table to be measured again (``1``, ``true``
+#: or ``yes``), like ``nasflow search --remeasure-costs``.
+REMEASURE_ENV = "NASFLOW_REMEASURE_COSTS"
+
+
+def remeasure_requested() -> bool:
+    """Whether ``$NASFLOW_REMEASURE_COSTS`` asks for a fresh cost table."""
+    return os.environ.get(REMEASURE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def format_cost_table(record: Any) -> list[str]:
+    """Summary lines for a ``nasflow:cost_table`` record (none for a missing one)."""
+    if not isinstance(record, dict):
+        return []
+    source = record.get("source")
+    when = record.get("measured_at") or record.get("calibrated_at") or "an unknown time"
+    if source == "measured now":
+        where = "measured by this study"
+        if record.get("remeasured"):
+            why = record["remeasured"]
+            where += f" (re-measured {why})" if why == "on request" else f" (re-measured: {why})"
+    elif source == "shared table":
+        where = f"reused from the shared table {record.get('shared_table')} (measured {when})"
+    else:
+        where = f"kept in this study's database (measured {when})"
+    clock = record.get("clock", "?")
+    parts = [f"best of rounds, {clock}"]
+    if isinstance(record.get("reference_seconds"), (int, float)):
+        parts.append(
+            f"reference op {1e3 * record['reference_seconds']:.3f} ms measured, typical "
+            f"round {record['ratio']:.2f}x the best of {record['rounds']}"
+        )
+    if isinstance(record.get("calibration_ratio"), (int, float)):
+        ratio = record["calibration_ratio"]
+        parts.append(f"calibration steps: typical round {ratio:.2f}x the best")
+    lines = [f"cost table ({record.get('device', 'this device')}): {where}; " + "; ".join(parts)]
+    if clock != "wall time":
+        lines.append(
+            f"  predicted training costs are {clock} of undisturbed steps (best of rounds); "
+            "a measured training cost is wall time, longer on a loaded machine"
+        )
+    if record.get("loaded"):
+        lines.append(
+            "  WARNING: the machine looked loaded while the cost table was measured (the "
+            "reference op's rounds disagreed); predicted costs may be off: re-measure on a "
+            "quieter machine with `nasflow search --remeasure-costs`"
+        )
+    elif isinstance(record.get("ratio"), (int, float)):
+        lines.append("  the machine looked steady while it was measured")
+    if source == "measured now" and record.get("shared_table"):
+        lines.append(f"  shared with later studies on this device: {record['shared_table']}")
+    return lines

@@ -1,0 +1,50 @@
+"""The study runner's cost table: measured by the first study on a device, reused by the
+next one (a fresh database), re-measured on request, and reported in the summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nasflow.search import StudyRunner, load_study_file, summary_table
+from nasflow.search._costtable import COST_TABLE_KEY
+from tests.search._study_template import write_study
+
+
+def _study(folder: Path, **replace):
+    folder.mkdir(parents=True)
+    spec = load_study_file(write_study(folder, n_trials=2, finetune=0))
+    if replace:
+        spec = spec.replace(**replace)
+    runner = StudyRunner(spec, out_dir=folder / "runs", progress=False, log=lambda _: None)
+    result = runner.run(retrain=False)
+    return result, summary_table(result, spec)
+
+
+def test_a_second_study_reuses_the_first_studys_cost_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared-cost.db"
+    monkeypatch.setenv("NASFLOW_COST_CACHE", str(shared))
+    first, text = _study(tmp_path / "a")
+    record = first.study.user_attrs[COST_TABLE_KEY]
+    assert record["source"] == "measured now" and record["ops_measured_now"] > 0
+    assert record["clock"] == "thread CPU time" and isinstance(record["loaded"], bool)
+    assert "cost table" in text and "measured by this study" in text
+    assert "reference op" in text and str(shared) in text
+
+    second, text = _study(tmp_path / "b")  # a fresh study database, same device
+    again = second.study.user_attrs[COST_TABLE_KEY]
+    assert again["source"] == "shared table" and again["ops_measured_now"] == 0
+    assert again["measured_at"] == record["measured_at"]
+    assert "reused from the shared table" in text
+    costs = {t.user_attrs["arch"]: t.user_attrs["train_cost"] for t in first.study.trials}
+    for t in second.study.trials:  # the same architecture gets the same prediction
+        if t.user_attrs["arch"] in costs:
+            assert t.user_attrs["train_cost"] == costs[t.user_attrs["arch"]]
+
+    third, text = _study(tmp_path / "c", remeasure_costs=True)
+    fresh = third.study.user_attrs[COST_TABLE_KEY]
+    assert fresh["source"] == "measured now" and fresh["remeasured"]
+    assert "re-measured on request" in text
