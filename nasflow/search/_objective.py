@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from nasflow.cost import CostModel
+from nasflow.errors import NasflowError
 from nasflow.search._compat import set_constraints
 from nasflow.search._dedup import reuse_score
 from nasflow.search._recovery import TrialInterrupted, original_number
@@ -38,7 +39,7 @@ from nasflow.train import (
 )
 
 
-class CandidateError(RuntimeError):
+class CandidateError(NasflowError, RuntimeError):
     """A candidate failed (out of memory, or an error in its network); the study goes on."""
 
 

@@ -15,6 +15,7 @@ import optuna
 
 from nasflow.bench import TabularBenchmark
 from nasflow.data import DataBundle
+from nasflow.errors import NasflowError
 from nasflow.search._trust import TrustProbe
 from nasflow.space import SearchSpace
 from nasflow.train import SupernetConfig, TrainConfig
@@ -35,7 +36,7 @@ RECIPE_KEYS = ("lr", "weight_decay", "batch_size")
 COSTS = ("model", "measure")
 
 
-class StudyFileError(ValueError):
+class StudyFileError(NasflowError, ValueError):
     """A study file is missing, does not run, or declares no valid ``study``."""
 
 
