@@ -303,13 +303,15 @@ def promoted(
     directions: Sequence[Any],
     reduction_factor: int,
     bootstrap_count: int = 0,
+    keep_front: bool = True,
 ) -> bool:
     """Whether ``vector`` goes on among the objective vectors ``others`` reached at the
     same rung (entries that are not lists of finite numbers of the same length are
     ignored): never with a NaN, never before ``bootstrap_count`` others, always while
-    fewer than ``reduction_factor`` compete, always on the first Pareto front, else when
-    fewer than ``n // reduction_factor`` of the ``n`` rank strictly ahead (front, then
-    crowding distance descending)."""
+    fewer than ``reduction_factor`` compete, always on the first Pareto front (MOASHA; not
+    with ``keep_front=False``, which bounds the share promoted), else when fewer than
+    ``n // reduction_factor`` of the ``n`` rank strictly ahead (front, then crowding
+    distance descending)."""
     n_obj = len(vector)
     if any(math.isnan(float(v)) for v in vector):
         return False
@@ -326,7 +328,7 @@ def promoted(
         return True
     points = np.array([list(vector), *valid], dtype=np.float64)  # (n, objectives)
     ranks = non_dominated_sort(points, directions)
-    if ranks[0] == 0:
+    if ranks[0] == 0 and keep_front:
         return True
     crowding = crowding_distance(points, ranks)
     ahead = (ranks < ranks[0]) | ((ranks == ranks[0]) & (crowding > crowding[0]))
