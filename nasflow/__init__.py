@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from nasflow.errors import NasflowError
 from nasflow.space import Arch, SearchSpace
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Arch",
+    "NasflowError",
     "SearchSpace",
     "__version__",
     "export_winner",

@@ -14,6 +14,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from nasflow.errors import NasflowError
+
 if TYPE_CHECKING:
     import optuna
 
@@ -23,7 +25,7 @@ RUNS_HELP = "folder the search writes studies, checkpoints and winners to (defau
 STORAGE_HELP = "Optuna storage: sqlite:///FILE, journal:///FILE or postgresql://USER@HOST:PORT/DB"
 
 
-class UsageError(ValueError):
+class UsageError(NasflowError, ValueError):
     """Bad input on the command line (exit code 2)."""
 
 
@@ -613,15 +615,6 @@ def _cmd_spaces(args: argparse.Namespace) -> int:
     return 0
 
 
-def _user_errors() -> tuple[type[Exception], ...]:
-    """Errors reported as one line with exit code 2 (imported only when one is raised)."""
-    from nasflow.export import ExportError
-    from nasflow.search import StorageError, StudyFileError, StudyMismatchError
-    from nasflow.train import CheckpointError
-
-    return (StudyFileError, StorageError, StudyMismatchError, CheckpointError, ExportError)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (2 for bad input, one line on stderr).
 
@@ -644,15 +637,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     try:
         return commands[args.command]()
-    except UsageError as e:
-        print(f"nasflow: error: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("nasflow: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:
-        if not isinstance(e, _user_errors()):
-            raise
+    except NasflowError as e:  # bad input or a refused state: one line, exit code 2
         print(f"nasflow: error: {e}", file=sys.stderr)
         return 2
 

@@ -9,10 +9,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from nasflow.errors import NasflowError
 from nasflow.space import Arch, SearchSpace
 
 
-class TableError(ValueError):
+class TableError(NasflowError, ValueError):
     """A benchmark table is missing, malformed, or does not match its space."""
 
 

@@ -61,13 +61,14 @@ from nasflow.cost._measure import (
 from nasflow.cost._table import Calibration, LatencyTable, resolve_url, shared_table_url
 from nasflow.cost._trace import PathTracer, meta_supernet
 from nasflow.cost._units import OpInstance, null_optimizer_unit, null_unit
+from nasflow.errors import NasflowError
 from nasflow.space import Arch, SearchSpace
 
 #: Path architectures whose op instances are kept in memory.
 _UNIT_CACHE = 4096
 
 
-class MissingLatencyError(LookupError):
+class MissingLatencyError(NasflowError, LookupError):
     """An op instance is not in the table and the model may not measure it."""
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from nasflow import names
+from nasflow.errors import NasflowError
 from nasflow.space import Arch
 
 FORMAT = "nasflow-export"
@@ -80,7 +81,7 @@ def supernet_notes(batch_norm: str, data: str) -> dict[str, str]:
     }
 
 
-class ExportError(ValueError):
+class ExportError(NasflowError, ValueError):
     """An export cannot be written, or a directory is not a loadable, untampered export."""
 
 

@@ -16,6 +16,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import optuna
 
+from nasflow.errors import NasflowError
 from nasflow.report._report import ReportFigure, report_data, report_figures
 from nasflow.report._study import StoredStudy, load_stored_study
 from nasflow.search._storage import SQLiteLock, StorageError
@@ -25,7 +26,7 @@ from nasflow.space import SearchSpace
 GRAPH_PREFIX = "nasflow-"
 
 
-class DashboardUnavailable(ImportError):
+class DashboardUnavailable(NasflowError, ImportError):
     """optuna-dashboard is not installed (``pip install 'nasflow[dashboard]'``)."""
 
 

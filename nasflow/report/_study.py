@@ -10,6 +10,7 @@ from typing import NamedTuple
 import optuna
 
 from nasflow import names
+from nasflow.errors import NasflowError
 from nasflow.search import arch_summary
 from nasflow.search._storage import StorageSpec, StudyNotFoundError, load_existing_study
 from nasflow.space import Arch, SearchSpace, rebuild_space
@@ -18,7 +19,7 @@ from nasflow.space import Arch, SearchSpace, rebuild_space
 Summarizer = Callable[[str], str]
 
 
-class ReportError(ValueError):
+class ReportError(NasflowError, ValueError):
     """A report or dashboard cannot be made: no such study, file or record (one line)."""
 
 

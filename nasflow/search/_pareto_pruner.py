@@ -291,23 +291,45 @@ class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
         vector: list[float],
     ) -> bool:
         key = rung_key(rung)
-        n_obj = len(vector)
-        others = []
-        for other in trials:
-            stored = other.user_attrs.get(key)
-            if other.number == number or not isinstance(stored, list):
-                continue
-            if len(stored) == n_obj and not any(math.isnan(float(v)) for v in stored):
-                others.append([float(v) for v in stored])
-        if len(others) < self._bootstrap_count:
-            return False
-        n = len(others) + 1
-        if n < self._reduction_factor:
-            return True
-        points = np.array([vector, *others], dtype=np.float64)
-        ranks = non_dominated_sort(points, study.directions)
-        if ranks[0] == 0:
-            return True
-        crowding = crowding_distance(points, ranks)
-        ahead = (ranks < ranks[0]) | ((ranks == ranks[0]) & (crowding > crowding[0]))
-        return int(ahead.sum()) < n // self._reduction_factor
+        others = [other.user_attrs.get(key) for other in trials if other.number != number]
+        return promoted(
+            vector, others, study.directions, self._reduction_factor, self._bootstrap_count
+        )
+
+
+def promoted(
+    vector: Sequence[float],
+    others: Sequence[Any],
+    directions: Sequence[Any],
+    reduction_factor: int,
+    bootstrap_count: int = 0,
+    keep_front: bool = True,
+) -> bool:
+    """Whether ``vector`` goes on among the objective vectors ``others`` reached at the
+    same rung (entries that are not lists of finite numbers of the same length are
+    ignored): never with a NaN, never before ``bootstrap_count`` others, always while
+    fewer than ``reduction_factor`` compete, always on the first Pareto front (MOASHA; not
+    with ``keep_front=False``, which bounds the share promoted), else when fewer than
+    ``n // reduction_factor`` of the ``n`` rank strictly ahead (front, then crowding
+    distance descending)."""
+    n_obj = len(vector)
+    if any(math.isnan(float(v)) for v in vector):
+        return False
+    valid = []
+    for stored in others:
+        if not isinstance(stored, list) or len(stored) != n_obj:
+            continue
+        if not any(math.isnan(float(v)) for v in stored):
+            valid.append([float(v) for v in stored])
+    if len(valid) < bootstrap_count:
+        return False
+    n = len(valid) + 1
+    if n < reduction_factor:
+        return True
+    points = np.array([list(vector), *valid], dtype=np.float64)  # (n, objectives)
+    ranks = non_dominated_sort(points, directions)
+    if ranks[0] == 0 and keep_front:
+        return True
+    crowding = crowding_distance(points, ranks)
+    ahead = (ranks < ranks[0]) | ((ranks == ranks[0]) & (crowding > crowding[0]))
+    return int(ahead.sum()) < n // reduction_factor

@@ -18,6 +18,7 @@ from optuna.trial import TrialState
 from nasflow._files import file_lock
 from nasflow.bench import TabularObjective
 from nasflow.data import DataBundle
+from nasflow.errors import NasflowError
 from nasflow.names import objective_names, set_metric_names
 from nasflow.search._compat import sampler_constraints_kwargs
 from nasflow.search._dedup import DUPLICATE_KEY
@@ -71,7 +72,7 @@ STACK_KEY = "nasflow:stack"
 SCREENING_KEY = "nasflow:screening"
 
 
-class StudyMismatchError(ValueError):
+class StudyMismatchError(NasflowError, ValueError):
     """A stored study was created for another space, objectives or directions."""
 
 

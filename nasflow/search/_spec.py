@@ -15,6 +15,7 @@ import optuna
 
 from nasflow.bench import TabularBenchmark
 from nasflow.data import DataBundle
+from nasflow.errors import NasflowError
 from nasflow.search._trust import TrustProbe
 from nasflow.space import SearchSpace
 from nasflow.train import SupernetConfig, TrainConfig
@@ -35,7 +36,7 @@ RECIPE_KEYS = ("lr", "weight_decay", "batch_size")
 COSTS = ("model", "measure")
 
 
-class StudyFileError(ValueError):
+class StudyFileError(NasflowError, ValueError):
     """A study file is missing, does not run, or declares no valid ``study``."""
 
 
@@ -111,6 +112,14 @@ class StudySpec:
         finetune_epochs: Epochs of fine-tuning with inherited weights per candidate (one
             Optuna step each, under the pruner); 0 scores the supernet path only.
         finetune: Fine-tuning recipe (its ``epochs`` is ignored; ``finetune_epochs`` rules).
+        screen_keep: With ``finetune_epochs``: the share of candidates that go on to
+            fine-tuning. Every candidate is first scored from the supernet (milliseconds);
+            it is fine-tuned only when its score ranks in the top ``screen_keep`` of the
+            candidates scored so far (by Pareto rank and crowding distance over the
+            objectives at the supernet's weights; asynchronous, as the first rung of
+            successive halving), and never before ``1 / screen_keep`` were scored. The
+            others end PRUNED, with their supernet score recorded (``screened_out``).
+            1.0 fine-tunes every candidate.
         train: The training budget: how a candidate is trained stand-alone. Training cost
             is the time of this recipe; winners are retrained with it.
         pruner: ``"auto"`` picks Hyperband (one objective) or the Pareto pruner
@@ -187,6 +196,7 @@ class StudySpec:
     bn_batches: int = 10
     finetune_epochs: int = 0
     finetune: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-3, warmup_epochs=0))
+    screen_keep: float = 1.0
     train: TrainConfig = field(default_factory=TrainConfig)
     pruner: str | optuna.pruners.BasePruner = "auto"
     sampler: str | optuna.samplers.BaseSampler = "auto"
@@ -244,6 +254,14 @@ class StudySpec:
         if isinstance(ft, bool) or not isinstance(ft, int) or ft < 0:
             raise StudyFileError(
                 f"finetune_epochs must be an int >= 0, got {self.finetune_epochs!r}"
+            )
+        keep = self.screen_keep
+        if isinstance(keep, bool) or not isinstance(keep, (int, float)) or not 0 < keep <= 1:
+            raise StudyFileError(f"screen_keep must be a share in (0, 1], got {keep!r}")
+        if keep < 1 and not ft:
+            raise StudyFileError(
+                f"screen_keep={keep!r} chooses which candidates are fine-tuned, but "
+                "finetune_epochs=0 fine-tunes none; set finetune_epochs >= 1 or screen_keep=1"
             )
         seed = self.seed
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:

@@ -15,6 +15,7 @@ from filelock import FileLock, Timeout
 
 from nasflow._files import file_lock
 from nasflow._urls import redact
+from nasflow.errors import NasflowError
 from nasflow.search._compat import retry_callback_kwargs
 
 #: Seconds between heartbeats of a running trial, and before a silent one is failed.
@@ -24,7 +25,7 @@ GRACE_PERIOD = 30
 _SCHEMES = ("sqlite", "postgresql", "journal")
 
 
-class StorageError(ValueError):
+class StorageError(NasflowError, ValueError):
     """A storage URL is malformed, of an unsupported kind, unreachable, or busy."""
 
 

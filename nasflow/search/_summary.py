@@ -55,7 +55,8 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         arch = Arch.from_json(t.user_attrs["arch"])
         cells = [str(t.number), f"{t.user_attrs['supernet_accuracy']:.4f}"]
         if finetuned:
-            cells.append(f"{t.values[0]:.4f}" if t.values else "pruned")
+            out = "screened out" if "screened_out" in t.user_attrs else "pruned"
+            cells.append(f"{t.values[0]:.4f}" if t.values else out)
         cells += [f"{t.user_attrs['train_cost']:.1f}", f"{t.user_attrs['params']:,}"]
         w = retrained.get(t.number)
         cells.append(f"{w.test_accuracy:.4f}" if w is not None else "-")

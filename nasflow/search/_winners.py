@@ -21,6 +21,7 @@ from typing import Any
 from torch import nn
 
 from nasflow._files import atomic_write
+from nasflow.errors import NasflowError
 
 #: Folder of a run (``RUNS/NAME``) holding one ``trial-N`` folder per retrained winner.
 WINNERS_DIR = "winners"
@@ -32,7 +33,7 @@ FORMAT_VERSION = 1
 IDENTITY = ("space", "fingerprint", "arch", "recipe", "seed", "stack", "data")
 
 
-class WinnerError(ValueError):
+class WinnerError(NasflowError, ValueError):
     """A saved winner is missing, corrupt, or not the training that is asked for."""
 
 

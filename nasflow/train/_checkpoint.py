@@ -23,12 +23,13 @@ from typing import Any, NamedTuple
 import torch
 
 from nasflow._files import atomic_write
+from nasflow.errors import NasflowError
 
 #: Key of the content digest inside a saved state.
 DIGEST_KEY = "nasflow:sha256"
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(NasflowError, RuntimeError):
     """A checkpoint file is missing, truncated, corrupt or not loadable without pickle.
 
     Attributes:

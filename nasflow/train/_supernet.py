@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow.errors import NasflowError
 from nasflow.sampling import make_sampler
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet
@@ -33,11 +34,11 @@ if TYPE_CHECKING:  # the stack imports this module: import it lazily at run time
     from nasflow.train.stack import Stack, StackStep
 
 
-class NonFiniteLossError(FloatingPointError):
+class NonFiniteLossError(NasflowError, FloatingPointError):
     """A training loss was NaN or infinite."""
 
 
-class TrainingInterrupted(Exception):
+class TrainingInterrupted(NasflowError):
     """Training stopped on request after finishing a step; that point was checkpointed.
 
     Attributes:
