@@ -23,7 +23,8 @@ def _package_exceptions() -> list[type[BaseException]]:
                 raise
             continue
         for _, obj in inspect.getmembers(module, inspect.isclass):
-            if issubclass(obj, BaseException) and obj.__module__ == info.name:
+            error = issubclass(obj, BaseException) and not issubclass(obj, Warning)
+            if error and obj.__module__ == info.name:
                 found.append(obj)
     return found
 
