@@ -197,6 +197,10 @@ def _spawned(
     dist.init_process_group(backend, rank=rank, world_size=world_size)
     try:
         fn(rank, world_size, *args)
+        # Every rank done before any tears its connections down: a rank leaving while the
+        # other still talks to it aborted one of seven runs of the DDP test ("terminate called
+        # without an active exception", gloo on a loaded CPU).
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
