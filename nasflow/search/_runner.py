@@ -20,6 +20,7 @@ from nasflow.bench import TabularObjective
 from nasflow.data import DataBundle
 from nasflow.errors import NasflowError
 from nasflow.names import objective_names, set_metric_names
+from nasflow.search._baseline import read_baseline, screening_record
 from nasflow.search._compat import sampler_constraints_kwargs
 from nasflow.search._dedup import DUPLICATE_KEY
 from nasflow.search._evolution import RegularizedEvolutionSampler
@@ -798,40 +799,3 @@ class StudyRunner:
     def _close(bar: Any) -> None:
         if bar is not None:
             bar.close()
-
-
-def screening_record(study: optuna.Study) -> dict[str, float] | None:
-    """How many candidates were scored from the supernet and the median time of one score
-    (path extraction, BN recalibration and validation; cost prediction excluded)."""
-    times = [
-        float(t.user_attrs["score_seconds"])
-        for t in study.get_trials(deepcopy=False)
-        if "score_seconds" in t.user_attrs
-    ]
-    if not times:
-        return None
-    times.sort()
-    mid = len(times) // 2
-    median = times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
-    return {"candidates": len(times), "median_score_ms": 1000 * median}
-
-
-def read_baseline(
-    paths: tuple[str | os.PathLike, ...],
-) -> tuple[list[float], list[float], list[str]]:
-    """Test accuracies and measured stand-alone training seconds (column ``train_seconds``,
-    where present) of the rows of a study's baseline tables, and the unreadable files."""
-    import csv
-
-    accs: list[float] = []
-    secs: list[float] = []
-    missing: list[str] = []
-    for path in paths:
-        try:
-            with open(path, newline="") as f:
-                rows = list(csv.DictReader(f))
-            accs += [float(r["test_accuracy"]) for r in rows]
-            secs += [float(r["train_seconds"]) for r in rows if r.get("train_seconds")]
-        except (OSError, KeyError, ValueError):
-            missing.append(str(Path(path).name))
-    return accs, secs, missing

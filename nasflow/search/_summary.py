@@ -8,10 +8,11 @@ import optuna
 
 from nasflow import names
 from nasflow.bench import tabular_summary
+from nasflow.search._baseline import read_baseline
 from nasflow.search._costtable import COST_TABLE_KEY, format_cost_table
 from nasflow.search._multipliers import MULTIPLIERS_KEY, format_multipliers, format_stack
 from nasflow.search._objective import arch_summary
-from nasflow.search._runner import SCREENING_KEY, STACK_KEY, RunResult, read_baseline
+from nasflow.search._runner import SCREENING_KEY, STACK_KEY, RunResult
 from nasflow.search._spec import StudySpec
 from nasflow.search._trust import TRUST_KEY, format_trust
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
