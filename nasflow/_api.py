@@ -102,11 +102,11 @@ def export_winner(
         The export's record (``arch.json``): ``metrics`` holds only numbers measured with
         exactly the exported weights, ``weights["kind"]`` says which they are.
     """
-    from nasflow.export import export_study
+    from nasflow.export import ExportError, export_study
 
     spec = result.spec
     if spec is None:
-        raise ValueError("export_winner needs the RunResult of nasflow.optimize (it has no spec)")
+        raise ExportError("export_winner needs the RunResult of nasflow.optimize (it has no spec)")
     if trial is None:
         which: str | int = result.winners[0].number if result.winners else "best"
     else:
