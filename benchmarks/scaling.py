@@ -10,7 +10,7 @@ per trial (for W workers: W * wall / trials, the time one worker spends per tria
 SQLite takes one worker only (nasflow refuses more).
 
 ``--curve N`` measures instead how the search loop's own cost grows with the number of
-finished trials: one process, the default study's sampler (``make_sampler``: TPE over the
+finished trials: one process, the default study's sampler (``study_sampler``: TPE over the
 default space's choices, two objectives) on SQLite, N trials whose objective returns a
 synthetic (accuracy, cost) pair computed from the arch in microseconds, so that the time
 per trial is the sampler's plus the storage's. It prints the time per trial in windows of
@@ -103,7 +103,7 @@ def curve(n: int, windows: int, path: str) -> list[tuple[int, int, float, float,
 
     import optuna
 
-    from nasflow.search._runner import make_sampler
+    from nasflow.search._optuna import study_sampler
     from nasflow.search._storage import open_storage, resolve_storage
     from studies.mnist1d import study as spec
 
@@ -113,7 +113,7 @@ def curve(n: int, windows: int, path: str) -> list[tuple[int, int, float, float,
         study_name="b4_curve",
         storage=storage,
         directions=["maximize", "minimize"],
-        sampler=make_sampler(replace(spec, n_trials=n), seed=0),
+        sampler=study_sampler(replace(spec, n_trials=n), seed=0),
     )
     op_cost = {"k3_e2": 1.0, "k5_e2": 1.3, "k7_e2": 1.6, "k5_e4": 2.2, "skip": 0.1}
 

@@ -1,7 +1,7 @@
 """B-tab: samplers on tabular NAS-Bench-201 — regret to the optimum after N trials.
 
 Runs the study of ``studies/nb201_tabular.py`` (its space, table and sampler settings, via
-the same ``make_sampler`` the runner uses) with each sampler for each seed, on an
+the same ``study_sampler`` the runner uses) with each sampler for each seed, on an
 in-memory Optuna storage, and reports mean ± std over the seeds of
 
 - the final regret: table optimum (94.37) minus the best test accuracy found, in points;
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from nasflow.bench import TabularBenchmark, TabularObjective, tabular_outcome  # noqa: E402
 from nasflow.search import StudySpec, load_study_file  # noqa: E402
-from nasflow.search._runner import make_sampler  # noqa: E402  (the runner's own factory)
+from nasflow.search._optuna import study_sampler  # noqa: E402  (the runner's own factory)
 
 STUDY = ROOT / "studies" / "nb201_tabular.py"
 SAMPLERS = ("tpe", "random", "nsga2")
@@ -45,7 +45,7 @@ SAMPLERS = ("tpe", "random", "nsga2")
 def run_once(spec: StudySpec, sampler: str, n_trials: int, seed: int) -> tuple[float, float]:
     """One search: ``(regret, test accuracy of the best found)``."""
     spec = spec.replace(sampler=sampler, n_trials=n_trials, seed=seed)
-    study = optuna.create_study(direction="maximize", sampler=make_sampler(spec, seed))
+    study = optuna.create_study(direction="maximize", sampler=study_sampler(spec, seed))
     study.optimize(TabularObjective(spec.table), n_trials=n_trials)  # type: ignore[arg-type]
     out = tabular_outcome(study, spec.table)  # type: ignore[arg-type]
     if out is None or out.trials != n_trials:

@@ -357,26 +357,31 @@ class LatencyTable:
         self, device: DeviceFingerprint, context: str, calibration: Calibration
     ) -> None:
         """Store (or replace) the calibration of a context on a device."""
+        self._replace(
+            device,
+            CalibrationRow(
+                device_key=device.key,
+                context_key=context,
+                slope=float(calibration.slope),
+                intercept=float(calibration.intercept),
+                points=json.dumps(list(calibration.points)),
+            ),
+        )
+
+    def _replace(self, device: DeviceFingerprint, row: CalibrationRow | StabilityRow) -> None:
+        """Store ``row`` in place of its device's row of the same context."""
         self.register(device)
+        cls = type(row)
         try:
             with Session(self.engine) as s, s.begin():
                 s.execute(
-                    sa.delete(CalibrationRow).where(
-                        CalibrationRow.device_key == device.key,
-                        CalibrationRow.context_key == context,
+                    sa.delete(cls).where(
+                        cls.device_key == device.key, cls.context_key == row.context_key
                     )
                 )
-                s.add(
-                    CalibrationRow(
-                        device_key=device.key,
-                        context_key=context,
-                        slope=float(calibration.slope),
-                        intercept=float(calibration.intercept),
-                        points=json.dumps(list(calibration.points)),
-                    )
-                )
+                s.add(row)
         except sa.exc.IntegrityError:
-            pass  # another worker stored its calibration of this context at the same moment
+            pass  # another worker stored its row of this context at the same moment
 
     # ------------------------------------------------------------------ stability
     def load_stability(self, device: DeviceFingerprint, context: str) -> dict | None:
@@ -391,19 +396,5 @@ class LatencyTable:
 
     def store_stability(self, device: DeviceFingerprint, context: str, record: dict) -> None:
         """Store (or replace) the stability record of a context on a device."""
-        self.register(device)
-        try:
-            with Session(self.engine) as s, s.begin():
-                s.execute(
-                    sa.delete(StabilityRow).where(
-                        StabilityRow.device_key == device.key,
-                        StabilityRow.context_key == context,
-                    )
-                )
-                s.add(
-                    StabilityRow(
-                        device_key=device.key, context_key=context, record=json.dumps(record)
-                    )
-                )
-        except sa.exc.IntegrityError:
-            pass  # another worker stored its record of this context at the same moment
+        row = StabilityRow(device_key=device.key, context_key=context, record=json.dumps(record))
+        self._replace(device, row)

@@ -21,9 +21,7 @@ from nasflow.data import DataBundle
 from nasflow.errors import NasflowError
 from nasflow.names import objective_names, set_metric_names
 from nasflow.search._baseline import read_baseline, screening_record
-from nasflow.search._compat import sampler_constraints_kwargs
 from nasflow.search._dedup import DUPLICATE_KEY
-from nasflow.search._evolution import RegularizedEvolutionSampler
 from nasflow.search._multipliers import (
     MULTIPLIERS_KEY,
     search_multipliers,
@@ -35,7 +33,7 @@ from nasflow.search._objective import (
     make_reporter,
     recipe_for,
 )
-from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner
+from nasflow.search._optuna import sampler_seed, study_pruner, study_sampler
 from nasflow.search._recovery import (
     heartbeat_settings,
     requeue_interrupted,
@@ -134,57 +132,6 @@ def _supernet_change(stored: str, want: str) -> str:
     except (ValueError, TypeError, KeyError):
         diff = []
     return ", ".join(diff) or f"{stored} in the study, {want} here"
-
-
-def sampler_seed(seed: int, created: int) -> int:
-    """The sampler seed of a process joining a study that holds ``created`` trials.
-
-    A new study uses ``seed`` itself (a worker's, raised by its process id, is mixed down
-    to 32 bits); a resumed one continues the random stream instead of replaying it
-    (re-seeding with ``seed`` would propose the first trials' architectures again while
-    the sampler is in its random start-up phase).
-    """
-    if created == 0 and seed < 2**32:
-        return seed
-    import numpy as np
-
-    return int(np.random.SeedSequence([seed, created]).generate_state(1)[0])
-
-
-def make_sampler(spec: StudySpec, seed: int) -> optuna.samplers.BaseSampler:
-    """The Optuna sampler of a study (seeded; a sampler instance is used as given)."""
-    if isinstance(spec.sampler, optuna.samplers.BaseSampler):
-        return spec.sampler
-    name = "tpe" if spec.sampler == "auto" else spec.sampler
-    kwargs = sampler_constraints_kwargs() if name in ("tpe", "nsga2") else {}
-    if name == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
-    if name == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=seed, **kwargs)
-    if name == "evolution":
-        population = max(4, min(20, spec.n_trials // 5))
-        return RegularizedEvolutionSampler(population, max(2, population // 4), seed=seed)
-    startup = max(5, min(10, spec.n_trials // 4))
-    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, **kwargs)
-
-
-def make_pruner(spec: StudySpec) -> tuple[optuna.pruners.BasePruner, Any]:
-    """(pruner given to Optuna, pruner used for multi-objective reports)."""
-    name, r = spec.resolved_pruner, max(1, spec.finetune_epochs)
-    if isinstance(spec.pruner, optuna.pruners.BasePruner):  # used as given
-        multi = len(spec.objectives) > 1
-        pareto = isinstance(spec.pruner, ParetoSuccessiveHalvingPruner)
-        return spec.pruner, spec.pruner if multi and pareto else None
-    if name == "hyperband":
-        return optuna.pruners.HyperbandPruner(
-            min_resource=1, max_resource=r, reduction_factor=3
-        ), None
-    if name == "asha":
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3), None
-    if name == "pareto":  # the study's pruner: `study.pruner` says what prunes
-        pareto = ParetoSuccessiveHalvingPruner(min_resource=1, reduction_factor=3, max_resource=r)
-        return pareto, pareto
-    return optuna.pruners.NopPruner(), None
 
 
 def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
@@ -346,8 +293,8 @@ class StudyRunner:
         # Workers draw from their own streams, or they would all propose the same trials.
         seed = self.spec.seed + (os.getpid() if self._worker else 0)
         created = len(study.get_trials(deepcopy=False))
-        study.sampler = make_sampler(self.spec, sampler_seed(seed, created))
-        study.pruner = make_pruner(self.spec)[0]
+        study.sampler = study_sampler(self.spec, sampler_seed(seed, created))
+        study.pruner = study_pruner(self.spec)[0]
         return study
 
     def _check_identity(self, study: optuna.Study, directions: list[str]) -> None:
@@ -496,7 +443,7 @@ class StudyRunner:
             scorer = TabularObjective(spec.table)
         else:
             train, val, _ = self._batches(data, spec.train.batch_size)  # type: ignore[arg-type]
-            _, multi_pruner = make_pruner(spec)
+            _, multi_pruner = study_pruner(spec)
             scorer = CandidateScorer(
                 spec.replace(stack=self.stack),  # "auto" resolved
                 supernet,  # type: ignore[arg-type]

@@ -99,16 +99,16 @@ def test_bad_arguments_are_refused(kwargs, bad) -> None:
 
 
 def test_a_study_can_name_evolution_or_pass_any_optuna_sampler() -> None:
-    from nasflow.search._runner import make_sampler
+    from nasflow.search._optuna import study_sampler
 
     def data():
         raise AssertionError("not loaded")
 
     space = CellSpace(with_hypers=False)
     spec = StudySpec(name="s", space=space, data=data, sampler="evolution", n_trials=100)
-    assert isinstance(make_sampler(spec, 0), RegularizedEvolutionSampler)
+    assert isinstance(study_sampler(spec, 0), RegularizedEvolutionSampler)
     mine = optuna.samplers.GridSampler({"x": [1, 2]}, seed=0)
-    assert make_sampler(spec.replace(sampler=mine), 0) is mine
+    assert study_sampler(spec.replace(sampler=mine), 0) is mine
     with pytest.raises(StudyFileError, match="unknown sampler 'cma'"):
         spec.replace(sampler="cma")
 

@@ -87,7 +87,7 @@ def test_a_rerun_with_more_trials_does_not_replay_the_first_architectures(tmp_pa
 
 
 def test_sampler_seed_is_the_studys_for_a_new_study_and_moves_on_when_resumed() -> None:
-    from nasflow.search._runner import sampler_seed
+    from nasflow.search._optuna import sampler_seed
 
     assert sampler_seed(7, 0) == 7
     seeds = {sampler_seed(7, n) for n in range(1, 50)}
