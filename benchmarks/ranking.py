@@ -30,7 +30,9 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
+import functools
 import json
 import statistics
 import sys
@@ -48,6 +50,7 @@ from nasflow.search import StudySpec, TrustProbe, load_study_file, run_trust_pro
 from nasflow.space import Arch  # noqa: E402
 from nasflow.supernet import recalibrate_bn  # noqa: E402
 from nasflow.train import Batches, SupernetTrainer, evaluate  # noqa: E402
+from nasflow.train.stack import Stack  # noqa: E402
 
 GT = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
 DEFAULT_STUDY = ROOT / "studies/mnist1d.py"
@@ -96,6 +99,16 @@ def top_recall(score: list[float], truth: list[float], k: int = 10, m: int = 50)
     return len(top_true & top_score)
 
 
+def _frozen_bn_supernet(space) -> torch.nn.Module:
+    """``space``'s supernet with every batch norm's affine parameters frozen at 1 and 0."""
+    net = space.supernet()
+    for m in net.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.affine:
+            m.weight.requires_grad_(False)
+            m.bias.requires_grad_(False)
+    return net
+
+
 def supernet_scores(
     study: StudySpec,
     sampler: str,
@@ -106,10 +119,17 @@ def supernet_scores(
     bn_batches: list[int],
     lr: float | None = None,
     probe: TrustProbe | None = None,
+    stack: Stack | None = None,
+    weight_decay: float | None = None,
+    frozen_bn_affine: bool = False,
 ) -> dict:
     """Train one supernet and score every arch with each BN recalibration size; with
     ``probe``, also run the study's trust probe on the scored sample (at the first BN
-    size) and record its tau and interval."""
+    size) and record its tau and interval. ``stack``: the speedup stack the supernet trains
+    through (``None``: plain fp32 eager, as ``Stack()``). ``weight_decay`` replaces the
+    study's supernet weight decay (every parameter); ``frozen_bn_affine`` keeps every batch
+    norm's scale and shift at their initial 1 and 0 (a non-affine BN, as DARTS and
+    NAS-Bench-201's supernets use)."""
     cfg = replace(
         study.supernet,
         sampler=sampler,
@@ -117,8 +137,13 @@ def supernet_scores(
         seed=seed,
         warmup_epochs=study.supernet.warmup_epochs * epochs / study.supernet.epochs,
         lr=study.supernet.lr if lr is None else lr,
+        weight_decay=study.supernet.weight_decay if weight_decay is None else weight_decay,
     )
-    trainer = SupernetTrainer(study.space, data.train, cfg)
+    space = study.space
+    if frozen_bn_affine:
+        space = copy.copy(space)
+        space.supernet = functools.partial(_frozen_bn_supernet, study.space)
+    trainer = SupernetTrainer(space, data.train, cfg, stack=stack)
     t0 = time.perf_counter()
     result = trainer.fit()
     train_s = time.perf_counter() - t0
@@ -178,6 +203,28 @@ def main(argv: list[str] | None = None) -> int:
         help="also run the trust probe with this many archs (0: no probe)",
     )
     p.add_argument("--probe-epochs", type=int, default=3, help="the probe's short recipe")
+    p.add_argument(
+        "--samplers",
+        nargs="+",
+        choices=("fair", "uniform"),
+        default=["fair", "uniform"],
+        help="which supernets to train (uniform at equal compute)",
+    )
+    p.add_argument(
+        "--stack",
+        type=json.loads,
+        default=None,
+        help="train the supernets through this speedup stack, as Stack fields in JSON, e.g. "
+        '\'{"amp": "bf16", "accumulation": 2}\' (default: plain fp32 eager)',
+    )
+    p.add_argument(
+        "--weight-decay", type=float, help="supernet weight decay (default: the study's)"
+    )
+    p.add_argument(
+        "--frozen-bn-affine",
+        action="store_true",
+        help="keep the supernet's batch-norm scale/shift at 1/0 (non-affine BN)",
+    )
     p.add_argument("--quick", action="store_true", help="smoke size: 1 seed, 1 epoch, 8 archs")
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument(
@@ -190,6 +237,10 @@ def main(argv: list[str] | None = None) -> int:
         args.seeds, args.epochs, args.limit = [0], 1, args.limit or 8
     if any(n < 0 for n in args.bn_batches):
         p.error(f"--bn-batches must be >= 0, got {args.bn_batches}")
+    try:
+        stack = None if args.stack is None else Stack.from_dict(args.stack)
+    except (TypeError, ValueError) as e:
+        p.error(f"--stack {args.stack!r}: {e}")
     torch.set_num_threads(1)
     tables = [load_ground_truth(path, args.limit) for path in args.gt]
     archs, sa_val, sa_test = merge_ground_truth(tables)
@@ -214,12 +265,24 @@ def main(argv: list[str] | None = None) -> int:
             (seed, sampler, epochs, None)
             for seed in args.seeds
             for sampler, epochs in (("fair", args.epochs), ("uniform", args.epochs * m))
+            if sampler in args.samplers
         ]
     for seed, sampler, epochs, r in runs:
         if r is None:
             probe = TrustProbe(args.probe, args.probe_epochs) if args.probe else None
             r = supernet_scores(
-                study, sampler, epochs, seed, archs, data, args.bn_batches, args.lr, probe
+                study,
+                sampler,
+                epochs,
+                seed,
+                archs,
+                data,
+                args.bn_batches,
+                args.lr,
+                probe,
+                stack,
+                args.weight_decay,
+                args.frozen_bn_affine,
             )
         r["seed"], r["epochs"] = seed, epochs
         r["tau_test"] = {n: tau(sc, sa_test) for n, sc in r["scores"].items()}
@@ -267,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("|---|---|---|---|---|---|---|")
     for sampler, rs in results.items():
+        if not rs:
+            continue
         for n in args.bn_batches:
             taus = [r["tau_test"][n] for r in rs]
             sd = statistics.stdev(taus) if len(taus) > 1 else 0.0
@@ -282,6 +347,9 @@ def main(argv: list[str] | None = None) -> int:
             "archs": len(archs),
             "epochs": args.epochs,
             "lr": args.lr,
+            "stack": args.stack,
+            "weight_decay": args.weight_decay,
+            "frozen_bn_affine": args.frozen_bn_affine,
             "noise_tau": noise,
             "retrain_tau": ceilings,
         }
