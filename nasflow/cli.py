@@ -450,7 +450,7 @@ def _add_bench_stack_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_bench_stack(args: argparse.Namespace) -> int:
-    from nasflow.train.stack._cli import run
+    from nasflow.calibrate._command import run
 
     try:
         return run(args)

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow.calibrate._measure import ActivationMeter
 from nasflow.sampling import FairSampler
 from nasflow.train import NonFiniteLossError, supernet_step, warmup_cosine
 from nasflow.train.stack import (
@@ -21,7 +22,6 @@ from nasflow.train.stack import (
     measured_step_bytes,
     schedule_factor,
 )
-from nasflow.train.stack._measure import ActivationMeter
 from tests._spaces import tiny_mnist1d
 
 

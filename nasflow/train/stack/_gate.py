@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nasflow.train.stack._measure import ActivationMeter
+from nasflow.calibrate._measure import ActivationMeter
 
 
 def largest_micro_batch(

@@ -23,9 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from nasflow.space import Arch, SearchSpace
-from nasflow.train._loop import Batches
-from nasflow.train.stack._bench import (
+from nasflow.calibrate._bench import (
     BASELINE,
     QUALITY_TOLERANCE,
     REPLICA,
@@ -35,9 +33,11 @@ from nasflow.train.stack._bench import (
     stack_variants,
     variant_row,
 )
+from nasflow.calibrate._interleave import RunConfig, run_interleaved
+from nasflow.calibrate._measure import environment
+from nasflow.space import Arch, SearchSpace
+from nasflow.train._loop import Batches
 from nasflow.train.stack._config import Stack
-from nasflow.train.stack._interleave import RunConfig, run_interleaved
-from nasflow.train.stack._measure import environment
 
 #: Layers "auto" considers. Activation checkpointing is a memory layer (it always costs
 #: time), so it is switched on by the memory fit, never by a speed calibration.

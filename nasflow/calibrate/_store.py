@@ -30,17 +30,17 @@ import sqlalchemy as sa
 import torch
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from nasflow.cost._fingerprint import DeviceFingerprint
-from nasflow.cost._table import open_tables, resolve_url
-from nasflow.space import Arch, SearchSpace
-from nasflow.train._loop import Batches
-from nasflow.train.stack._auto import (
+from nasflow.calibrate._auto import (
     SCHEMA,
     STUDY_CALIBRATION_BATCHES,
     calibrate_for_space,
     calibration_candidate,
     study_candidates,
 )
+from nasflow.cost._fingerprint import DeviceFingerprint
+from nasflow.cost._table import open_tables, resolve_url
+from nasflow.space import Arch, SearchSpace
+from nasflow.train._loop import Batches
 from nasflow.train.stack._config import Stack
 
 #: Key of the PostgreSQL advisory lock that serialises creating the table.

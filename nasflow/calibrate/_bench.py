@@ -18,10 +18,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from nasflow.calibrate._interleave import RunConfig, VariantRecord, run_interleaved, summarize
+from nasflow.calibrate._measure import environment, quantiles
 from nasflow.train._loop import Batches
 from nasflow.train.stack._config import LAYERS, Stack
-from nasflow.train.stack._interleave import RunConfig, VariantRecord, run_interleaved, summarize
-from nasflow.train.stack._measure import environment, quantiles
 
 BASELINE = "baseline"
 #: The baseline again from other initial weights: the run's noise floor.

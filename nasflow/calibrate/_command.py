@@ -101,7 +101,7 @@ def _check(args: argparse.Namespace, device: torch.device) -> list[str] | None:
 
 
 def _default_layers(device: torch.device, auto: bool) -> list[str]:
-    from nasflow.train.stack._auto import AUTO_LAYERS
+    from nasflow.calibrate._auto import AUTO_LAYERS
 
     names = AUTO_LAYERS if auto else LAYERS
     return [n for n in names if device.type == "cpu" or n not in CPU_LAYERS]
@@ -123,10 +123,10 @@ def write_figure(record: dict[str, Any], path: Path) -> None:
 
 def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
     """Run the harness (or the auto calibration) and print its table."""
-    from nasflow.train.stack._auto import auto_stack
-    from nasflow.train.stack._bench import bench_stack
-    from nasflow.train.stack._interleave import RunConfig
-    from nasflow.train.stack._overhead import format_overhead, trainer_overhead
+    from nasflow.calibrate._auto import auto_stack
+    from nasflow.calibrate._bench import bench_stack
+    from nasflow.calibrate._interleave import RunConfig
+    from nasflow.calibrate._overhead import format_overhead, trainer_overhead
 
     try:
         device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
