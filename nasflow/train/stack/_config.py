@@ -16,11 +16,11 @@ from nasflow.train.stack._base import StackLayer
 from nasflow.train.stack._checkpointing import Checkpointing
 from nasflow.train.stack._compile import Compile
 from nasflow.train.stack._precision import AMP_DTYPES, FlushDenormal, MixedPrecision, Threads
+from nasflow.train.stack._step import StackStep
 
 if TYPE_CHECKING:
     from nasflow.train.stack._accumulation import Schedule
     from nasflow.train.stack._ddp import GradReducer
-    from nasflow.train.stack._step import StackStep
 
 #: Layer names, in the order the harness adds them cumulatively (compile last: it is the
 #: slowest to set up, so the fewest variants pay for it).
@@ -157,6 +157,4 @@ class Stack:
         reducer: GradReducer | None = None,
     ) -> StackStep:
         """The training-step callable of this stack for ``model`` and ``optimizer``."""
-        from nasflow.train.stack._step import StackStep
-
         return StackStep(self, model, optimizer, device, schedule, loss_fn, reducer)
