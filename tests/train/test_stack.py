@@ -9,11 +9,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nasflow.calibrate._measure import ActivationMeter
 from nasflow.sampling import FairSampler
 from nasflow.train import NonFiniteLossError, supernet_step, warmup_cosine
 from nasflow.train.stack import (
     LAYERS,
+    ActivationMeter,
     AdaptiveAccumulation,
     Schedule,
     Stack,

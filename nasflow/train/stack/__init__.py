@@ -34,13 +34,14 @@ from nasflow.train.stack._ddp import (
     launch,
     shard,
 )
-from nasflow.train.stack._gate import largest_micro_batch, measured_step_bytes
+from nasflow.train.stack._gate import ActivationMeter, largest_micro_batch, measured_step_bytes
 from nasflow.train.stack._precision import FlushDenormal, MixedPrecision, Threads
 from nasflow.train.stack._step import StackStep
 
 __all__ = [
     "LAYERS",
     "Accumulation",
+    "ActivationMeter",
     "AdaptiveAccumulation",
     "Checkpointing",
     "Compile",
