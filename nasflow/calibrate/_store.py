@@ -37,11 +37,11 @@ from nasflow.calibrate._auto import (
     calibration_candidate,
     study_candidates,
 )
-from nasflow.cost._fingerprint import DeviceFingerprint
+from nasflow.cost import DeviceFingerprint
 from nasflow.cost._table import open_tables, resolve_url
 from nasflow.space import Arch, SearchSpace
-from nasflow.train._loop import Batches
-from nasflow.train.stack._config import Stack
+from nasflow.train import Batches
+from nasflow.train.stack import Stack
 
 #: Key of the PostgreSQL advisory lock that serialises creating the table.
 _SCHEMA_LOCK_KEY = 0x6E66737461636B  # "nfstack"
