@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from nasflow.train._checkpoint import (
     Progress,
-    atomic_write,
     list_checkpoints,
     load_checkpoint,
     load_latest,
@@ -40,7 +39,6 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "TrainingInterrupted",
-    "atomic_write",
     "evaluate",
     "list_checkpoints",
     "load_checkpoint",
