@@ -449,13 +449,66 @@ def _add_bench_stack_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--auto", action="store_true", help="run the stack='auto' calibration")
 
 
+def _bench_stack_layers(args: argparse.Namespace, device: Any) -> list[str]:
+    """The ``--layers`` list (default: the device's layers), after checking the options."""
+    from nasflow.calibrate import AUTO_LAYERS
+    from nasflow.train.stack import CPU_LAYERS, LAYERS
+
+    if args.layers is None:
+        names = AUTO_LAYERS if args.auto else LAYERS
+        layers = [n for n in names if device.type == "cpu" or n not in CPU_LAYERS]
+    else:
+        layers = [x.strip() for x in args.layers.split(",") if x.strip()]
+        bad = [x for x in layers if x not in LAYERS]
+        if bad or not layers or len(set(layers)) != len(layers):
+            raise ValueError(
+                f"--layers must name distinct layers from {LAYERS}, got {args.layers!r}"
+            )
+    for name in ("epochs", "batch_size", "accumulation"):
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
+    if not 0 < args.target <= 1:
+        raise ValueError(f"--target must be in (0, 1], got {args.target}")
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"--device must be cpu or cuda, got {str(device)!r}")
+    return layers
+
+
+def _write_stack_figure(record: dict[str, Any], path: Path) -> None:
+    """The waterfall as an offline HTML file (plotly.js inlined)."""
+    from nasflow.report import StackData, StackLayer, plot_stack
+
+    data = StackData(
+        True,
+        record["baseline"],
+        record["device"],
+        [StackLayer(r["name"], r["alone"], r["cumulative"]) for r in record["layers"]],
+        record["end_to_end"],
+    )
+    plot_stack(data).write_html(str(path), include_plotlyjs=True)
+
+
 def _cmd_bench_stack(args: argparse.Namespace) -> int:
-    from nasflow.train.stack._cli import run
+    import torch
+
+    from nasflow.calibrate._command import run
 
     try:
-        return run(args)
+        try:
+            device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        except RuntimeError as e:
+            raise ValueError(f"--device {args.device!r}: {e}") from None
+        layers = _bench_stack_layers(args, device)
+        amp = args.amp
+        if amp is None:
+            amp = "bf16" if device.type == "cpu" or torch.cuda.is_bf16_supported() else "fp16"
+        record = run(args, device, layers, {"amp": amp, "accumulation": args.accumulation})
+        if args.figure:
+            _write_stack_figure(record, Path(args.figure))
     except ValueError as e:
         raise UsageError(str(e)) from None
+    return 0
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import TensorDataset
 
+from nasflow._files import atomic_write
 from nasflow.data._base import DataBundle, check_fraction, split_train_val
 
 _KEYS = ("x", "y", "x_test", "y_test")
@@ -160,8 +161,6 @@ def mnist1d_arrays(
         ``{"x": (4000, 40), "y": (4000,), "x_test": (1000, 40), "y_test": (1000,)}`` for
         the published dataset; a variant's sizes otherwise.
     """
-    from nasflow.train._checkpoint import atomic_write
-
     name = CACHE_NAME if variant is None else f"mnist1d-{variant.key()}.npz"
     path = Path(cache_dir if cache_dir is not None else default_cache_dir()) / name
     arrays = _read_cache(path, variant)

@@ -365,7 +365,7 @@ class StudyRunner:
         """
         if self.spec.stack != "auto":
             return 0.0
-        from nasflow.train.stack._store import device_stack, recalibration_requested
+        from nasflow.calibrate import device_stack, recalibration_requested
 
         spec = self.spec
         refresh = spec.recalibrate_stack or recalibration_requested()

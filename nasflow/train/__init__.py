@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from nasflow.train._checkpoint import (
-    CheckpointError,
     Progress,
-    atomic_write,
     list_checkpoints,
     load_checkpoint,
     load_latest,
     save_checkpoint,
 )
+from nasflow.train._errors import CheckpointError, NonFiniteLossError, TrainingInterrupted
 from nasflow.train._loop import Batches, evaluate, make_optimizer, warmup_cosine
 from nasflow.train._standalone import (
     EpochTrainer,
@@ -20,12 +19,10 @@ from nasflow.train._standalone import (
     train_standalone,
 )
 from nasflow.train._supernet import (
-    NonFiniteLossError,
     OpCounter,
     SupernetConfig,
     SupernetResult,
     SupernetTrainer,
-    TrainingInterrupted,
     supernet_step,
 )
 
@@ -42,7 +39,6 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "TrainingInterrupted",
-    "atomic_write",
     "evaluate",
     "list_checkpoints",
     "load_checkpoint",

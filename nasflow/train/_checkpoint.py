@@ -23,22 +23,10 @@ from typing import Any, NamedTuple
 import torch
 
 from nasflow._files import atomic_write
-from nasflow.errors import NasflowError
+from nasflow.train._errors import CheckpointError
 
 #: Key of the content digest inside a saved state.
 DIGEST_KEY = "nasflow:sha256"
-
-
-class CheckpointError(NasflowError, RuntimeError):
-    """A checkpoint file is missing, truncated, corrupt or not loadable without pickle.
-
-    Attributes:
-        path: The unusable file.
-    """
-
-    def __init__(self, path: os.PathLike | str, reason: str) -> None:
-        super().__init__(f"checkpoint {os.fspath(path)!r} is unusable: {reason}")
-        self.path = Path(path)
 
 
 def _digest(state: Any) -> str:

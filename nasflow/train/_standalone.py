@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nasflow.train._checkpoint import rng_state, set_rng_state
+from nasflow.train._errors import TrainingInterrupted
 from nasflow.train._loop import (
     Batches,
     evaluate,
@@ -21,8 +22,8 @@ from nasflow.train._loop import (
     make_optimizer,
     warmup_cosine,
 )
-from nasflow.train._supernet import TrainingInterrupted, schedule_step
-from nasflow.train.stack._config import Stack
+from nasflow.train._supernet import schedule_step
+from nasflow.train.stack import Stack
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,16 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nasflow.errors import NasflowError
 from nasflow.sampling import make_sampler
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet
 from nasflow.train._checkpoint import (
-    CheckpointError,
     Progress,
     list_checkpoints,
     load_latest,
@@ -28,27 +26,18 @@ from nasflow.train._checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
+from nasflow.train._errors import CheckpointError, NonFiniteLossError, TrainingInterrupted
 from nasflow.train._loop import Batches, load_schedule_state, make_optimizer, warmup_cosine
-
-if TYPE_CHECKING:  # the stack imports this module: import it lazily at run time
-    from nasflow.train.stack import Stack, StackStep
-
-
-class NonFiniteLossError(NasflowError, FloatingPointError):
-    """A training loss was NaN or infinite."""
-
-
-class TrainingInterrupted(NasflowError):
-    """Training stopped on request after finishing a step; that point was checkpointed.
-
-    Attributes:
-        checkpoint: The checkpoint written on the way out (``None`` when none is kept).
-    """
-
-    def __init__(self, what: str, checkpoint: Path | None = None) -> None:
-        where = f"; checkpoint {str(checkpoint)!r}" if checkpoint is not None else ""
-        super().__init__(f"stopped on request: {what}{where}")
-        self.checkpoint = checkpoint
+from nasflow.train.stack import (
+    GradReducer,
+    Stack,
+    StackStep,
+    broadcast_module,
+    ddp_supernet_step,
+    init_from_env,
+    is_rank_zero,
+    shard,
+)
 
 
 class OpCounter:
@@ -229,8 +218,6 @@ class SupernetTrainer:
         should_stop: Callable[[], bool] | None = None,
         stack: Stack | None = None,
     ) -> None:
-        from nasflow.train.stack import Stack, init_from_env, is_rank_zero
-
         if stack is not None and not isinstance(stack, Stack):
             raise ValueError(f"stack must be a Stack or None, got {stack!r}")
         if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
@@ -258,8 +245,6 @@ class SupernetTrainer:
         self.sampler = make_sampler(self.config.sampler, space, self.config.seed)
 
     def _identity(self) -> str:
-        from nasflow.train.stack import Stack
-
         ident: dict[str, Any] = {"space": self.space.fingerprint(), "config": asdict(self.config)}
         if self.stack != Stack():  # the plain stack keeps older checkpoints valid
             ident["stack"] = self.stack.to_dict()
@@ -323,14 +308,6 @@ class SupernetTrainer:
 
         ``train_step`` takes the global batch; under DDP it trains this rank's shard.
         """
-        from nasflow.train.stack import (
-            GradReducer,
-            Stack,
-            broadcast_module,
-            ddp_supernet_step,
-            shard,
-        )
-
         if self.world_size == 1:
             stepper = self.stack.build(supernet, optimizer, self.device)
             return stepper, stepper

@@ -12,11 +12,11 @@ import pytest
 import torch
 from torch.utils.data import TensorDataset
 
+from nasflow._files import atomic_write
 from nasflow.train import (
     CheckpointError,
     SupernetConfig,
     SupernetTrainer,
-    atomic_write,
     list_checkpoints,
     load_checkpoint,
     load_latest,

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 
 import numpy as np
@@ -12,8 +13,11 @@ from torch import nn
 from nasflow.sampling import FairSampler
 from nasflow.train import NonFiniteLossError, supernet_step, warmup_cosine
 from nasflow.train.stack import (
+    LAYER_SPECS,
     LAYERS,
+    ActivationMeter,
     AdaptiveAccumulation,
+    LayerSpec,
     Schedule,
     Stack,
     adaptive_k,
@@ -21,7 +25,6 @@ from nasflow.train.stack import (
     measured_step_bytes,
     schedule_factor,
 )
-from nasflow.train.stack._measure import ActivationMeter
 from tests._spaces import tiny_mnist1d
 
 
@@ -279,6 +282,18 @@ def test_enabled_layers_and_round_trip() -> None:
         "Checkpointing",
         "Compile",
     ]
+
+
+@pytest.mark.parametrize("spec", LAYER_SPECS, ids=lambda spec: spec.name)
+def test_each_layer_is_declared_once_and_switches_alone(spec: LayerSpec) -> None:
+    off = {f.name: f.default for f in dataclasses.fields(Stack)}
+    assert spec.name in off and spec.valid(off[spec.name]) and spec.valid(spec.on)
+    alone = Stack().with_layers([spec.name])
+    assert alone.enabled == (spec.name,) and getattr(alone, spec.name) == spec.on
+    built = alone.layers()
+    assert [x.name for x in built] == ([spec.name] if spec.build is not None else [])
+    with pytest.raises(ValueError, match=f"{spec.name} must be"):
+        Stack(**{spec.name: "bogus"})
 
 
 def test_threads_and_denormal_layers_hold_only_during_the_step() -> None:

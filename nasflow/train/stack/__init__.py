@@ -7,8 +7,9 @@ builds a ``StackStep`` (one call per batch) for a network and its optimizer::
     for x, y in batches:
         loss = step(x, y)  # a supernet: step(x, y, paths)
 
-``bench_stack`` measures every layer alone and cumulatively against the baseline in one
-interleaved run, and ``auto_stack`` keeps only the layers that measurably pay off here.
+Each layer is declared once, in ``LAYER_SPECS``. This package is the step engine every
+trainer runs; measuring and choosing the layers (``bench_stack``, ``auto_stack``) is
+``nasflow.calibrate``, above the trainers.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from nasflow.train.stack._accumulation import (
 from nasflow.train.stack._base import StackLayer
 from nasflow.train.stack._checkpointing import Checkpointing
 from nasflow.train.stack._compile import Compile, CompileCounter, CompiledBlocks
-from nasflow.train.stack._config import LAYERS, Stack
+from nasflow.train.stack._config import CPU_LAYERS, LAYER_SPECS, LAYERS, LayerSpec, Stack
 from nasflow.train.stack._ddp import (
     GradReducer,
     broadcast_module,
@@ -34,13 +35,16 @@ from nasflow.train.stack._ddp import (
     launch,
     shard,
 )
-from nasflow.train.stack._gate import largest_micro_batch, measured_step_bytes
+from nasflow.train.stack._gate import ActivationMeter, largest_micro_batch, measured_step_bytes
 from nasflow.train.stack._precision import FlushDenormal, MixedPrecision, Threads
 from nasflow.train.stack._step import StackStep
 
 __all__ = [
+    "CPU_LAYERS",
     "LAYERS",
+    "LAYER_SPECS",
     "Accumulation",
+    "ActivationMeter",
     "AdaptiveAccumulation",
     "Checkpointing",
     "Compile",
@@ -49,6 +53,7 @@ __all__ = [
     "FixedAccumulation",
     "FlushDenormal",
     "GradReducer",
+    "LayerSpec",
     "MixedPrecision",
     "Schedule",
     "Stack",

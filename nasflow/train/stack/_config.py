@@ -16,22 +16,93 @@ from nasflow.train.stack._base import StackLayer
 from nasflow.train.stack._checkpointing import Checkpointing
 from nasflow.train.stack._compile import Compile
 from nasflow.train.stack._precision import AMP_DTYPES, FlushDenormal, MixedPrecision, Threads
+from nasflow.train.stack._step import StackStep
 
 if TYPE_CHECKING:
     from nasflow.train.stack._accumulation import Schedule
     from nasflow.train.stack._ddp import GradReducer
-    from nasflow.train.stack._step import StackStep
 
-#: Layer names, in the order the harness adds them cumulatively (compile last: it is the
-#: slowest to set up, so the fewest variants pay for it).
-LAYERS: tuple[str, ...] = (
-    "amp",
-    "accumulation",
-    "denormal",
-    "threads",
-    "checkpointing",
-    "compile",
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """The one declaration of a speedup layer; ``Stack`` and the calibration iterate over
+    ``LAYER_SPECS`` for validation, ``enabled``, ``with_layers``, ``layers()`` and the
+    layers ``stack="auto"`` considers.
+
+    Attributes:
+        name: The layer's name, which is also its ``Stack`` field (whose default is "off").
+        on: The field value that switches the layer on by default (``Stack.with_layers``).
+        allowed: What the field accepts, as the error message says it.
+        valid: Whether a field value is allowed.
+        build: The layer object of a stack that has the layer on; ``None`` for a policy
+            of the step engine (accumulation) rather than a ``StackLayer``.
+        wrap: Position of the layer object around the network (0: outermost).
+        auto: Whether ``stack="auto"`` considers the layer.
+        cpu_only: Whether the layer exists only on a CPU.
+    """
+
+    name: str
+    on: Any
+    allowed: str
+    valid: Callable[[Any], bool]
+    build: Callable[[Stack], StackLayer] | None = None
+    wrap: int = 0
+    auto: bool = True
+    cpu_only: bool = False
+
+
+def _count(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int) and v >= 1
+
+
+def _flag(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+#: Every layer, in the order the harness adds them cumulatively (compile last: it is the
+#: slowest to set up, so the fewest variants pay for it). Activation checkpointing is a
+#: memory layer (it always costs time): the memory fit switches it on, never "auto".
+LAYER_SPECS: tuple[LayerSpec, ...] = (
+    LayerSpec(
+        "amp",
+        "bf16",
+        "None, 'bf16' or 'fp16'",
+        lambda v: v is None or v in AMP_DTYPES,
+        lambda s: MixedPrecision(s.amp),
+        wrap=2,
+    ),
+    LayerSpec(
+        "accumulation", 2, "an int >= 1 or 'adaptive'", lambda v: v == "adaptive" or _count(v)
+    ),
+    LayerSpec(
+        "denormal", True, "True or False", _flag, lambda s: FlushDenormal(), wrap=0, cpu_only=True
+    ),
+    LayerSpec(
+        "threads",
+        1,
+        "an int >= 1 or None",
+        lambda v: v is None or _count(v),
+        lambda s: Threads(s.threads),
+        wrap=1,
+        cpu_only=True,
+    ),
+    LayerSpec(
+        "checkpointing",
+        True,
+        "True or False",
+        _flag,
+        lambda s: Checkpointing(),
+        wrap=3,
+        auto=False,
+    ),
+    LayerSpec(
+        "compile", True, "True or False", _flag, lambda s: Compile(s.compile_backend), wrap=4
+    ),
 )
+#: Layer names, in the order the harness adds them cumulatively.
+LAYERS: tuple[str, ...] = tuple(spec.name for spec in LAYER_SPECS)
+#: Layers that exist only on CPU (the rest run on CPU and GPU).
+CPU_LAYERS: tuple[str, ...] = tuple(spec.name for spec in LAYER_SPECS if spec.cpu_only)
 
 
 @dataclass(frozen=True)
@@ -67,14 +138,10 @@ class Stack:
     compile_backend: str = "inductor"
 
     def __post_init__(self) -> None:
-        if self.amp is not None and self.amp not in AMP_DTYPES:
-            raise ValueError(f"amp must be None, 'bf16' or 'fp16', got {self.amp!r}")
-        acc = self.accumulation
-        if acc != "adaptive" and (isinstance(acc, bool) or not isinstance(acc, int) or acc < 1):
-            raise ValueError(f"accumulation must be an int >= 1 or 'adaptive', got {acc!r}")
-        for flag in ("compile", "checkpointing", "denormal"):
-            if not isinstance(getattr(self, flag), bool):
-                raise ValueError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
+        for spec in LAYER_SPECS:
+            value = getattr(self, spec.name)
+            if not spec.valid(value):
+                raise ValueError(f"{spec.name} must be {spec.allowed}, got {value!r}")
         if self.clip_norm is not None and not (
             self.clip_norm > 0 and math.isfinite(self.clip_norm)
         ):
@@ -85,9 +152,6 @@ class Stack:
             raise ValueError(f"k_max must be an int >= 1, got {self.k_max!r}")
         if not (self.noise_target > 0 and math.isfinite(self.noise_target)):
             raise ValueError(f"noise_target must be a positive number, got {self.noise_target!r}")
-        t = self.threads
-        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
-            raise ValueError(f"threads must be an int >= 1 or None, got {t!r}")
         mb = self.micro_batch
         if mb is not None and (isinstance(mb, bool) or not isinstance(mb, int) or mb < 1):
             raise ValueError(f"micro_batch must be an int >= 1 or None, got {mb!r}")
@@ -95,15 +159,8 @@ class Stack:
     @property
     def enabled(self) -> tuple[str, ...]:
         """Names of the layers that are on, in ``LAYERS`` order."""
-        on = {
-            "amp": self.amp is not None,
-            "accumulation": self.accumulation != 1,
-            "denormal": self.denormal,
-            "threads": self.threads is not None,
-            "checkpointing": self.checkpointing,
-            "compile": self.compile,
-        }
-        return tuple(name for name in LAYERS if on[name])
+        off = {f.name: f.default for f in dataclasses.fields(self)}  # a layer is off by default
+        return tuple(s.name for s in LAYER_SPECS if getattr(self, s.name) != off[s.name])
 
     def with_layers(self, names: Iterable[str], **settings: Any) -> Stack:
         """This stack with the layers ``names`` switched on (others untouched).
@@ -111,29 +168,19 @@ class Stack:
         ``settings`` give the values to switch on with (``amp="bf16"``,
         ``accumulation=2`` and ``threads=1`` by default).
         """
-        on = {"amp": "bf16", "accumulation": 2, "denormal": True, "threads": 1}
-        on.update(settings)
+        specs = {spec.name: spec for spec in LAYER_SPECS}
         changes: dict[str, Any] = {}
         for name in names:
-            if name not in LAYERS:
+            if name not in specs:
                 raise ValueError(f"unknown stack layer {name!r}; choose from {LAYERS}")
-            changes[name] = on.get(name, True)
+            changes[name] = settings.get(name, specs[name].on)
         return dataclasses.replace(self, **changes)
 
     def layers(self) -> list[StackLayer]:
         """Fresh layer objects, in the order they wrap the network."""
-        out: list[StackLayer] = []
-        if self.denormal:
-            out.append(FlushDenormal())
-        if self.threads is not None:
-            out.append(Threads(self.threads))
-        if self.amp is not None:
-            out.append(MixedPrecision(self.amp))
-        if self.checkpointing:
-            out.append(Checkpointing())
-        if self.compile:
-            out.append(Compile(self.compile_backend))
-        return out
+        on = self.enabled
+        specs = sorted(LAYER_SPECS, key=lambda spec: spec.wrap)
+        return [s.build(self) for s in specs if s.build is not None and s.name in on]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able settings (``Stack.from_dict`` inverts it)."""
@@ -157,6 +204,4 @@ class Stack:
         reducer: GradReducer | None = None,
     ) -> StackStep:
         """The training-step callable of this stack for ``model`` and ``optimizer``."""
-        from nasflow.train.stack._step import StackStep
-
         return StackStep(self, model, optimizer, device, schedule, loss_fn, reducer)

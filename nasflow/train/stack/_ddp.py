@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nasflow.space import Arch
-from nasflow.train._supernet import NonFiniteLossError
+from nasflow.train._errors import NonFiniteLossError
 
 
 class GradReducer:

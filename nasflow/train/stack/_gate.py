@@ -1,4 +1,5 @@
-"""The memory fit of the cost-model gate: the largest micro-batch within a memory budget.
+"""The memory fit of the cost-model gate: the largest micro-batch within a memory budget,
+and the activation meter that measures a step's memory.
 
 The gate's other half (skipping candidates whose predicted cost is over budget, before
 any training) lives in the search's budget check; this half turns a memory budget into
@@ -8,13 +9,44 @@ any training) lives in the search's budget check; this half turns a memory budge
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nasflow.train.stack._measure import ActivationMeter
+
+class ActivationMeter:
+    """Bytes of distinct tensor storages saved for backward while the meter is active.
+
+    This is the activation memory a step holds between its forward and backward passes,
+    which is what mixed precision halves and checkpointing cuts; CPU PyTorch has no
+    allocator peak counter, so on CPU the harness reports it (plus parameters, gradients
+    and optimizer state) as the step's memory.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[int, int] = {}
+        self.peak = 0
+
+    def _pack(self, t: torch.Tensor) -> torch.Tensor:
+        try:
+            storage = t.untyped_storage()
+            self._seen.setdefault(storage.data_ptr(), storage.nbytes())
+        except (RuntimeError, NotImplementedError):  # tensor subclasses without storage
+            pass
+        return t
+
+    @contextmanager
+    def active(self) -> Iterator[ActivationMeter]:
+        """Measure the forward passes (and backward) run inside this block."""
+        self._seen.clear()
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t):
+                yield self
+        finally:
+            self.peak = max(self.peak, sum(self._seen.values()))
 
 
 def largest_micro_batch(

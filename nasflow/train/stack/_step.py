@@ -12,7 +12,7 @@ from torch import nn
 
 from nasflow.space import Arch
 from nasflow.supernet import SuperModule
-from nasflow.train._supernet import NonFiniteLossError
+from nasflow.train._errors import NonFiniteLossError
 from nasflow.train.stack._accumulation import Schedule, make_accumulation
 from nasflow.train.stack._compile import Compile
 from nasflow.train.stack._precision import MixedPrecision

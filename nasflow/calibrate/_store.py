@@ -30,18 +30,18 @@ import sqlalchemy as sa
 import torch
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from nasflow.cost._fingerprint import DeviceFingerprint
-from nasflow.cost._table import open_tables, resolve_url
-from nasflow.space import Arch, SearchSpace
-from nasflow.train._loop import Batches
-from nasflow.train.stack._auto import (
+from nasflow.calibrate._auto import (
     SCHEMA,
     STUDY_CALIBRATION_BATCHES,
     calibrate_for_space,
     calibration_candidate,
     study_candidates,
 )
-from nasflow.train.stack._config import Stack
+from nasflow.cost import DeviceFingerprint
+from nasflow.cost._table import open_tables, resolve_url
+from nasflow.space import Arch, SearchSpace
+from nasflow.train import Batches
+from nasflow.train.stack import Stack
 
 #: Key of the PostgreSQL advisory lock that serialises creating the table.
 _SCHEMA_LOCK_KEY = 0x6E66737461636B  # "nfstack"

@@ -1,47 +1,18 @@
-"""Measurement primitives: memory of a training step, device description, ratio spread."""
+"""Measurement primitives: memory of the training state, device description, ratio spread.
+
+The activation memory of a step is measured by the engine's ``ActivationMeter``
+(``nasflow.train.stack``).
+"""
 
 from __future__ import annotations
 
 import platform
 import statistics
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch import nn
-
-
-class ActivationMeter:
-    """Bytes of distinct tensor storages saved for backward while the meter is active.
-
-    This is the activation memory a step holds between its forward and backward passes,
-    which is what mixed precision halves and checkpointing cuts; CPU PyTorch has no
-    allocator peak counter, so on CPU the harness reports it (plus parameters, gradients
-    and optimizer state) as the step's memory.
-    """
-
-    def __init__(self) -> None:
-        self._seen: dict[int, int] = {}
-        self.peak = 0
-
-    def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        try:
-            storage = t.untyped_storage()
-            self._seen.setdefault(storage.data_ptr(), storage.nbytes())
-        except (RuntimeError, NotImplementedError):  # tensor subclasses without storage
-            pass
-        return t
-
-    @contextmanager
-    def active(self) -> Iterator[ActivationMeter]:
-        """Measure the forward passes (and backward) run inside this block."""
-        self._seen.clear()
-        try:
-            with torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t):
-                yield self
-        finally:
-            self.peak = max(self.peak, sum(self._seen.values()))
 
 
 def state_bytes(module: nn.Module, optimizer: torch.optim.Optimizer) -> int:

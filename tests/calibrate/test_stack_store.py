@@ -15,11 +15,7 @@ import sqlalchemy as sa
 import torch
 from torch.utils.data import TensorDataset
 
-from nasflow.cost import DeviceFingerprint
-from nasflow.space import Arch
-from nasflow.train import Batches
-from nasflow.train.stack import Stack
-from nasflow.train.stack._store import (
+from nasflow.calibrate._store import (
     RECALIBRATE_ENV,
     TABLE,
     StackCalibrationTable,
@@ -28,6 +24,10 @@ from nasflow.train.stack._store import (
     recalibration_requested,
     usable,
 )
+from nasflow.cost import DeviceFingerprint
+from nasflow.space import Arch
+from nasflow.train import Batches
+from nasflow.train.stack import Stack
 from tests._spaces import tiny_mnist1d
 
 

@@ -9,19 +9,18 @@ samples make.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
 
-from nasflow.train._loop import Batches
-from nasflow.train.stack._config import LAYERS, Stack
-from nasflow.train.stack._interleave import RunConfig, VariantRecord, run_interleaved, summarize
-from nasflow.train.stack._measure import environment, quantiles
+from nasflow.calibrate._interleave import RunConfig, VariantRecord, run_interleaved, summarize
+from nasflow.calibrate._measure import environment, quantiles
+from nasflow.train import Batches
+from nasflow.train.stack import LAYERS, Stack
 
 BASELINE = "baseline"
 #: The baseline again from other initial weights: the run's noise floor.
@@ -76,12 +75,6 @@ class BenchResult:
     layers: list[str]
     variants: list[dict[str, Any]] = field(default_factory=list)
 
-    def variant(self, name: str) -> dict[str, Any]:
-        for v in self.variants:
-            if v["name"] == name:
-                return v
-        raise KeyError(name)
-
     def record(self) -> dict[str, Any]:
         """The waterfall data, in the ``nasflow:stack`` study-attribute schema.
 
@@ -100,9 +93,6 @@ class BenchResult:
             "variants": self.variants,
             "waterfall": self.record(),
         }
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     def table(self) -> str:
         """A fixed-width text table, one row per variant."""
@@ -230,8 +220,6 @@ def bench_stack(
         variant_row(r, base_rec, train.batch_size, cfg.target_accuracy) for r in records.values()
     ]
     compare_to_baseline(rows, QUALITY_TOLERANCE)
-    from dataclasses import asdict
-
     return BenchResult(
         environment=environment(device),
         config={**asdict(cfg), "batch_size": train.batch_size, **settings},

@@ -1,7 +1,8 @@
 """``nasflow bench-stack``: measure the speedup stack on a candidate of a registered space.
 
-The command's options are declared in ``nasflow.cli`` (so that parsing the command line
-does not import torch); ``run`` takes the parsed namespace.
+The command line (``nasflow.cli``) declares and checks the options, resolves the device,
+the layers and how they are switched on, and draws the waterfall; ``run`` picks the
+candidate and its data and runs the harness (or the auto calibration).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -19,9 +20,14 @@ import torch
 from torch import nn
 from torch.utils.data import Subset
 
+from nasflow.calibrate._auto import auto_stack
+from nasflow.calibrate._bench import bench_stack
+from nasflow.calibrate._interleave import RunConfig
+from nasflow.calibrate._overhead import format_overhead, trainer_overhead
+from nasflow.data import load_mnist1d
 from nasflow.space import Arch, SearchSpace
-from nasflow.train._loop import Batches
-from nasflow.train.stack._config import LAYERS, Stack
+from nasflow.train import Batches
+from nasflow.train.stack import Stack
 
 #: A mid-sized candidate of the default MNIST-1D space (about 98k parameters).
 DEFAULT_ARCH = {
@@ -56,8 +62,6 @@ def _space(name: str) -> SearchSpace:
 def _data(space: SearchSpace, quick: bool, batch_size: int, seed: int) -> tuple[Batches, Batches]:
     if space.name != "mnist1d":
         raise ValueError(f"bench-stack has data for space 'mnist1d' only, got {space.name!r}")
-    from nasflow.data import load_mnist1d
-
     data = load_mnist1d(val_fraction=0.25, seed=seed)
     train, val = data.train, data.val
     if quick:
@@ -68,71 +72,23 @@ def _data(space: SearchSpace, quick: bool, batch_size: int, seed: int) -> tuple[
     )
 
 
-def _settings(args: argparse.Namespace, device: torch.device) -> dict[str, Any]:
-    amp = args.amp
-    if amp is None:
-        amp = "bf16" if device.type == "cpu" or torch.cuda.is_bf16_supported() else "fp16"
-    return {"amp": amp, "accumulation": args.accumulation}
+def run(
+    args: argparse.Namespace,
+    device: torch.device,
+    layers: Sequence[str],
+    settings: dict[str, Any],
+    out: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run the harness (or the auto calibration), print its table and return its
+    waterfall record.
 
-
-#: Layers that exist only on CPU (the rest run on CPU and GPU).
-CPU_LAYERS = ("denormal", "threads")
-
-
-def _check(args: argparse.Namespace, device: torch.device) -> list[str] | None:
-    """The ``--layers`` list (``None``: the device's default), after checking the options."""
-    layers = None
-    if args.layers is not None:
-        layers = [x.strip() for x in args.layers.split(",") if x.strip()]
-        bad = [x for x in layers if x not in LAYERS]
-        if bad or not layers or len(set(layers)) != len(layers):
-            raise ValueError(
-                f"--layers must name distinct layers from {LAYERS}, got {args.layers!r}"
-            )
-    for name in ("epochs", "batch_size", "accumulation"):
-        v = getattr(args, name)
-        if v is not None and v < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
-    if not 0 < args.target <= 1:
-        raise ValueError(f"--target must be in (0, 1], got {args.target}")
-    if device.type not in ("cpu", "cuda"):
-        raise ValueError(f"--device must be cpu or cuda, got {str(device)!r}")
-    return layers
-
-
-def _default_layers(device: torch.device, auto: bool) -> list[str]:
-    from nasflow.train.stack._auto import AUTO_LAYERS
-
-    names = AUTO_LAYERS if auto else LAYERS
-    return [n for n in names if device.type == "cpu" or n not in CPU_LAYERS]
-
-
-def write_figure(record: dict[str, Any], path: Path) -> None:
-    """The waterfall as an offline HTML file (plotly.js inlined)."""
-    from nasflow.report import StackData, StackLayer, plot_stack
-
-    data = StackData(
-        True,
-        record["baseline"],
-        record["device"],
-        [StackLayer(r["name"], r["alone"], r["cumulative"]) for r in record["layers"]],
-        record["end_to_end"],
-    )
-    plot_stack(data).write_html(str(path), include_plotlyjs=True)
-
-
-def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
-    """Run the harness (or the auto calibration) and print its table."""
-    from nasflow.train.stack._auto import auto_stack
-    from nasflow.train.stack._bench import bench_stack
-    from nasflow.train.stack._interleave import RunConfig
-    from nasflow.train.stack._overhead import format_overhead, trainer_overhead
-
-    try:
-        device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    except RuntimeError as e:
-        raise ValueError(f"--device {args.device!r}: {e}") from None
-    layers = _check(args, device) or _default_layers(device, args.auto)
+    Args:
+        args: The parsed options of ``nasflow bench-stack``.
+        device: Where to train.
+        layers: Layers to measure, in cumulative order.
+        settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
+        out: Where the table goes.
+    """
     space = _space(getattr(args, "space", "mnist1d"))
     if args.arch:
         arch = space.validate(Arch.from_json(args.arch))
@@ -155,7 +111,6 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
         target_accuracy=args.target,
         seed=args.seed,
     )
-    settings = _settings(args, device)
 
     def log(msg: str) -> None:
         if not args.quick:
@@ -206,6 +161,4 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
         payload = {**payload, "overhead": overhead}
     if args.json_path:
         Path(args.json_path).write_text(json.dumps(payload, indent=2, sort_keys=True))
-    if args.figure:
-        write_figure(record, Path(args.figure))
-    return 0
+    return record

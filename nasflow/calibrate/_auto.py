@@ -23,9 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from nasflow.space import Arch, SearchSpace
-from nasflow.train._loop import Batches
-from nasflow.train.stack._bench import (
+from nasflow.calibrate._bench import (
     BASELINE,
     QUALITY_TOLERANCE,
     REPLICA,
@@ -35,13 +33,15 @@ from nasflow.train.stack._bench import (
     stack_variants,
     variant_row,
 )
-from nasflow.train.stack._config import Stack
-from nasflow.train.stack._interleave import RunConfig, run_interleaved
-from nasflow.train.stack._measure import environment
+from nasflow.calibrate._interleave import RunConfig, run_interleaved
+from nasflow.calibrate._measure import environment
+from nasflow.space import Arch, SearchSpace
+from nasflow.train import Batches, evaluate, make_optimizer
+from nasflow.train.stack import LAYER_SPECS, Schedule, Stack
 
-#: Layers "auto" considers. Activation checkpointing is a memory layer (it always costs
-#: time), so it is switched on by the memory fit, never by a speed calibration.
-AUTO_LAYERS: tuple[str, ...] = ("amp", "accumulation", "denormal", "threads", "compile")
+#: Layers "auto" considers (``LayerSpec.auto``): not activation checkpointing, a memory
+#: layer that always costs time and is switched on by the memory fit.
+AUTO_LAYERS: tuple[str, ...] = tuple(spec.name for spec in LAYER_SPECS if spec.auto)
 
 
 @dataclass(frozen=True)
@@ -382,9 +382,6 @@ def probe_seconds(
     """``(seconds per training batch, seconds per validation pass)`` of the baseline,
     measured now (the calibration's budget check): the median of ``batches`` timed
     batches, so that one batch stalled by another process does not decide it."""
-    from nasflow.train._loop import evaluate, make_optimizer
-    from nasflow.train.stack._accumulation import Schedule
-
     torch.manual_seed(cfg.seed)
     model = make_model().to(device)
     step = Stack().build(

@@ -11,11 +11,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nasflow.train._loop import Batches, make_optimizer, warmup_cosine
-from nasflow.train._standalone import EpochTrainer, TrainConfig
-from nasflow.train.stack._accumulation import Schedule
-from nasflow.train.stack._config import Stack
-from nasflow.train.stack._measure import environment, quantiles
+from nasflow.calibrate._measure import environment, quantiles
+from nasflow.train import Batches, EpochTrainer, TrainConfig, make_optimizer, warmup_cosine
+from nasflow.train.stack import Schedule, Stack
 
 HAND = "hand-written loop"
 

@@ -17,14 +17,14 @@ import torch
 from torch import nn
 from torch.utils.data import TensorDataset
 
+from nasflow.calibrate._auto import auto_stack, choose_final, decide_layer
+from nasflow.calibrate._bench import BASELINE, REPLICA
+from nasflow.calibrate._interleave import RunConfig, run_interleaved
+from nasflow.calibrate._overhead import HAND, trainer_overhead
 from nasflow.cli import main
 from nasflow.report import stack_data
 from nasflow.train import Batches
 from nasflow.train.stack import LAYERS, Stack
-from nasflow.train.stack._auto import auto_stack, choose_final, decide_layer
-from nasflow.train.stack._bench import BASELINE, REPLICA
-from nasflow.train.stack._interleave import RunConfig, run_interleaved
-from nasflow.train.stack._overhead import HAND, trainer_overhead
 
 
 def test_quick_harness_measures_every_layer_alone_and_cumulatively(

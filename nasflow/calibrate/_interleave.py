@@ -24,11 +24,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from nasflow.train._loop import Batches, evaluate, make_optimizer
-from nasflow.train.stack._accumulation import Schedule
-from nasflow.train.stack._config import Stack
-from nasflow.train.stack._measure import ActivationMeter, state_bytes
-from nasflow.train.stack._step import StackStep
+from nasflow.calibrate._measure import state_bytes
+from nasflow.train import Batches, evaluate, make_optimizer
+from nasflow.train.stack import ActivationMeter, Schedule, Stack, StackStep
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,55 @@
+"""Calibration of the speedup stack: measure each layer on this machine, keep what pays.
+
+The step engine (``nasflow.train.stack``: the layers, ``StackStep``, the DDP gradient
+reducer) is what every training run executes. This package sits *above* the trainers
+and drives them: it trains the same network under several stacks side by side
+(``run_interleaved``), measures every layer alone and stacked cumulatively against the
+plain baseline (``bench_stack``, the ``nasflow bench-stack`` command), times the
+trainers against a hand-written loop (``trainer_overhead``), chooses the layers that
+measurably pay off (``auto_stack``; ``stack="auto"`` in a study) and stores that choice
+once per device in the study's database (``device_stack``). It is a sibling of ``train``
+rather than a part of it because it imports the trainers, and nothing in ``train``
+imports it: the engine below, its measurement above.
+"""
+
+from __future__ import annotations
+
+from nasflow.calibrate._auto import (
+    AUTO_LAYERS,
+    AutoResult,
+    auto_stack,
+    calibrate_for_space,
+    calibration_candidate,
+)
+from nasflow.calibrate._bench import BASELINE, REPLICA, BenchResult, bench_stack
+from nasflow.calibrate._interleave import RunConfig, VariantRecord, run_interleaved
+from nasflow.calibrate._overhead import format_overhead, trainer_overhead
+from nasflow.calibrate._store import (
+    RECALIBRATE_ENV,
+    DeviceStack,
+    StackCalibrationTable,
+    device_stack,
+    recalibration_requested,
+)
+
+__all__ = [
+    "AUTO_LAYERS",
+    "BASELINE",
+    "RECALIBRATE_ENV",
+    "REPLICA",
+    "AutoResult",
+    "BenchResult",
+    "DeviceStack",
+    "RunConfig",
+    "StackCalibrationTable",
+    "VariantRecord",
+    "auto_stack",
+    "bench_stack",
+    "calibrate_for_space",
+    "calibration_candidate",
+    "device_stack",
+    "format_overhead",
+    "recalibration_requested",
+    "run_interleaved",
+    "trainer_overhead",
+]
