@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,12 +51,6 @@ class TrainConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-
-
-def _loss(logits: torch.Tensor, y: torch.Tensor, smoothing: float) -> torch.Tensor:
-    if logits.dim() == 3:  # (B, T, V) -> (B*T, V)
-        logits, y = logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
-    return F.cross_entropy(logits, y, label_smoothing=smoothing)
 
 
 class EpochTrainer:
@@ -213,29 +206,3 @@ def train_standalone(
     test_acc = evaluate(model, test, device=device)[0] if test is not None else None
     return TrainResult(val_acc, test_acc, trainer.seconds, losses)
 
-
-def measure_step_time(
-    model: nn.Module,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    repeats: int = 5,
-    warmup: int = 2,
-) -> float:
-    """Median seconds of one training step (forward, backward, AdamW update) of ``model``.
-
-    The model is trained on a deep copy so its weights are untouched.
-    """
-    import copy
-
-    net = copy.deepcopy(model).train()
-    opt = make_optimizer(net.parameters(), 1e-3, 0.0)
-    times = []
-    for i in range(warmup + repeats):
-        t0 = time.perf_counter()
-        loss = _loss(net(x), y, 0.0)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if i >= warmup:
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)

@@ -384,6 +384,7 @@ def probe_seconds(
     batches, so that one batch stalled by another process does not decide it."""
     from nasflow.train._loop import evaluate, make_optimizer
     from nasflow.train.stack._accumulation import Schedule
+    from nasflow.train.stack._timer import device_clock
 
     torch.manual_seed(cfg.seed)
     model = make_model().to(device)
@@ -398,12 +399,11 @@ def probe_seconds(
     x, y = next(stream)
     step(x.to(device), y.to(device))  # warm-up
     times = []
+    _, clock = device_clock(device)
     for x, y in stream:
-        t0 = time.perf_counter()
+        t0 = clock()
         step(x.to(device), y.to(device))
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
         if len(times) == batches:
             break
     step.flush()
