@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from nasflow.train._loop import (
 )
 from nasflow.train._supernet import TrainingInterrupted, schedule_step
 from nasflow.train.stack._config import Stack
+from nasflow.train.stack._timer import device_clock
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,8 @@ class EpochTrainer:
             raise RuntimeError(f"already trained the planned {self.config.epochs} epochs")
         self.model.train()
         steps = len(self.train)
-        t0 = time.perf_counter()
+        _, clock = device_clock(self.device)  # wall time after the device's work
+        t0 = clock()
         stop = False
         try:
             for x, y in self.train.epoch(self.epoch, start=self.batch):
@@ -138,7 +139,7 @@ class EpochTrainer:
                     )
             self.stepper.flush()  # the epoch's partly accumulated step, if any
         finally:
-            self.seconds += time.perf_counter() - t0
+            self.seconds += clock() - t0
         losses, self._losses = self._losses, []
         self.epoch, self.batch = self.epoch + 1, 0
         return sum(losses) / max(1, len(losses))
