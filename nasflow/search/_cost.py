@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import optuna
@@ -23,10 +24,11 @@ from nasflow.train import measure_step_time
 from nasflow.train.stack import Stack
 
 
+@dataclass
 class CostEstimator(abc.ABC):
     """Seconds of one training step of a candidate, and its parameter count.
 
-    Args:
+    Attributes:
         space: The search space.
         supernet: The trained supernet (candidates are extracted copies).
         batch: A training batch ``(x, y)`` on ``device``: the input shape and dtype, and
@@ -41,21 +43,14 @@ class CostEstimator(abc.ABC):
     #: The ``StudySpec.cost`` name that selects the estimator.
     kind: ClassVar[str]
 
-    def __init__(
-        self,
-        space: SearchSpace,
-        supernet: Supernet,
-        batch: tuple[torch.Tensor, torch.Tensor],
-        device: torch.device | str,
-        stack: Stack | None,
-        *,
-        storage: str | None = None,
-        remeasure: bool = False,
-        log: Callable[[str], None] | None = None,
-    ) -> None:
-        self.space, self.supernet, self.batch = space, supernet, batch
-        self.device, self.stack = device, stack or Stack()
-        self.storage, self.remeasure, self.log = storage, remeasure, log or (lambda _m: None)
+    space: SearchSpace
+    supernet: Supernet
+    batch: tuple[torch.Tensor, torch.Tensor]
+    device: torch.device | str
+    stack: Stack | None
+    storage: str | None = None
+    remeasure: bool = False
+    log: Callable[[str], None] = lambda _m: None
 
     def prepare(self, study: optuna.Study, batch_size: int) -> None:  # noqa: B027
         """Called before the first estimate of each trial (nothing by default)."""
@@ -65,15 +60,13 @@ class CostEstimator(abc.ABC):
         """``(seconds of one training step of batch_size samples, parameter count)``."""
 
 
+@dataclass
 class PredictedCost(CostEstimator):
     """The hardware-aware cost model (``nasflow.cost.CostModel``), one per batch size, for
     the stack's precision; nothing runs on the device once its table exists."""
 
     kind = "model"
-
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
-        self.models: dict[int, CostModel] = {}
+    models: dict[int, CostModel] = field(default_factory=dict, init=False)
 
     def model(self, batch_size: int, *, remeasure: bool = False) -> CostModel:
         """The fitted cost model for ``batch_size`` (measures only what neither the
@@ -86,7 +79,7 @@ class PredictedCost(CostEstimator):
                 batch_size=batch_size,
                 storage_url=self.storage,
                 device=self.device,
-                precision=self.stack.amp or "fp32",
+                precision=self.stack.amp if self.stack and self.stack.amp else "fp32",
                 input_dtype=x.dtype,
             ).fit(remeasure=remeasure)
         return self.models[batch_size]

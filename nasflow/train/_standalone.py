@@ -206,4 +206,3 @@ def train_standalone(
     val_acc, _ = evaluate(model, val, device=device)
     test_acc = evaluate(model, test, device=device)[0] if test is not None else None
     return TrainResult(val_acc, test_acc, trainer.seconds, losses)
-
