@@ -61,6 +61,9 @@ def test_a_timed_step_is_one_optimizer_step_of_k_batches_per_batch() -> None:
     assert len(seconds) == 2
     assert timer.step.optimizer_steps == 3 and timer.step.batches_seen == 9
     assert timer.step.ks == [3, 3, 3] and timer.step.pending == 0
+    adaptive = StepTimer(_net(), Stack(accumulation="adaptive", k_max=2))
+    assert len(adaptive(*_batch(), 3)) == 3
+    assert adaptive.step.optimizer_steps == 3 and adaptive.step.pending == 0
 
 
 def test_the_stacks_precision_runs_the_timed_forward_passes() -> None:

@@ -108,12 +108,10 @@ class StepTimer:
     def _timed(self, x: torch.Tensor, y: torch.Tensor) -> float:
         taken, seen = self.step.optimizer_steps, self.step.batches_seen
         t0 = self.clock()
-        for _ in range(self._max_batches):
+        for _ in range(self._max_batches):  # a step takes at most k (or k_max) batches
             self.step(x, y)
             if self.step.optimizer_steps > taken:
                 break
-        else:  # (not reached: a step takes at most k_max batches)
-            self.step.flush()
         return (self.clock() - t0) / (self.step.batches_seen - seen)
 
 
