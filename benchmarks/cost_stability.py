@@ -9,11 +9,11 @@ the same fixed architectures with the study's recipe, and each architecture's la
 deviation from its median over the studies.
 
 Each study runs exactly what the study runner's scorer runs for its first candidate
-(``CandidateScorer.cost_model``: ``CostModel.for_space(space, input_shape, batch_size,
-storage_url=<the study's database>, ...).fit()``, then ``predict_train_seconds(arch,
-steps)``), for the default study ``studies/mnist1d.py`` (its space, batch size and
-training recipe), with torch's default thread count; supernet training and the search
-itself are skipped, as they do not touch the cost model.
+(its ``cost="model"`` estimator, ``PredictedCost.model``: ``CostModel.for_space(space,
+input_shape, batch_size, storage_url=<the study's database>, ...).fit()``, then
+``predict_train_seconds(arch, steps)``), for the default study ``studies/mnist1d.py``
+(its space, batch size and training recipe), with torch's default thread count; supernet
+training and the search itself are skipped, as they do not touch the cost model.
 
 With ``--baseline REV`` the same studies also run on the code of git revision ``REV``
 (exported with ``git archive`` into a temporary folder), interleaved with the current

@@ -37,7 +37,7 @@ from nasflow.calibrate._interleave import RunConfig, run_interleaved
 from nasflow.calibrate._measure import environment
 from nasflow.space import Arch, SearchSpace
 from nasflow.train import Batches, evaluate, make_optimizer
-from nasflow.train.stack import LAYER_SPECS, Schedule, Stack
+from nasflow.train.stack import LAYER_SPECS, Schedule, Stack, device_clock
 
 #: Layers "auto" considers (``LayerSpec.auto``): not activation checkpointing, a memory
 #: layer that always costs time and is switched on by the memory fit.
@@ -395,12 +395,11 @@ def probe_seconds(
     x, y = next(stream)
     step(x.to(device), y.to(device))  # warm-up
     times = []
+    _, clock = device_clock(device)
     for x, y in stream:
-        t0 = time.perf_counter()
+        t0 = clock()
         step(x.to(device), y.to(device))
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
         if len(times) == batches:
             break
     step.flush()

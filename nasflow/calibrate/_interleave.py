@@ -26,7 +26,7 @@ from torch import nn
 
 from nasflow.calibrate._measure import state_bytes
 from nasflow.train import Batches, evaluate, make_optimizer
-from nasflow.train.stack import ActivationMeter, Schedule, Stack, StackStep
+from nasflow.train.stack import ActivationMeter, Schedule, Stack, StackStep, device_clock
 
 
 @dataclass(frozen=True)
@@ -123,8 +123,6 @@ class _Runner:
                 break
         if last or done < n:  # the end: step on what was accumulated
             self.step.flush()
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
         return done
 
 
@@ -240,10 +238,11 @@ def _turn(
     meter = ActivationMeter() if rnd == 1 and device.type == "cpu" else None
     if rnd == 1 and device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+    _, clock = device_clock(device)
     try:
-        t0 = time.perf_counter()
+        t0 = clock()
         done = r.run_chunk(n, meter, last=position + n >= total)
-        seconds = time.perf_counter() - t0
+        seconds = clock() - t0
     except Exception as e:  # a layer that fails here must not take the whole run down
         rec.error = f"{type(e).__name__}: {e}"
         rec.error += "\n" + traceback.format_exc(limit=3)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,7 +12,7 @@ from torch import nn
 
 from nasflow.calibrate._measure import environment, quantiles
 from nasflow.train import Batches, EpochTrainer, TrainConfig, make_optimizer, warmup_cosine
-from nasflow.train.stack import Schedule, Stack
+from nasflow.train.stack import Schedule, Stack, device_clock
 
 HAND = "hand-written loop"
 
@@ -106,16 +105,15 @@ def _overhead(
     for m in models.values():
         m.train()
     names = list(steps)
+    _, clock = device_clock(device)
     for rnd in range(-(-total // chunk)):
         order = names[rnd % len(names) :] + names[: rnd % len(names)]
         for name in order:
-            t0 = time.perf_counter()
+            t0 = clock()
             for _, (x, y) in zip(range(chunk), streams[name], strict=False):
                 steps[name](x.to(device), y.to(device))
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
             if rnd > 0:  # round 0 is warm-up
-                times[name][rnd] = time.perf_counter() - t0
+                times[name][rnd] = clock() - t0
     rows = []
     for name in names:
         ratios = [times[name][r] / times[HAND][r] for r in times[name]]

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import torch
 
-#: Training precisions the latency table knows: plain fp32, or autocast to bfloat16.
-PRECISIONS: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16}
+from nasflow.train.stack import AMP_DTYPES
+
+#: Training precisions the latency table knows: plain fp32, or the speedup stack's
+#: autocast dtypes (``Stack.amp``).
+PRECISIONS: dict[str, torch.dtype] = {"fp32": torch.float32, **AMP_DTYPES}
 
 
 def check_precision(precision: str) -> str:
@@ -46,7 +49,7 @@ class DeviceFingerprint:
         device_name: The CPU model for ``cpu``, the GPU name for ``cuda``.
         cpu: The host CPU model (also recorded for GPU devices: it runs the Python side).
         threads: ``torch.get_num_threads()`` when the fingerprint was taken.
-        precision: ``"fp32"`` or ``"bf16"`` (autocast).
+        precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (autocast).
         timer: How latencies were timed (clock and statistic, ``timer_name``); empty for
             records that time nothing themselves. Left out of the JSON (and so of the key)
             when empty, so the keys of records that predate it stay valid.

@@ -8,9 +8,10 @@ another item).
 What is timed, and which statistic (``robust_seconds``), is chosen for a shared machine
 whose load comes and goes (see ``benchmarks/RESULTS.md``, "Cost-table stability"):
 
-- The clock (``clock_for``) is the calling thread's CPU time on a CPU device
-  (``time.thread_time``): time the thread spends waiting for a core that another process
-  holds is not counted. On a GPU it is wall time around synchronisations.
+- The clock (``nasflow.train.stack.device_clock`` with ``cpu_time=True``, the step
+  timer's) is the calling thread's CPU time on a CPU device (``time.thread_time``): time
+  the thread spends waiting for a core that another process holds is not counted. On a
+  GPU it is wall time, read after the device's queued work is done.
 - CPU time alone is not enough with several intra-op threads: torch's worker threads spin
   (and the calling thread with them) while one of them waits for a core, so a loaded
   iteration burns more CPU time too. Interference only ever *adds* time, so an item's
@@ -38,11 +39,11 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from nasflow.cost._fingerprint import PRECISIONS, check_precision
 from nasflow.cost._units import OpInstance, make_instance
+from nasflow.train.stack import Stack, StepTimer, device_clock
 
 #: ``median / best`` of the reference op's rounds above which the machine counts as
 #: loaded. On an idle machine the rounds agree within a few percent; with another
@@ -55,7 +56,7 @@ STATISTIC = "best of rounds"
 @dataclass(frozen=True)
 class OpTiming:
     """Measured raw seconds of one op instance (``robust_seconds`` of all its timed
-    iterations, on ``clock_for(device)``).
+    iterations, on ``device_clock(device, cpu_time=True)``).
 
     Attributes:
         fwd_bwd: Forward plus backward of the op alone, as a harness sees it.
@@ -74,15 +75,6 @@ class OpTiming:
     flops: int = 0
     params: int = 0
     description: str = ""
-
-
-def clock_for(device: torch.device | str) -> tuple[str, Callable[[], float]]:
-    """``(name, clock)``: the calling thread's CPU time on a CPU device (a loaded machine
-    steals wall time from a thread, not the CPU time it gets), wall time elsewhere (a
-    GPU's work is not the host thread's CPU time; timings synchronise around it)."""
-    if torch.device(device).type == "cpu":
-        return "thread CPU time", time.thread_time
-    return "wall time", time.perf_counter
 
 
 def timer_name(device: torch.device | str) -> str:
@@ -209,11 +201,6 @@ def check_count(name: str, value: int, minimum: int) -> int:
     return value
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """The autocast context of a precision (a no-op context for fp32)."""
     if check_precision(precision) == "fp32":
@@ -264,24 +251,22 @@ class _OpHarness:
             out = self.module(self.x)
         self.grad = torch.randn_like(out) if out.requires_grad else None
 
-    def run(self, clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
+    def run(self, clock: Callable[[], float] | None = None) -> tuple[float, float]:
         """One iteration; returns (forward+backward seconds, optimizer seconds) on
-        ``clock``."""
+        ``clock`` (a ``device_clock``; default: the device's wall clock)."""
+        clock = clock or device_clock(self.device)[1]
         if self.x.requires_grad:
             self.x.grad = None
         for p in self.params:
             p.grad = None
-        _sync(self.device)
         t0 = clock()
         with autocast(self.device, self.precision):
             out = self.module(self.x)
         if self.grad is not None:
             out.backward(self.grad)
-        _sync(self.device)
         t1 = clock()
         if self.opt is not None:
             self.opt.step()
-            _sync(self.device)
         return t1 - t0, clock() - t1
 
 
@@ -329,7 +314,7 @@ def measure_ops(
     Args:
         units: Op instances; duplicates (same key) are timed once.
         device: Where to time.
-        precision: ``"fp32"`` or ``"bf16"`` (autocast).
+        precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (autocast).
         warmup: Untimed iterations at an op's first visit.
         rounds: Visits per op.
         iters: Timed iterations per visit.
@@ -337,14 +322,14 @@ def measure_ops(
 
     Returns:
         The timings (``robust_seconds`` of all of an op's timed iterations, on
-        ``clock_for(device)``; ``flops``/``params``/``description`` are left for the
-        caller) and the machine's stability.
+        ``device_clock(device, cpu_time=True)``; ``flops``/``params``/``description`` are
+        left for the caller) and the machine's stability.
     """
     dev = torch.device(device)
     check_count("warmup", warmup, 0)
     check_count("rounds", rounds, 1)
     check_count("iters", iters, 1)
-    clock_name, clock = clock_for(dev)
+    clock_name, clock = device_clock(dev, cpu_time=True)
     ref = reference_unit()
     by_key = {u.key: u for u in units}
     distinct = list(by_key.values())
@@ -375,7 +360,7 @@ def measure_ops(
             ref_rounds.append(robust_seconds(visit))
             ref_walls.append(min(walls))
     stability = assess_reference(
-        clock_name, ref_rounds, None if clock is time.perf_counter else ref_walls
+        clock_name, ref_rounds, ref_walls if clock is time.thread_time else None
     )
     timings = {
         u.key: OpTiming(robust_seconds(fb[i]), robust_seconds(opt[i]), _spread(fb[i]), len(fb[i]))
@@ -401,43 +386,6 @@ def time_ops(
     ).timings
 
 
-def _loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    if out.dim() == 3:  # (B, T, V) -> (B*T, V)
-        out, y = out.reshape(-1, out.shape[-1]), y.reshape(-1)
-    return F.cross_entropy(out, y)
-
-
-class _StepHarness:
-    """One whole-network training step: forward, cross-entropy, backward, AdamW step.
-
-    The same work as ``nasflow.train.measure_step_time`` (AdamW, ``zero_grad`` to
-    ``None``), so predictions and the search runner's measurements mean the same thing.
-    """
-
-    def __init__(
-        self,
-        net: nn.Module,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        device: torch.device,
-        precision: str,
-    ) -> None:
-        self.net, self.x, self.y = net.to(device).train(), x.to(device), y.to(device)
-        self.device, self.precision = device, precision
-        self.opt = torch.optim.AdamW(self.net.parameters(), lr=1e-3, weight_decay=0.0)
-
-    def run(self, clock: Callable[[], float] = time.perf_counter) -> float:
-        _sync(self.device)
-        t0 = clock()
-        with autocast(self.device, self.precision):
-            loss = _loss(self.net(self.x), self.y)
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        self.opt.step()
-        _sync(self.device)
-        return clock() - t0
-
-
 def time_steps(
     builders: Sequence[Callable[[], nn.Module]],
     batch: tuple[torch.Tensor, torch.Tensor],
@@ -449,14 +397,15 @@ def time_steps(
     iters: int = 3,
     seed: int = 0,
 ) -> np.ndarray:
-    """Training-step seconds of several networks, interleaved in rounds, on
-    ``clock_for(device)`` (the thread's CPU time on a CPU), as the op table is timed.
+    """Training-step seconds of several networks, interleaved in rounds, timed by the
+    step timer (``StepTimer``: AdamW through the ``Stack`` of ``precision``) on the
+    thread's CPU time on a CPU, as the op table is timed.
 
     Args:
         builders: Each builds one network (called once, at its first visit).
         batch: The ``(x, y)`` batch every step trains on.
         device: Where to train.
-        precision: ``"fp32"`` or ``"bf16"`` (autocast).
+        precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (the stack's autocast).
         warmup: Untimed steps at a network's first visit.
         rounds: Visits per network.
         iters: Timed steps per visit.
@@ -470,17 +419,15 @@ def time_steps(
     check_count("warmup", warmup, 0)
     check_count("rounds", rounds, 1)
     check_count("iters", iters, 1)
-    _, clock = clock_for(dev)
-    harnesses: list[_StepHarness | None] = [None] * len(builders)
+    stack = Stack(amp=None if check_precision(precision) == "fp32" else precision)
+    timers: list[StepTimer | None] = [None] * len(builders)
     visits = [0] * len(builders)
     out = np.zeros((rounds, len(builders)))
     for i in _rounds(len(builders), rounds, seed):
-        h = harnesses[i]
-        if h is None:
-            h = harnesses[i] = _StepHarness(builders[i](), *batch, dev, precision)
-            for _ in range(warmup):
-                h.run(clock)
-        h.run(clock)
-        out[visits[i], i] = robust_seconds([h.run(clock) for _ in range(iters)])
+        timer = timers[i]
+        if timer is None:
+            timer = timers[i] = StepTimer(builders[i](), stack, dev, cpu_time=True)
+            timer(*batch, 0, warmup=warmup)
+        out[visits[i], i] = robust_seconds(timer(*batch, iters, warmup=1))
         visits[i] += 1
     return out

@@ -52,7 +52,6 @@ from nasflow.cost._measure import (
     OpTiming,
     Stability,
     check_count,
-    clock_for,
     measure_ops,
     robust_seconds,
     time_steps,
@@ -63,6 +62,7 @@ from nasflow.cost._trace import PathTracer, meta_supernet
 from nasflow.cost._units import OpInstance, null_optimizer_unit, null_unit
 from nasflow.errors import NasflowError
 from nasflow.space import Arch, SearchSpace
+from nasflow.train.stack import device_clock
 
 #: Path architectures whose op instances are kept in memory.
 _UNIT_CACHE = 4096
@@ -104,7 +104,9 @@ class CostModel:
         batch_size: Samples per training step.
         table: The latency table (shared by every model on this database): the study's.
         device: Where the candidates train.
-        precision: ``"fp32"`` or ``"bf16"`` (autocast).
+        precision: ``"fp32"``, ``"bf16"`` or ``"fp16"``: the training precision predicted
+            for (the study's ``Stack.amp``; ops and calibration steps run under its
+            autocast, and the table keys rows by it).
         input_dtype: Input dtype (``torch.long`` for token ids).
         measure_missing: Measure op instances missing from the table when a prediction
             needs them (else raise ``MissingLatencyError``).
@@ -184,7 +186,7 @@ class CostModel:
             batch_size: Samples per training step.
             storage_url: ``None``, a file path, ``sqlite:///FILE`` or ``postgresql://...``.
             device: Where the candidates train.
-            precision: ``"fp32"`` or ``"bf16"``.
+            precision: ``"fp32"``, ``"bf16"`` or ``"fp16"``.
             share: Reuse (and feed) the shared table.
             **kwargs: Passed to ``CostModel``.
         """
@@ -475,7 +477,7 @@ class CostModel:
         """Set ``stability`` and store it (study table; shared table when measured now)."""
         fp, ctx = self.fingerprint, self.context_key
         if source == STORED and self.stability is not None:
-            self.stability = {**self.stability, "source": STORED}
+            self.stability = {**self.stability, "source": STORED, "precision": self.precision}
             return
         previous: dict[str, Any] | None = None
         if source == SHARED and self.shared is not None:
@@ -487,7 +489,7 @@ class CostModel:
         record: dict[str, Any] = dict(previous or {})
         if source == MEASURED and self._measured is not None:
             record.update(self._measured.to_dict())
-        record.setdefault("clock", clock_for(self.device)[0])
+        record.setdefault("clock", device_clock(self.device, cpu_time=True)[0])
         record.setdefault("statistic", STATISTIC)
         if self._calibration_ratio is not None:
             record["calibration_ratio"] = self._calibration_ratio
@@ -500,6 +502,7 @@ class CostModel:
                 "ops_reused_from_shared": int(self._reused),
                 "shared_table": self.shared.safe_url if self.shared is not None else None,
                 "device": fp.describe(),
+                "precision": self.precision,
             }
         )
         self.stability = record

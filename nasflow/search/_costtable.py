@@ -39,6 +39,8 @@ def format_cost_table(record: Any) -> list[str]:
         where = f"kept in this study's database (measured {when})"
     clock = record.get("clock", "?")
     parts = [f"best of rounds, {clock}"]
+    if record.get("precision"):
+        parts.append(f"predicts {record['precision']} training steps")
     if isinstance(record.get("reference_seconds"), (int, float)):
         parts.append(
             f"reference op {1e3 * record['reference_seconds']:.3f} ms measured, typical "

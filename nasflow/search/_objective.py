@@ -17,10 +17,9 @@ import torch
 from optuna.trial import TrialState
 from torch import nn
 
-from nasflow.cost import CostModel
 from nasflow.errors import NasflowError
 from nasflow.search._compat import set_constraints
-from nasflow.search._costtable import COST_TABLE_KEY, format_cost_table, remeasure_requested
+from nasflow.search._cost import COST_ESTIMATORS
 from nasflow.search._dedup import reuse_score
 from nasflow.search._pareto_pruner import promoted
 from nasflow.search._recovery import TrialInterrupted, original_number
@@ -37,9 +36,9 @@ from nasflow.train import (
     evaluate,
     list_checkpoints,
     load_latest,
-    measure_step_time,
     save_checkpoint,
 )
+from nasflow.train.stack import Stack
 
 #: Trial user attribute: the objective vector at the supernet's weights (screening).
 SCREEN_KEY = "nasflow:screen"
@@ -73,13 +72,12 @@ def arch_summary(space: SearchSpace, arch: Arch) -> str:
     return " ".join(parts)
 
 
-def count_params(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
 @dataclass
 class CandidateScorer:
     """Scores trials: cost, budget gate, BN-recalibrated accuracy, optional fine-tuning.
+
+    The cost comes from the ``CostEstimator`` that ``spec.cost`` names (``estimator``),
+    for ``spec.stack`` (a resolved ``Stack`` or ``None``) and its precision.
 
     An architecture already scored in the study (a COMPLETE trial with the same ``arch``)
     is not scored again: the trial reuses its values and records ``duplicate_of``.
@@ -121,60 +119,26 @@ class CandidateScorer:
 
     def __post_init__(self) -> None:
         x, y = next(iter(self.train.epoch(0)))
-        self._timing_batch = (x.to(self.device), y.to(self.device))
-        self._cost_models: dict[int, CostModel] = {}
-
-    def cost_model(self, batch_size: int, *, remeasure: bool = False) -> CostModel:
-        """The fitted cost model for ``batch_size`` (measures only what neither the
-        study's nor the shared table has, or everything with ``remeasure``)."""
-        if batch_size not in self._cost_models:
-            x = self._timing_batch[0]
-            self._cost_models[batch_size] = CostModel.for_space(
-                self.spec.space,
-                input_shape=tuple(x.shape[1:]),
-                batch_size=batch_size,
-                storage_url=self.cost_storage,
-                device=self.device,
-                input_dtype=x.dtype,
-            ).fit(remeasure=remeasure)
-        return self._cost_models[batch_size]
-
-    def _fit_cost_table(self, study: optuna.Study, batch_size: int) -> None:
-        """Fit the cost model of ``batch_size`` at its first use and record how stable
-        its table is in the study (the first record only: a resumed study keeps its
-        table, and is not re-measured)."""
-        if self.spec.cost != "model" or batch_size in self._cost_models:
-            return
-        stored = study.user_attrs.get(COST_TABLE_KEY)
-        wanted = self.remeasure_costs or remeasure_requested()
-        if wanted and isinstance(stored, dict):
-            self._log("cost table: not re-measured (a study keeps the table it started with)")
-        model = self.cost_model(batch_size, remeasure=wanted and not isinstance(stored, dict))
-        record = {**(model.stability or {}), "batch_size": batch_size}
-        if not isinstance(stored, dict):
-            study.set_user_attr(COST_TABLE_KEY, record)
-        for line in format_cost_table(record):
-            self._log(line)
+        self.estimator = COST_ESTIMATORS[self.spec.cost](
+            self.spec.space,
+            self.supernet,
+            (x.to(self.device), y.to(self.device)),
+            self.device,
+            self.spec.stack if isinstance(self.spec.stack, Stack) else None,
+            storage=self.cost_storage,
+            remeasure=self.remeasure_costs,
+            log=self._log,
+        )
 
     def _steps(self, recipe: TrainConfig) -> int:
         return len(self.train.dataset) // recipe.batch_size * recipe.epochs  # type: ignore[arg-type]
 
     def predicted_cost(self, arch: Arch, recipe: TrainConfig) -> tuple[float, int]:
-        """``(training cost in seconds, parameter count)`` of ``arch``, before any training.
-
-        With ``spec.cost == "model"`` both come from the cost model (nothing runs on the
-        device once its table exists); with ``"measure"`` the candidate is extracted and
-        its median training-step time is measured now. Either way the cost is the step
-        time times the recipe's number of steps.
-        """
-        if self.spec.cost == "model":
-            model = self.cost_model(recipe.batch_size)
-            path = self.spec.space.path(arch)
-            return model.predict_train_seconds(path, self._steps(recipe)), model.params(path)
-        net = self.supernet.extract(self.spec.space.path(arch)).to(self.device)
-        x, y = self._timing_batch
-        step = measure_step_time(net, x[: recipe.batch_size], y[: recipe.batch_size])
-        return step * self._steps(recipe), count_params(net)
+        """``(training cost in seconds, parameter count)`` of ``arch``, before any training:
+        the estimator's step time (``spec.cost``: predicted or measured) times the
+        recipe's number of steps."""
+        step, params = self.estimator.step(arch, recipe.batch_size)
+        return step * self._steps(recipe), params
 
     def values(self, acc: float, cost: float, params: int, loss: float) -> list[float]:
         ppl = math.inf if loss > 700 else math.exp(loss)  # (math.exp overflows past ~709)
@@ -225,7 +189,7 @@ class CandidateScorer:
     def _score(self, trial: optuna.Trial, arch: Arch, folder: Path | None) -> float | list[float]:
         spec = self.spec
         recipe = recipe_for(arch, spec.train)
-        self._fit_cost_table(trial.study, recipe.batch_size)
+        self.estimator.prepare(trial.study, recipe.batch_size)
         cost, params = self.predicted_cost(arch, recipe)
         trial.set_user_attr("params", params)
         trial.set_user_attr("train_cost", cost)

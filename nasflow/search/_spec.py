@@ -16,6 +16,7 @@ import optuna
 from nasflow.bench import TabularBenchmark
 from nasflow.data import DataBundle
 from nasflow.errors import NasflowError
+from nasflow.search._cost import COST_ESTIMATORS
 from nasflow.search._trust import TrustProbe
 from nasflow.space import SearchSpace
 from nasflow.train import SupernetConfig, TrainConfig
@@ -33,7 +34,7 @@ PRUNERS = ("auto", "hyperband", "asha", "pareto", "none")
 SAMPLERS = ("auto", "tpe", "nsga2", "random", "evolution")
 #: Hyper-parameter labels that override the training recipe when a space declares them.
 RECIPE_KEYS = ("lr", "weight_decay", "batch_size")
-COSTS = ("model", "measure")
+COSTS = tuple(COST_ESTIMATORS)
 
 
 class StudyFileError(NasflowError, ValueError):

@@ -15,7 +15,6 @@ from nasflow.train._standalone import (
     EpochTrainer,
     TrainConfig,
     TrainResult,
-    measure_step_time,
     train_standalone,
 )
 from nasflow.train._supernet import (
@@ -25,6 +24,7 @@ from nasflow.train._supernet import (
     SupernetTrainer,
     supernet_step,
 )
+from nasflow.train.stack._timer import measure_step_time
 
 __all__ = [
     "Batches",

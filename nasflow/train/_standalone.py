@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import functools
-import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +21,7 @@ from nasflow.train._loop import (
     warmup_cosine,
 )
 from nasflow.train._supernet import schedule_step
-from nasflow.train.stack import Stack
+from nasflow.train.stack import Stack, device_clock
 
 
 @dataclass(frozen=True)
@@ -53,12 +51,6 @@ class TrainConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-
-
-def _loss(logits: torch.Tensor, y: torch.Tensor, smoothing: float) -> torch.Tensor:
-    if logits.dim() == 3:  # (B, T, V) -> (B*T, V)
-        logits, y = logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
-    return F.cross_entropy(logits, y, label_smoothing=smoothing)
 
 
 class EpochTrainer:
@@ -131,7 +123,8 @@ class EpochTrainer:
             raise RuntimeError(f"already trained the planned {self.config.epochs} epochs")
         self.model.train()
         steps = len(self.train)
-        t0 = time.perf_counter()
+        _, clock = device_clock(self.device)  # wall time after the device's work
+        t0 = clock()
         stop = False
         try:
             for x, y in self.train.epoch(self.epoch, start=self.batch):
@@ -146,7 +139,7 @@ class EpochTrainer:
                     )
             self.stepper.flush()  # the epoch's partly accumulated step, if any
         finally:
-            self.seconds += time.perf_counter() - t0
+            self.seconds += clock() - t0
         losses, self._losses = self._losses, []
         self.epoch, self.batch = self.epoch + 1, 0
         return sum(losses) / max(1, len(losses))
@@ -213,30 +206,3 @@ def train_standalone(
     val_acc, _ = evaluate(model, val, device=device)
     test_acc = evaluate(model, test, device=device)[0] if test is not None else None
     return TrainResult(val_acc, test_acc, trainer.seconds, losses)
-
-
-def measure_step_time(
-    model: nn.Module,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    repeats: int = 5,
-    warmup: int = 2,
-) -> float:
-    """Median seconds of one training step (forward, backward, AdamW update) of ``model``.
-
-    The model is trained on a deep copy so its weights are untouched.
-    """
-    import copy
-
-    net = copy.deepcopy(model).train()
-    opt = make_optimizer(net.parameters(), 1e-3, 0.0)
-    times = []
-    for i in range(warmup + repeats):
-        t0 = time.perf_counter()
-        loss = _loss(net(x), y, 0.0)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if i >= warmup:
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)

@@ -216,6 +216,7 @@ def test_bf16_rows_are_kept_apart_from_fp32(toy_url: str) -> None:
     assert bf16.stats.measured_ops == fp32.stats.measured_ops  # nothing shared
     assert bf16.table.count(bf16.fingerprint) == fp32.table.count(fp32.fingerprint)
     assert bf16.predict_step_seconds({"l0": "big", "l1": "skip"}) > 0
+    assert bf16.stability["precision"] == "bf16" and fp32.stability["precision"] == "fp32"
 
 
 def test_accuracy_refuses_calibration_paths(toy_url: str) -> None:

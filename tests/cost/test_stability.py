@@ -19,8 +19,8 @@ from nasflow.cost import (
     measure_ops,
     robust_seconds,
 )
-from nasflow.cost._measure import clock_for
 from nasflow.cost._units import make_instance
+from nasflow.train.stack import device_clock
 from tests.cost.test_model import ToyMLPSpace
 
 
@@ -66,7 +66,7 @@ def test_robust_statistic_ignores_outlier_rounds_even_a_majority() -> None:
 
 
 def test_cpu_device_is_timed_in_thread_cpu_time() -> None:
-    name, clock = clock_for("cpu")
+    name, clock = device_clock("cpu", cpu_time=True)
     assert clock is time.thread_time and "CPU" in name
     # 20 ms of sleeping per forward is wall time, not CPU time: it must not be counted.
     unit = _unit(_Sleepy(), "sleepy")

@@ -33,6 +33,7 @@ def test_a_second_study_reuses_the_first_studys_cost_table(
     assert record["clock"] == "thread CPU time" and isinstance(record["loaded"], bool)
     assert "cost table" in text and "measured by this study" in text
     assert "reference op" in text and str(shared) in text
+    assert record["precision"] == "fp32" and "predicts fp32 training steps" in text
 
     second, text = _study(tmp_path / "b")  # a fresh study database, same device
     again = second.study.user_attrs[COST_TABLE_KEY]

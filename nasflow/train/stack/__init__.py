@@ -36,10 +36,12 @@ from nasflow.train.stack._ddp import (
     shard,
 )
 from nasflow.train.stack._gate import ActivationMeter, largest_micro_batch, measured_step_bytes
-from nasflow.train.stack._precision import FlushDenormal, MixedPrecision, Threads
+from nasflow.train.stack._precision import AMP_DTYPES, FlushDenormal, MixedPrecision, Threads
 from nasflow.train.stack._step import StackStep
+from nasflow.train.stack._timer import StepTimer, device_clock, synchronize
 
 __all__ = [
+    "AMP_DTYPES",
     "CPU_LAYERS",
     "LAYERS",
     "LAYER_SPECS",
@@ -59,10 +61,12 @@ __all__ = [
     "Stack",
     "StackLayer",
     "StackStep",
+    "StepTimer",
     "Threads",
     "adaptive_k",
     "broadcast_module",
     "ddp_supernet_step",
+    "device_clock",
     "init_from_env",
     "is_rank_zero",
     "largest_micro_batch",
@@ -70,4 +74,5 @@ __all__ = [
     "measured_step_bytes",
     "schedule_factor",
     "shard",
+    "synchronize",
 ]
