@@ -35,8 +35,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nasflow.search import StudyRunner, load_study_file  # noqa: E402
-from nasflow.search._baseline import read_baseline  # noqa: E402
+from nasflow.search import StudyRunner, load_study_file, read_baseline  # noqa: E402
 
 
 def run_variant(spec, runs: Path, supernet_from: Path | None) -> dict:

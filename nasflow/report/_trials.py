@@ -13,10 +13,10 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nasflow import names
-from nasflow.report._records import retrain_records
+from nasflow._compat import get_constraints
+from nasflow.record import retrain_records
 from nasflow.report._study import Summarizer, generic_summary, objective_names
 from nasflow.search import non_dominated_sort, pareto_trials
-from nasflow.search._compat import get_constraints
 
 #: Point statuses of a trade-off figure.
 FRONT, DOMINATED, INFEASIBLE, OVER_BUDGET = "front", "dominated", "infeasible", "over budget"

@@ -17,11 +17,11 @@ import torch
 from optuna.trial import TrialState
 from torch import nn
 
+from nasflow._compat import set_constraints
 from nasflow.cost import CostModel
 from nasflow.errors import NasflowError
-from nasflow.search._compat import set_constraints
-from nasflow.search._costtable import COST_TABLE_KEY, format_cost_table, remeasure_requested
-from nasflow.search._dedup import reuse_score
+from nasflow.record import COST_TABLE_KEY, SCREEN_KEY, reuse_score
+from nasflow.search._costtable import format_cost_table, remeasure_requested
 from nasflow.search._pareto_pruner import promoted
 from nasflow.search._recovery import TrialInterrupted, original_number
 from nasflow.search._spec import RECIPE_KEYS, StudySpec
@@ -40,9 +40,6 @@ from nasflow.train import (
     measure_step_time,
     save_checkpoint,
 )
-
-#: Trial user attribute: the objective vector at the supernet's weights (screening).
-SCREEN_KEY = "nasflow:screen"
 
 
 class CandidateError(NasflowError, RuntimeError):

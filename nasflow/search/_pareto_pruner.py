@@ -38,19 +38,12 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
+from nasflow.record import LAST_STEP_KEY, LAST_VALUES_KEY, rung_key
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
 
 __all__ = ["ParetoSuccessiveHalvingPruner", "report", "should_prune"]
 
-_ATTR_PREFIX = "nasflow:"
-LAST_STEP_KEY = f"{_ATTR_PREFIX}last_step"
-LAST_VALUES_KEY = f"{_ATTR_PREFIX}last_values"
 _COMPETING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
-
-
-def rung_key(rung: int) -> str:
-    """User-attribute key holding a trial's objective vector at rung ``rung``."""
-    return f"{_ATTR_PREFIX}rung_{rung}"
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:

@@ -24,9 +24,7 @@ import torch
 
 from nasflow._files import atomic_write
 from nasflow.errors import NasflowError
-
-#: Key of the content digest inside a saved state.
-DIGEST_KEY = "nasflow:sha256"
+from nasflow.record import DIGEST_KEY
 
 
 class CheckpointError(NasflowError, RuntimeError):

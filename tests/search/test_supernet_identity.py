@@ -10,9 +10,9 @@ import optuna
 import pytest
 
 from nasflow.cli import main
+from nasflow.record import SUPERNET_IDENTITY_KEY as SUPERNET_KEY
 from nasflow.search import StudyMismatchError, StudyRunner, load_study_file
-from nasflow.search._runner import SUPERNET_KEY
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 FAST = "study = study.replace(cost='measure')"  # (the cost model measures every op: slow)
 EPOCHS_2 = FAST + "\nstudy = study.replace(supernet=SupernetConfig(epochs=2, batch_size=50))"
