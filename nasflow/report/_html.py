@@ -15,7 +15,6 @@ from nasflow import record
 from nasflow._files import atomic_write
 from nasflow.report._figures import table_cells
 from nasflow.report._report import ReportData, ReportFigure, report_data, report_figures
-from nasflow.report._study import objective_names
 from nasflow.report._trials import ParetoTable
 from nasflow.space import SearchSpace
 
@@ -50,7 +49,7 @@ def _table_html(table: ParetoTable) -> str:
 
 
 def _meta_html(study: optuna.Study, storage_label: str) -> str:
-    names = objective_names(study)
+    names = record.study_metric_names(study)
     pairs = zip(names, study.directions, strict=True)
     dirs = ", ".join(f"{n} ({d.name.lower()})" for n, d in pairs)
     states = [t.state for t in study.get_trials(deepcopy=False)]

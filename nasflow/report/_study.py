@@ -60,8 +60,3 @@ def summarizer(study: optuna.Study, space: SearchSpace | None = None) -> Summari
 
     return summarize
 
-
-def objective_names(study: optuna.Study) -> list[str]:
-    """What the study's objectives are called: its Optuna ``metric_names``, else derived
-    from ``nasflow:objectives``, else ``objective 0..`` (``record.study_metric_names``)."""
-    return record.study_metric_names(study)

@@ -158,8 +158,8 @@ class StudyRunner:
         checkpoint_every: int = 0,
     ) -> None:
         self.spec = spec
-        self.out = Path(out_dir) / spec.name
-        self.folder = RunFolder(self.out)
+        self.folder = RunFolder.of(out_dir, spec.name)
+        self.out = self.folder.root
         if storage is None:
             storage = spec.storage
         if storage is None and spec.study is not None:
