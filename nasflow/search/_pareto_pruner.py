@@ -109,8 +109,8 @@ class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
     Rung ``k`` sits at resource ``r_k = min_resource * reduction_factor**(k +
     min_early_stopping_rate)`` (a resource is a step, e.g. the number of finished epochs). When a
     trial first reaches a step ``>= r_k`` its objective vector is stored in the user attribute
-    ``"nasflow:rung_{k}"`` and compared with every COMPLETE, PRUNED or RUNNING trial that stored
-    that rung. The trial is promoted (kept running) when, in this order:
+    ``nasflow:rung_{k}`` (``record.rung_key``) and compared with every COMPLETE, PRUNED or
+    RUNNING trial that stored that rung. The trial is promoted (kept running) when, in this order:
 
     1. its vector has no NaN (otherwise it is pruned: NaN counts as worst);
     2. at least ``bootstrap_count`` other trials already reached the rung (otherwise pruned,
