@@ -3,8 +3,8 @@
 ``RUNS/NAME/winners/trial-N/`` (``nasflow.record.RunFolder.winner``) holds
 ``model.safetensors`` (the weights of trial ``N``'s architecture retrained from scratch) and
 ``record.json`` (what was trained and how: space, fingerprint, architecture, recipe, seed,
-speedup stack, data; what it scored: test and
-validation accuracy of these weights, measured training seconds; the weights' SHA-256).
+speedup stack, data; what it scored: test and validation accuracy of these weights,
+measured training seconds; the weights' SHA-256).
 Both files are written atomically (temporary file, fsync, rename), the weights first, so a
 winner counts as saved only once its record exists and the weights match the record's
 checksum. A re-run of a study reuses a saved winner whose record matches what it would
