@@ -1,7 +1,7 @@
 """B4: storage overhead per trial, SQLite vs PostgreSQL, with 1, 2 and 4 worker processes.
 
 Each worker process opens the storage exactly as ``nasflow search``/``worker`` do
-(``nasflow.search._storage.open_storage``: RDB storage with heartbeats and the retry
+(``nasflow.storage.open_storage``: RDB storage with heartbeats and the retry
 callback) and runs trials whose objective does no work but writes what a nasflow trial
 writes (the arch, params, train_cost and supernet_accuracy user attributes, two objective
 values, one intermediate rung vector). What is measured is therefore the storage's cost:
@@ -42,7 +42,8 @@ POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 def _worker(url: str, name: str, n: int, barrier) -> None:  # type: ignore[no-untyped-def]
     import optuna
 
-    from nasflow.search._storage import open_storage, resolve_storage
+    from nasflow.record import rung_key
+    from nasflow.storage import open_storage, resolve_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = open_storage(resolve_storage(url, "unused"))
@@ -55,7 +56,7 @@ def _worker(url: str, name: str, n: int, barrier) -> None:  # type: ignore[no-un
         trial.set_user_attr("params", 1000)
         trial.set_user_attr("train_cost", 1.0)
         trial.set_user_attr("supernet_accuracy", 0.9)
-        trial.set_user_attr("nasflow:rung_0", [0.9, 1.0])
+        trial.set_user_attr(rung_key(0), [0.9, 1.0])
         return 0.9, 1.0
 
     barrier.wait(timeout=120)
@@ -71,7 +72,7 @@ def run(url: str, workers: int, trials: int) -> dict[str, float]:
     """Wall seconds for ``trials`` trials shared by ``workers`` processes on ``url``."""
     import optuna
 
-    from nasflow.search._storage import open_storage, resolve_storage
+    from nasflow.storage import open_storage, resolve_storage
 
     name = f"b4_{uuid.uuid4().hex[:8]}"
     storage = open_storage(resolve_storage(url, "unused"))
@@ -103,8 +104,8 @@ def curve(n: int, windows: int, path: str) -> list[tuple[int, int, float, float,
 
     import optuna
 
-    from nasflow.search._optuna import study_sampler
-    from nasflow.search._storage import open_storage, resolve_storage
+    from nasflow.search import study_sampler
+    from nasflow.storage import open_storage, resolve_storage
     from studies.mnist1d import study as spec
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)

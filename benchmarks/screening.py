@@ -35,14 +35,14 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nasflow.search import StudyRunner, load_study_file  # noqa: E402
-from nasflow.search._baseline import read_baseline  # noqa: E402
+from nasflow.record import RunFolder  # noqa: E402
+from nasflow.search import StudyRunner, load_study_file, read_baseline  # noqa: E402
 
 
 def run_variant(spec, runs: Path, supernet_from: Path | None) -> dict:
     """Run one study; CPU-seconds of each phase measured as process time around it."""
     if supernet_from is not None:  # the same supernet: load its final checkpoint
-        shutil.copytree(supernet_from, runs / spec.name / "supernet")
+        shutil.copytree(supernet_from, RunFolder.of(runs, spec.name).supernet)
     runner = StudyRunner(spec, out_dir=runs, progress=False, log=lambda _: None)
     cpu0 = time.process_time()
     result = runner.run()
@@ -87,7 +87,7 @@ def main() -> None:
             )
             for variant, spec, src in (
                 ("one-shot", one, None),
-                ("screen+finetune", scr, runs / one.name / "supernet"),
+                ("screen+finetune", scr, RunFolder.of(runs, one.name).supernet),
             ):
                 row = {"seed": seed, "variant": variant, **run_variant(spec, runs, src)}
                 t = row["test_accuracy"]

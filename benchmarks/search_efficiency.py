@@ -77,9 +77,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from nasflow.data import DataBundle  # noqa: E402
-from nasflow.search import StudyRunner, StudySpec, load_study_file  # noqa: E402
-from nasflow.search._objective import recipe_for  # noqa: E402
-from nasflow.search._pareto import non_dominated_sort  # noqa: E402
+from nasflow.search import (  # noqa: E402
+    StudyRunner,
+    StudySpec,
+    load_study_file,
+    non_dominated_sort,
+    recipe_for,
+)
 from nasflow.space import Arch  # noqa: E402
 from nasflow.train import Batches, EpochTrainer, TrainConfig, evaluate  # noqa: E402
 

@@ -35,8 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from nasflow.bench import TabularBenchmark, TabularObjective, tabular_outcome  # noqa: E402
-from nasflow.search import StudySpec, load_study_file  # noqa: E402
-from nasflow.search._optuna import study_sampler  # noqa: E402  (the runner's own factory)
+from nasflow.search import StudySpec, load_study_file, study_sampler  # noqa: E402
 
 STUDY = ROOT / "studies" / "nb201_tabular.py"
 SAMPLERS = ("tpe", "random", "nsga2")

@@ -260,7 +260,7 @@ def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
 def _cmd_studies(args: argparse.Namespace) -> int:
     import optuna
 
-    from nasflow.search._storage import (
+    from nasflow.storage import (
         check_reachable,
         check_study_file,
         open_storage,
@@ -286,12 +286,11 @@ def _show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
     """
     import json
 
+    from nasflow.record import RunFolder, retrain_key, study_objectives
     from nasflow.search import pareto_trials
-    from nasflow.search._winners import winner_dir
 
     attrs = study.user_attrs
-    raw = attrs.get("nasflow:objectives")
-    names = json.loads(raw) if isinstance(raw, str) else []
+    names = study_objectives(study)
     rows = []
     for t in pareto_trials(study):
         epochs = t.user_attrs.get("epochs_trained")
@@ -301,8 +300,8 @@ def _show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
             scored = f"fine-tuned {epochs} ep"
         else:
             scored = "supernet, BN-recal."
-        retrain = attrs.get(f"nasflow:retrain:{t.number}")
-        saved = winner_dir(run_dir, t.number)
+        retrain = attrs.get(retrain_key(t.number))
+        saved = RunFolder(run_dir).winner(t.number)
         rows.append(
             {
                 "trial": t.number,
@@ -330,10 +329,10 @@ def _show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
 def _cmd_show(args: argparse.Namespace) -> int:
     import json
 
-    from nasflow.search._storage import load_existing_study
+    from nasflow.record import RunFolder, open_stored_study
 
-    study, _, _ = load_existing_study(args.name, args.storage, args.runs)
-    rows = _show_rows(study, Path(args.runs) / args.name)
+    study = open_stored_study(args.name, args.storage, args.runs).study
+    rows = _show_rows(study, RunFolder.of(args.runs, args.name).root)
     if not rows and not args.json:
         from collections import Counter
 
@@ -345,10 +344,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     from nasflow import names
+    from nasflow.record import study_metric_names
 
     header = [
         "trial",
-        *names.study_metric_names(study),
+        *study_metric_names(study),
         "scored with",
         names.RETRAINED_TEST_ACCURACY,
         "arch",
@@ -572,13 +572,14 @@ def _cmd_retrain(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from nasflow.report import load_stored_study, write_report
+    from nasflow.record import RunFolder, open_stored_study
+    from nasflow.report import write_report
 
-    out = Path(args.out_file) if args.out_file else Path(args.runs) / args.name / "report.html"
+    out = Path(args.out_file) if args.out_file else RunFolder.of(args.runs, args.name).report
     if out.is_dir():
         raise UsageError(f"--out-file {str(out)!r} is a folder; give a file name")
     try:
-        stored = load_stored_study(args.name, args.storage, args.runs)
+        stored = open_stored_study(args.name, args.storage, args.runs)
         path = write_report(stored.study, out, storage_label=stored.spec.safe_url)
     except ValueError as e:  # no such study or file, a malformed record
         raise UsageError(str(e)) from None

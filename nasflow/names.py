@@ -96,24 +96,3 @@ def set_metric_names(study: optuna.Study, names: list[str]) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         study.set_metric_names(names)
-
-
-def study_metric_names(study: optuna.Study) -> list[str]:
-    """The names of a stored study's objectives: its Optuna ``metric_names`` when set (nasflow
-    sets them), else derived from its ``nasflow:objectives`` record (studies written before
-    names were recorded, whose first objective may be a supernet score or a fine-tuned
-    accuracy: it is called ``accuracy`` then), else ``objective 0``, ``objective 1``...
-    """
-    import json
-
-    names = study.metric_names
-    if names is not None and len(names) == len(study.directions):
-        return list(names)
-    raw = study.user_attrs.get("nasflow:objectives")
-    try:
-        keys = json.loads(raw) if isinstance(raw, str) else raw
-        if isinstance(keys, list) and len(keys) == len(study.directions):
-            return ["accuracy" if k == "accuracy" else objective_names([k])[0] for k in keys]
-    except (ValueError, TypeError):
-        pass
-    return [f"objective {i}" for i in range(len(study.directions))]

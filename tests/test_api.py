@@ -13,7 +13,7 @@ from nasflow.search import (
     load_study_file,
 )
 from nasflow.train import Batches, evaluate
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 
 def _spec(tmp_path, **kw):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nasflow.cli import main
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,6 +9,7 @@ import optuna
 from optuna.trial import TrialState
 
 from nasflow.bench._table import TabularBenchmark
+from nasflow.record import reuse_score
 
 
 class TabularObjective:
@@ -35,8 +36,6 @@ class TabularObjective:
         arch = table.space.suggest(trial)
         trial.set_user_attr("arch", arch.to_json())
         trial.set_user_attr("table_key", table.key(arch))
-        from nasflow.search._dedup import reuse_score  # (nasflow.search imports this module)
-
         reused = reuse_score(trial, arch)
         if reused is not None:  # already scored in this study
             return reused  # type: ignore[return-value]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from nasflow.export._format import FORMAT_VERSION, ExportError, ExportInfo
 from nasflow.export._loader import Exported, load_exported, read_export
 from nasflow.export._retrain import Retrained, retrain_exported, write_retrained
-from nasflow.export._study import export_study, select_trials, study_space
+from nasflow.export._study import export_study, select_trials
 from nasflow.export._writer import export_arch
 
 __all__ = [
@@ -27,6 +27,5 @@ __all__ = [
     "read_export",
     "retrain_exported",
     "select_trials",
-    "study_space",
     "write_retrained",
 ]

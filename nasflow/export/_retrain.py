@@ -64,7 +64,7 @@ def retrain_exported(
         ValueError: ``epochs`` is not a positive int.
         ExportError: A bad export, no study found, or a study of another space or input.
     """
-    from nasflow.search._objective import recipe_for
+    from nasflow.search import recipe_for
 
     if epochs is not None and (
         isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1

@@ -28,72 +28,20 @@ from nasflow.export._writer import (
     prepare_retrained,
     write_export,
 )
-from nasflow.space import Arch, SearchSpace, rebuild_space
+from nasflow.record import (
+    RunFolder,
+    checkpoint_fingerprint,
+    open_stored_study,
+    stored_space,
+    study_objectives,
+)
+from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet
 
 if TYPE_CHECKING:
     import optuna
 
     from nasflow.search import StudySpec
-    from nasflow.search._storage import StorageSpec
-
-#: Study user attributes written by the study runner.
-SPACE_KEY, FINGERPRINT_KEY, OBJECTIVES_KEY = (
-    "nasflow:space",
-    "nasflow:fingerprint",
-    "nasflow:objectives",
-)
-SPACE_CONFIG_KEY = "nasflow:space_config"
-
-
-def open_stored_study(
-    name: str, storage: str | optuna.storages.BaseStorage | None, runs: os.PathLike | str
-) -> tuple[optuna.Study, StorageSpec]:
-    """Load study ``name`` from ``storage`` (default ``RUNS/NAME/study.db``), read-only use.
-
-    Raises:
-        ExportError: No such study file or study.
-        StorageError: A bad or unreachable storage.
-    """
-    from nasflow.search._storage import StudyNotFoundError, load_existing_study
-
-    try:
-        study, _, spec = load_existing_study(name, storage, runs)
-    except StudyNotFoundError as e:
-        raise ExportError(str(e)) from None
-    return study, spec
-
-
-def study_space(study: optuna.Study, space: SearchSpace | None = None) -> SearchSpace:
-    """Re-create the space a study searched, from its user attributes and the registry.
-
-    Args:
-        study: A study written by nasflow's study runner.
-        space: The space itself (one defined in a script or notebook, not registered):
-            then it is only checked against the study's record.
-
-    Raises:
-        ExportError: The study was not made by nasflow, its space is not registered, or
-            the space does not have the recorded name and fingerprint.
-    """
-    attrs = study.user_attrs
-    name, fingerprint = attrs.get(SPACE_KEY), attrs.get(FINGERPRINT_KEY)
-    if not isinstance(name, str) or not isinstance(fingerprint, str):
-        raise ExportError(f"study {study.study_name!r} records no nasflow space")
-    if space is not None:
-        if (space.name, space.fingerprint()) != (name, fingerprint):
-            raise ExportError(
-                f"study {study.study_name!r} searched space {name!r} (fingerprint "
-                f"{fingerprint!r}), not {space.name!r} ({space.fingerprint()!r})"
-            )
-        return space
-    raw = attrs.get(SPACE_CONFIG_KEY)
-    config = json.loads(raw) if isinstance(raw, str) else None
-    try:
-        return rebuild_space(name, config, fingerprint)
-    except ValueError as e:
-        raise ExportError(f"study {study.study_name!r}: {e}") from None
-
 
 def load_supernet(
     space: SearchSpace, folder: Path, log: Callable[[str], None] = print
@@ -115,9 +63,8 @@ def load_supernet(
         )
     at, state = found
     label = at.filename() if hasattr(at, "filename") else f"epoch-{at}.pt"
-    try:
-        stored = json.loads(state["identity"])["space"]
-    except (KeyError, TypeError, ValueError):
+    stored = checkpoint_fingerprint(state)
+    if stored is None:
         raise ExportError(
             f"supernet checkpoint {label!r} in {str(folder)!r} has no identity"
         ) from None
@@ -182,10 +129,10 @@ def retrained_winner(
     Raises:
         ExportError: A saved winner that is corrupt, or of another space or architecture.
     """
-    from nasflow.search._winners import RECORD_FILE, WinnerError, read_winner, winner_dir
+    from nasflow.search import WINNER_RECORD_FILE, WinnerError, read_winner
 
-    folder = winner_dir(Path(runs) / name, trial.number)
-    if not (folder / RECORD_FILE).exists():
+    folder = RunFolder.of(runs, name).winner(trial.number)
+    if not (folder / WINNER_RECORD_FILE).exists():
         return None
     try:
         record = read_winner(folder)
@@ -198,8 +145,8 @@ def retrained_winner(
         json.dumps(Arch.from_json(trial.user_attrs["arch"]).to_dict())
     ):
         raise ExportError(
-            f"{str(folder / RECORD_FILE)!r} records another space or architecture than trial "
-            f"{trial.number} of study {name!r}; remove the folder and run `nasflow search` "
+            f"{str(folder / WINNER_RECORD_FILE)!r} records another space or architecture than "
+            f"trial {trial.number} of study {name!r}; remove the folder and run `nasflow search` "
             "again, or pass --weights supernet"
         )
     return folder, record
@@ -287,6 +234,7 @@ def export_study(
 
     Raises:
         ExportError: Anything missing or inconsistent; nothing is written then.
+        StudyRecordError: No such study, or no usable record of its space.
         StudyFileError: ``study_file`` does not exist or does not run.
         StorageError: A bad or unreachable storage.
     """
@@ -298,9 +246,9 @@ def export_study(
     if spec is None and study_file is not None:  # its space may be one no registry knows
         found = find_study_spec(study_file)
         spec = found[0] if found is not None else None
-    study, storage_spec = open_stored_study(name, storage, runs)
+    study, _, storage_spec = open_stored_study(name, storage, runs)
     trials = select_trials(study, which)
-    space = study_space(study, spec.space if spec is not None else None)
+    space = stored_space(study, spec.space if spec is not None else None)
     check_target(out, force)
     winners: dict[int, tuple[Path, dict[str, Any]]] = {}
     if weights != SUPERNET:
@@ -313,14 +261,14 @@ def export_study(
         what = f"trial {missing[0]}" if len(missing) == 1 else f"trials {missing}"
         raise ExportError(
             f"{what} of study {name!r} {'has' if len(missing) == 1 else 'have'} no retrained "
-            f"weights in {str(Path(runs) / name / 'winners')!r}: run phase 3 (`nasflow search` "
+            f"weights in {str(RunFolder.of(runs, name).winners)!r}: run phase 3 (`nasflow search` "
             "with --retrain, the default; it retrains the study's retrain_top most accurate "
             "Pareto trials), or pass --weights supernet"
         )
     base = {
         "name": name,
         "storage": storage_spec.safe_url,
-        "objectives": json.loads(study.user_attrs.get(OBJECTIVES_KEY, "[]")),
+        "objectives": study_objectives(study),
     }
     prepared = []
     if missing:
@@ -365,7 +313,7 @@ def _prepare_winner(
     input_shape: tuple[int, ...] | None = None,
 ) -> tuple[int, Any, ExportInfo]:
     """The retrained network of trial ``t`` and its record, from phase 3's saved winner."""
-    from nasflow.search._winners import WinnerError, load_winner_weights
+    from nasflow.search import WinnerError, load_winner_weights
 
     try:
         state = load_winner_weights(folder, record)
@@ -410,7 +358,7 @@ def _prepare_supernet(
     """The supernet paths of ``trials`` (BN recalibrated if asked) with their records."""
     from nasflow.train import Batches, evaluate
 
-    supernet, checkpoint = load_supernet(space, Path(runs) / name / "supernet", log)
+    supernet, checkpoint = load_supernet(space, RunFolder.of(runs, name).supernet, log)
     if spec is not None:
         found: tuple[StudySpec, str] | None = (spec, f"study {spec.name!r}")
     else:

@@ -28,7 +28,6 @@ from nasflow.report._figures import (
 )
 from nasflow.report._html import render_html, write_atomic, write_report
 from nasflow.report._records import (
-    STACK_ATTR,
     CostModelData,
     FairnessData,
     LabelCounts,
@@ -36,15 +35,12 @@ from nasflow.report._records import (
     StackLayer,
     costmodel_data,
     fairness_data,
-    retrain_records,
     stack_data,
 )
 from nasflow.report._report import ReportData, ReportFigure, report_data, report_figures
 from nasflow.report._study import (
     ReportError,
-    StoredStudy,
     generic_summary,
-    load_stored_study,
     summarizer,
 )
 from nasflow.report._trials import (
@@ -61,7 +57,6 @@ from nasflow.report._trials import (
 )
 
 __all__ = [
-    "STACK_ATTR",
     "BudgetData",
     "CostModelData",
     "DashboardUnavailable",
@@ -75,7 +70,6 @@ __all__ = [
     "ReportFigure",
     "StackData",
     "StackLayer",
-    "StoredStudy",
     "TradeoffData",
     "TrialPoint",
     "budget_data",
@@ -85,7 +79,6 @@ __all__ = [
     "generic_summary",
     "history_data",
     "is_loopback",
-    "load_stored_study",
     "not_measured",
     "pareto_table",
     "plot_budget",
@@ -100,7 +93,6 @@ __all__ = [
     "report_data",
     "report_figures",
     "require_dashboard",
-    "retrain_records",
     "serve_dashboard",
     "stack_data",
     "summarizer",

@@ -17,10 +17,10 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import optuna
 
 from nasflow.errors import NasflowError
+from nasflow.record import StoredStudy, open_stored_study
 from nasflow.report._report import ReportFigure, report_data, report_figures
-from nasflow.report._study import StoredStudy, load_stored_study
-from nasflow.search._storage import SQLiteLock, StorageError
 from nasflow.space import SearchSpace
+from nasflow.storage import SQLiteLock, StorageError
 
 #: Prefix of the graph ids nasflow gives its figures in optuna-dashboard.
 GRAPH_PREFIX = "nasflow-"
@@ -123,12 +123,12 @@ def serve_dashboard(
 
     Raises:
         DashboardUnavailable: optuna-dashboard is not installed.
-        ReportError: No such study.
+        StudyRecordError: No such study.
         StorageError: Unreachable storage, or a search holds the SQLite file.
         ValueError: The address cannot be bound.
     """
     require_dashboard()
-    stored = load_stored_study(name, storage, out_dir)
+    stored = open_stored_study(name, storage, out_dir)
     lock = None
     if stored.spec.kind == "sqlite" and stored.spec.path is not None:
         lock = SQLiteLock(stored.spec.path)

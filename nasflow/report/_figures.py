@@ -13,6 +13,7 @@ import textwrap
 import plotly.graph_objects as go
 
 from nasflow import names
+from nasflow.record import STACK_KEY, SUPERNET_KEY
 from nasflow.report._records import CostModelData, FairnessData, StackData
 from nasflow.report._trials import (
     COMPLETED,
@@ -208,7 +209,7 @@ def plot_fairness(data: FairnessData) -> go.Figure:
     """Per-op training counts of the supernet with the strict-fair bounds."""
     title = "Supernet per-op training counts (fairness)"
     if not data.labels:
-        return not_measured(title, "no supernet record (study user attribute nasflow:supernet)")
+        return not_measured(title, f"no supernet record (study user attribute {SUPERNET_KEY})")
     fig = go.Figure()
     for i, lab in enumerate(data.labels):
         xs = [f"{lab.label}={v}" for v in lab.values]
@@ -311,7 +312,7 @@ def plot_stack(data: StackData) -> go.Figure:
             title,
             (data.note + " " if data.note else "")
             + "No speedup-stack measurement is stored with this study (study user attribute "
-            "nasflow:stack). nasflow shows only multipliers measured on this workload, never "
+            f"{STACK_KEY}). nasflow shows only multipliers measured on this workload, never "
             "an assumed one.",
         )
     if not data.layers:

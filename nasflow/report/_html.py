@@ -11,10 +11,10 @@ import optuna
 from optuna.trial import TrialState
 
 import nasflow
+from nasflow import record
 from nasflow._files import atomic_write
 from nasflow.report._figures import table_cells
 from nasflow.report._report import ReportData, ReportFigure, report_data, report_figures
-from nasflow.report._study import objective_names
 from nasflow.report._trials import ParetoTable
 from nasflow.space import SearchSpace
 
@@ -49,25 +49,25 @@ def _table_html(table: ParetoTable) -> str:
 
 
 def _meta_html(study: optuna.Study, storage_label: str) -> str:
-    names = objective_names(study)
+    names = record.study_metric_names(study)
     pairs = zip(names, study.directions, strict=True)
     dirs = ", ".join(f"{n} ({d.name.lower()})" for n, d in pairs)
     states = [t.state for t in study.get_trials(deepcopy=False)]
     counts = ", ".join(f"{states.count(s)} {s.name.lower()}" for s in TrialState if s in states)
     lines = [
         f"storage: {storage_label}" if storage_label else "",
-        f"space: {study.user_attrs.get('nasflow:space', '?')} "
-        f"(fingerprint {study.user_attrs.get('nasflow:fingerprint', '?')})",
+        f"space: {study.user_attrs.get(record.SPACE_KEY, '?')} "
+        f"(fingerprint {study.user_attrs.get(record.FINGERPRINT_KEY, '?')})",
         f"objectives: {dirs}",
         f"trials: {counts or 'none'}",
     ]
-    sup = study.user_attrs.get("nasflow:supernet")
+    sup = study.user_attrs.get(record.SUPERNET_KEY)
     if isinstance(sup, dict):
         lines.append(
             f"supernet: {sup.get('sampler')} sampling, {sup.get('epochs')} epochs, "
             f"{float(sup.get('seconds', 0.0)):.1f} s"
         )
-    secs = study.user_attrs.get("nasflow:seconds")
+    secs = study.user_attrs.get(record.SECONDS_KEY)
     if isinstance(secs, dict):
         lines.append("time: " + ", ".join(f"{k} {float(v):.1f} s" for k, v in secs.items()))
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -11,24 +11,7 @@ from typing import Any, NamedTuple
 
 import optuna
 
-#: Prefix of the per-winner records written by phase 3 (``nasflow:retrain:<trial number>``).
-RETRAIN_PREFIX = "nasflow:retrain:"
-
-#: Study user attribute holding the supernet record of phase 1.
-SUPERNET_ATTR = "nasflow:supernet"
-
-#: Study user attribute holding the measured speedup stack (see :func:`stack_data`).
-STACK_ATTR = "nasflow:stack"
-
-
-def retrain_records(study: optuna.Study) -> dict[int, dict[str, Any]]:
-    """Trial number -> phase-3 record (``test_accuracy``, ``measured_train_cost``, ...)."""
-    out: dict[int, dict[str, Any]] = {}
-    for key, record in study.user_attrs.items():
-        suffix = key[len(RETRAIN_PREFIX) :]
-        if key.startswith(RETRAIN_PREFIX) and suffix.isdigit() and isinstance(record, dict):
-            out[int(suffix)] = record
-    return dict(sorted(out.items()))
+from nasflow.record import STACK_KEY, SUPERNET_KEY, retrain_records
 
 
 # ---------------------------------------------------------------------- fairness
@@ -81,7 +64,7 @@ def fairness_data(study: optuna.Study) -> FairnessData:
     choices is trained ``floor(M/m)`` or ``ceil(M/m)`` times per step (exactly ``M/m`` when
     ``m`` divides ``M``), so over ``S`` steps its count lies in ``[S*floor(M/m), S*ceil(M/m)]``.
     """
-    record = study.user_attrs.get(SUPERNET_ATTR)
+    record = study.user_attrs.get(SUPERNET_KEY)
     if not isinstance(record, dict):
         return FairnessData(None, None, None, [])
     grouped: dict[str, tuple[list[Any], list[int]]] = {}
@@ -207,7 +190,7 @@ def _multiplier(value: Any, what: str) -> float:
         or not math.isfinite(value)
         or value <= 0
     ):
-        raise ValueError(f"{STACK_ATTR}: {what} must be a positive finite number, got {value!r}")
+        raise ValueError(f"{STACK_KEY}: {what} must be a positive finite number, got {value!r}")
     return float(value)
 
 
@@ -229,11 +212,11 @@ def stack_data(study: optuna.Study) -> StackData:
     Raises:
         ValueError: A malformed record, naming the bad value.
     """
-    rec = study.user_attrs.get(STACK_ATTR)
+    rec = study.user_attrs.get(STACK_KEY)
     if rec is None:
         return StackData(False, "", "", [], None)
     if not isinstance(rec, dict) or not isinstance(rec.get("layers"), list):
-        raise ValueError(f"{STACK_ATTR} must be an object with a 'layers' list, got {rec!r}")
+        raise ValueError(f"{STACK_KEY} must be an object with a 'layers' list, got {rec!r}")
     baseline, device = str(rec.get("baseline", "baseline")), str(rec.get("device", ""))
     if rec.get("skipped"):
         note = f"The stack calibration was skipped: {rec['skipped']}. Training ran as {baseline}."
@@ -241,7 +224,7 @@ def stack_data(study: optuna.Study) -> StackData:
     layers = []
     for i, layer in enumerate(rec["layers"]):
         if not isinstance(layer, dict) or not isinstance(layer.get("name"), str):
-            raise ValueError(f"{STACK_ATTR}: layer {i} must have a string 'name', got {layer!r}")
+            raise ValueError(f"{STACK_KEY}: layer {i} must have a string 'name', got {layer!r}")
         alone, cum = layer.get("alone"), layer.get("cumulative")
         layers.append(
             StackLayer(

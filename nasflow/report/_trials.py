@@ -13,10 +13,10 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nasflow import names
-from nasflow.report._records import retrain_records
-from nasflow.report._study import Summarizer, generic_summary, objective_names
+from nasflow._compat import get_constraints
+from nasflow.record import retrain_records, study_metric_names
+from nasflow.report._study import Summarizer, generic_summary
 from nasflow.search import non_dominated_sort, pareto_trials
-from nasflow.search._compat import get_constraints
 
 #: Point statuses of a trade-off figure.
 FRONT, DOMINATED, INFEASIBLE, OVER_BUDGET = "front", "dominated", "infeasible", "over budget"
@@ -114,7 +114,7 @@ def tradeoff_data(
         for i, rank in zip(feasible, ranks, strict=True):
             if rank == 0:
                 points[i] = points[i]._replace(status=FRONT)
-    return TradeoffData(x_attr, AXES[x_attr], points, left_out, objective_names(study)[0])
+    return TradeoffData(x_attr, AXES[x_attr], points, left_out, study_metric_names(study)[0])
 
 
 class HistoryData(NamedTuple):
@@ -133,7 +133,7 @@ def history_data(study: optuna.Study) -> HistoryData:
     numbers = [t.number for t in done]
     acc = [float(t.values[0]) for t in done]
     best = np.maximum.accumulate(acc).tolist() if acc else []
-    return HistoryData(numbers, acc, best, objective_names(study)[0])
+    return HistoryData(numbers, acc, best, study_metric_names(study)[0])
 
 
 #: Budget-figure trial states.
@@ -206,4 +206,4 @@ def pareto_table(study: optuna.Study, summarize: Summarizer = generic_summary) -
                 _num(rec, "measured_train_cost"),
             )
         )
-    return ParetoTable(objective_names(study), rows)
+    return ParetoTable(study_metric_names(study), rows)

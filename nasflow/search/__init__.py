@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
+from nasflow.record import StudyMismatchError
+from nasflow.search._baseline import read_baseline
 from nasflow.search._evolution import RegularizedEvolutionSampler
-from nasflow.search._objective import CandidateError, arch_summary
+from nasflow.search._objective import CandidateError, arch_summary, recipe_for
+from nasflow.search._optuna import study_sampler
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
 from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner, report, should_prune
-from nasflow.search._runner import (
-    RunResult,
-    StudyMismatchError,
-    StudyRunner,
-    Winner,
-    pareto_trials,
-)
+from nasflow.search._runner import RunResult, StudyRunner, Winner, pareto_trials
 from nasflow.search._spec import OBJECTIVES, Budget, StudyFileError, StudySpec, load_study_file
-from nasflow.search._storage import StorageError, redact, resolve_storage
 from nasflow.search._summary import summary_table
 from nasflow.search._trust import TrustProbe, TrustResult, run_trust_probe
+from nasflow.search._winners import RECORD_FILE as WINNER_RECORD_FILE
+from nasflow.search._winners import WinnerError, load_winner_weights, read_winner
+from nasflow.storage import StorageError, redact, resolve_storage
 
 __all__ = [
     "OBJECTIVES",
+    "WINNER_RECORD_FILE",
     "Budget",
     "CandidateError",
     "ParetoSuccessiveHalvingPruner",
@@ -33,15 +33,21 @@ __all__ = [
     "TrustProbe",
     "TrustResult",
     "Winner",
+    "WinnerError",
     "arch_summary",
     "crowding_distance",
     "load_study_file",
+    "load_winner_weights",
     "non_dominated_sort",
     "pareto_trials",
+    "read_baseline",
+    "read_winner",
+    "recipe_for",
     "redact",
     "report",
     "resolve_storage",
     "run_trust_probe",
     "should_prune",
+    "study_sampler",
     "summary_table",
 ]

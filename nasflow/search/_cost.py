@@ -17,7 +17,8 @@ import optuna
 import torch
 
 from nasflow.cost import CostModel
-from nasflow.search._costtable import COST_TABLE_KEY, format_cost_table, remeasure_requested
+from nasflow.record import COST_TABLE_KEY
+from nasflow.search._costtable import format_cost_table, remeasure_requested
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet
 from nasflow.train import measure_step_time

@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-#: Study user attribute holding the cost table's stability record.
-COST_TABLE_KEY = "nasflow:cost_table"
 #: Environment variable that forces the cost table to be measured again (``1``, ``true``
 #: or ``yes``), like ``nasflow search --remeasure-costs``.
 REMEASURE_ENV = "NASFLOW_REMEASURE_COSTS"

@@ -21,9 +21,6 @@ from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
-#: Study user attribute holding :func:`search_multipliers`' record.
-MULTIPLIERS_KEY = "nasflow:multipliers"
-
 _ONE_SHOT_SOURCE = (
     "the predicted stand-alone training cost (trial user attribute 'train_cost': the "
     "study's training budget, from the cost model) of every evaluated candidate"

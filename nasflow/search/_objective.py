@@ -17,10 +17,10 @@ import torch
 from optuna.trial import TrialState
 from torch import nn
 
+from nasflow._compat import set_constraints
 from nasflow.errors import NasflowError
-from nasflow.search._compat import set_constraints
+from nasflow.record import SCREEN_KEY, reuse_score
 from nasflow.search._cost import COST_ESTIMATORS
-from nasflow.search._dedup import reuse_score
 from nasflow.search._pareto_pruner import promoted
 from nasflow.search._recovery import TrialInterrupted, original_number
 from nasflow.search._spec import RECIPE_KEYS, StudySpec
@@ -39,9 +39,6 @@ from nasflow.train import (
     save_checkpoint,
 )
 from nasflow.train.stack import Stack
-
-#: Trial user attribute: the objective vector at the supernet's weights (screening).
-SCREEN_KEY = "nasflow:screen"
 
 
 class CandidateError(NasflowError, RuntimeError):

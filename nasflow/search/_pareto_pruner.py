@@ -38,19 +38,12 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
+from nasflow.record import LAST_STEP_KEY, LAST_VALUES_KEY, rung_key
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
 
 __all__ = ["ParetoSuccessiveHalvingPruner", "report", "should_prune"]
 
-_ATTR_PREFIX = "nasflow:"
-LAST_STEP_KEY = f"{_ATTR_PREFIX}last_step"
-LAST_VALUES_KEY = f"{_ATTR_PREFIX}last_values"
 _COMPETING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
-
-
-def rung_key(rung: int) -> str:
-    """User-attribute key holding a trial's objective vector at rung ``rung``."""
-    return f"{_ATTR_PREFIX}rung_{rung}"
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:
@@ -116,8 +109,8 @@ class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
     Rung ``k`` sits at resource ``r_k = min_resource * reduction_factor**(k +
     min_early_stopping_rate)`` (a resource is a step, e.g. the number of finished epochs). When a
     trial first reaches a step ``>= r_k`` its objective vector is stored in the user attribute
-    ``"nasflow:rung_{k}"`` and compared with every COMPLETE, PRUNED or RUNNING trial that stored
-    that rung. The trial is promoted (kept running) when, in this order:
+    ``nasflow:rung_{k}`` (``record.rung_key``) and compared with every COMPLETE, PRUNED or
+    RUNNING trial that stored that rung. The trial is promoted (kept running) when, in this order:
 
     1. its vector has no NaN (otherwise it is pruned: NaN counts as worst);
     2. at least ``bootstrap_count`` other trials already reached the rung (otherwise pruned,

@@ -18,8 +18,9 @@ from pathlib import Path
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from nasflow.search._compat import retry_callback_kwargs
-from nasflow.search._storage import GRACE_PERIOD, HEARTBEAT_INTERVAL
+from nasflow._compat import retry_callback_kwargs
+from nasflow.record import STOPS_KEY
+from nasflow.storage import GRACE_PERIOD, HEARTBEAT_INTERVAL
 from nasflow.train import TrainingInterrupted
 
 #: Environment variables that override the heartbeat settings of a run.
@@ -190,7 +191,7 @@ def requeue_interrupted(study: optuna.Study, trial_number: int) -> None:
     [trial] = [t for t in study.get_trials(deepcopy=False) if t.number == trial_number]
     system_attrs = {**trial.system_attrs, "failed_trial": original_number(trial)}
     system_attrs.setdefault("retry_history", [])
-    system_attrs["nasflow:stops"] = int(system_attrs.get("nasflow:stops", 0)) + 1
+    system_attrs[STOPS_KEY] = int(system_attrs.get(STOPS_KEY, 0)) + 1
     user_attrs = {k: v for k, v in trial.user_attrs.items() if k not in _PER_ATTEMPT_ATTRS}
     study.add_trial(
         optuna.trial.create_trial(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -18,15 +17,26 @@ from optuna.trial import TrialState
 from nasflow._files import file_lock
 from nasflow.bench import TabularObjective
 from nasflow.data import DataBundle
-from nasflow.errors import NasflowError
-from nasflow.names import objective_names, set_metric_names
-from nasflow.search._baseline import read_baseline, screening_record
-from nasflow.search._dedup import DUPLICATE_KEY
-from nasflow.search._multipliers import (
+from nasflow.names import objective_names
+from nasflow.record import (
+    DUPLICATE_KEY,
     MULTIPLIERS_KEY,
-    search_multipliers,
-    stack_line,
+    SCREENING_KEY,
+    SECONDS_KEY,
+    STACK_KEY,
+    SUPERNET_KEY,
+    TRUST_KEY,
+    RunFolder,
+    StudyMismatchError,
+    check_identity,
+    has_identity,
+    retrain_key,
+    study_identity,
+    supernet_identity,
+    write_identity,
 )
+from nasflow.search._baseline import read_baseline, screening_record
+from nasflow.search._multipliers import search_multipliers, stack_line
 from nasflow.search._objective import (
     CandidateError,
     CandidateScorer,
@@ -40,7 +50,11 @@ from nasflow.search._recovery import (
     sweep_zombies,
 )
 from nasflow.search._spec import StudySpec
-from nasflow.search._storage import (
+from nasflow.search._trust import run_trust_probe, trust_record
+from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
+from nasflow.search._winners import find_winner, save_winner
+from nasflow.space import Arch
+from nasflow.storage import (
     SQLiteLock,
     StorageError,
     StorageSpec,
@@ -48,31 +62,9 @@ from nasflow.search._storage import (
     open_storage,
     resolve_storage,
 )
-from nasflow.search._trust import TRUST_KEY, run_trust_probe, trust_record
-from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
-from nasflow.search._winners import find_winner, save_winner, winner_dir
-from nasflow.space import Arch
 from nasflow.supernet import Supernet
 from nasflow.train import Batches, SupernetTrainer, TrainingInterrupted, train_standalone
 from nasflow.train.stack import Stack, is_rank_zero
-
-#: Study user attribute identifying the supernet that scores the trials (its
-#: ``SupernetConfig`` and the space fingerprint, as JSON).
-SUPERNET_KEY = "nasflow:supernet_identity"
-#: Study user attributes that identify what a stored study searches.
-IDENTITY_KEYS = ("nasflow:space", "nasflow:fingerprint", "nasflow:objectives", SUPERNET_KEY)
-#: What the supernet record of a tabular study (scored from its table) says.
-NO_SUPERNET = "none: scored from a table"
-#: Study user attribute holding the space's ``config`` as JSON.
-SPACE_CONFIG_KEY = "nasflow:space_config"
-#: Study user attribute holding the measured speedup stack (``auto_stack``'s record).
-STACK_KEY = "nasflow:stack"
-#: Study user attribute: candidates scored from the supernet and the median scoring time.
-SCREENING_KEY = "nasflow:screening"
-
-
-class StudyMismatchError(NasflowError, ValueError):
-    """A stored study was created for another space, objectives or directions."""
 
 
 @dataclass
@@ -115,23 +107,6 @@ class RunResult:
     seconds: dict[str, float] = field(default_factory=dict)
     ran_trials: list[int] = field(default_factory=list)
     spec: StudySpec | None = None
-
-
-def _supernet_change(stored: str, want: str) -> str:
-    """What differs between two supernet records, e.g. ``epochs 3 in the study, 4 here``."""
-    try:
-        a, b = json.loads(stored), json.loads(want)
-        old, new = a["config"], b["config"]
-        diff = [
-            f"{k} {old.get(k)!r} in the study, {new.get(k)!r} here"
-            for k in new
-            if old.get(k) != new.get(k)
-        ]
-        if a["space"] != b["space"]:
-            diff.append(f"space {a['space']} in the study, {b['space']} here")
-    except (ValueError, TypeError, KeyError):
-        diff = []
-    return ", ".join(diff) or f"{stored} in the study, {want} here"
 
 
 def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
@@ -183,14 +158,15 @@ class StudyRunner:
         checkpoint_every: int = 0,
     ) -> None:
         self.spec = spec
-        self.out = Path(out_dir) / spec.name
+        self.folder = RunFolder.of(out_dir, spec.name)
+        self.out = self.folder.root
         if storage is None:
             storage = spec.storage
         if storage is None and spec.study is not None:
             # Optuna keeps a study's storage private; its URL (where it has one) places the
             # SQLite lock and the cost tables beside the study.
             storage = spec.study._storage
-        self.storage = resolve_storage(storage, self.out / "study.db")
+        self.storage = resolve_storage(storage, self.folder.database)
         self.log, self.progress, self.device = log, progress, device
         self.stop = stop if stop is not None else threading.Event()
         self.heartbeat = heartbeat_settings(heartbeat_interval, grace_period)
@@ -213,25 +189,16 @@ class StudyRunner:
         return self.storage.url if self.storage.kind != "journal" and self.storage.url else None
 
     def _identity(self) -> dict[str, str]:
-        return {
-            "nasflow:space": self.spec.space.name,
-            "nasflow:fingerprint": self.spec.space.fingerprint(),
-            "nasflow:objectives": json.dumps(list(self.spec.objectives)),
-            SUPERNET_KEY: self._supernet_identity(),
-        }
+        spec = self.spec
+        supernet = None if spec.table is not None else asdict(spec.supernet)
+        ident = supernet_identity(spec.space.fingerprint(), supernet)
+        return study_identity(spec.space, spec.objectives, ident)
 
     @property
     def metric_names(self) -> list[str]:
         """What the study's objectives are called (Optuna's ``metric_names``)."""
         spec = self.spec
         return objective_names(spec.objectives, spec.finetune_epochs, spec.table is not None)
-
-    def _supernet_identity(self) -> str:
-        """The supernet's identity: trials scored by another supernet are not comparable."""
-        if self.spec.table is not None:
-            return NO_SUPERNET
-        ident = {"space": self.spec.space.fingerprint(), "config": asdict(self.spec.supernet)}
-        return json.dumps(ident, sort_keys=True)
 
     def open_study(self, worker: bool = False) -> optuna.Study:
         """Create or load the study, refusing a mismatched one before writing anything."""
@@ -250,14 +217,14 @@ class StudyRunner:
         names = {s.study_name for s in optuna.get_all_study_summaries(storage)}
         given = self.spec.study
         if given is not None:
-            if not any(k in given.user_attrs for k in IDENTITY_KEYS):
+            if not has_identity(given):
                 held = len(given.get_trials(deepcopy=False))
                 if held:
                     raise StudyMismatchError(
                         f"the optuna.Study {self.spec.name!r} given holds {held} trials that "
                         "nasflow did not make; give nasflow an empty study or a new name"
                     )
-                self._write_identity(given)
+                write_identity(given, self._identity(), self.spec.space.config)
             self._check_identity(given, directions)
             self._sweep_zombies(given)
             return self._attach(given)
@@ -273,20 +240,9 @@ class StudyRunner:
             directions=directions,
             load_if_exists=True,
         )
-        self._write_identity(study)
+        write_identity(study, self._identity(), self.spec.space.config)
         self._check_identity(study, directions)
         return self._attach(study)
-
-    def _write_identity(self, study: optuna.Study) -> None:
-        """Record what a new study searches (keys a racing worker wrote are kept)."""
-        if all(k in study.user_attrs for k in IDENTITY_KEYS):
-            return
-        for k, v in self._identity().items():
-            if k not in study.user_attrs:  # (a worker racing us may have written them)
-                study.set_user_attr(k, v)
-        # Not part of the identity check (the fingerprint covers it): lets `nasflow
-        # export` re-create a space built with constructor arguments.
-        study.set_user_attr(SPACE_CONFIG_KEY, json.dumps(self.spec.space.config))
 
     def _attach(self, study: optuna.Study) -> optuna.Study:
         """Give a loaded study this run's sampler and pruner (they are not stored)."""
@@ -298,40 +254,8 @@ class StudyRunner:
         return study
 
     def _check_identity(self, study: optuna.Study, directions: list[str]) -> None:
-        stored = {k: study.user_attrs.get(k) for k in IDENTITY_KEYS}
-        want = self._identity()
-        have_dirs = [d.name.lower() for d in study.directions]
-        for k in IDENTITY_KEYS:
-            if k != SUPERNET_KEY and stored[k] != want[k]:
-                raise StudyMismatchError(
-                    f"study {self.spec.name!r} in {self.storage.safe_url!r} was created with "
-                    f"{k.split(':')[1]}={stored[k]!r}, this study file has {want[k]!r}; "
-                    "use another study name or storage"
-                )
-        if have_dirs != directions:
-            raise StudyMismatchError(
-                f"study {self.spec.name!r} has directions {have_dirs}, this study file "
-                f"{directions}; use another study name or storage"
-            )
-        if stored[SUPERNET_KEY] != want[SUPERNET_KEY] and stored[SUPERNET_KEY] is not None:
-            raise StudyMismatchError(
-                f"study {self.spec.name!r} in {self.storage.safe_url!r} was scored by another "
-                f"supernet ({_supernet_change(stored[SUPERNET_KEY], want[SUPERNET_KEY])}); its "
-                "trials would not be comparable with new ones: give the study a new name "
-                "(StudySpec(name=...)) or use another storage"
-            )
-        if stored[SUPERNET_KEY] is None:  # created before supernets were recorded: adopt it
-            study.set_user_attr(SUPERNET_KEY, want[SUPERNET_KEY])
-        names = study.metric_names
-        if names is None:  # created before metric names were recorded: adopt them
-            set_metric_names(study, self.metric_names)
-        elif list(names) != self.metric_names:
-            raise StudyMismatchError(
-                f"study {self.spec.name!r} in {self.storage.safe_url!r} records its objectives "
-                f"as {list(names)}, this study file would record {self.metric_names} (a "
-                "change of finetune_epochs between 0 and more changes what the first "
-                "objective measures); use another study name or storage"
-            )
+        ident, names = self._identity(), self.metric_names
+        check_identity(study, ident, directions, names, self.storage.safe_url)
 
     def _sweep_zombies(self, study: optuna.Study) -> None:
         """Fail trials left RUNNING by dead workers, and retry each at most once."""
@@ -369,7 +293,7 @@ class StudyRunner:
 
         spec = self.spec
         refresh = spec.recalibrate_stack or recalibration_requested()
-        with file_lock(self.out / "stack.lock"):
+        with file_lock(self.folder.stack_lock):
             stored = study.user_attrs.get(STACK_KEY)
             if isinstance(stored, dict) and isinstance(stored.get("stack"), dict):
                 self.stack = Stack.from_dict(stored["stack"])
@@ -401,9 +325,9 @@ class StudyRunner:
     def train_supernet(self, data: DataBundle) -> Supernet:
         """Phase 1 (resumable; concurrent workers wait for the one that trains)."""
         spec = self.spec
-        ckpt = self.out / "supernet"
+        ckpt = self.folder.supernet
         bar = self._bar(spec.supernet.epochs, "phase 1: supernet")
-        with file_lock(self.out / "supernet.lock"):
+        with file_lock(self.folder.supernet_lock):
             trainer = SupernetTrainer(
                 spec.space,
                 data.train,
@@ -451,7 +375,7 @@ class StudyRunner:
                 val,
                 make_reporter(spec, multi_pruner),
                 self.device,
-                checkpoint_dir=self.out / "finetune",
+                checkpoint_dir=self.folder.finetune,
                 should_stop=self.stop.is_set,
                 log=self._quiet_log,
                 cost_storage=self._tables_url,
@@ -529,7 +453,7 @@ class StudyRunner:
         for t in front:
             arch = Arch.from_json(t.user_attrs["arch"])
             recipe = recipe_for(arch, spec.train)
-            folder = winner_dir(self.out, t.number)
+            folder = self.folder.winner(t.number)
             identity = {
                 "space": spec.space.name,
                 "fingerprint": spec.space.fingerprint(),
@@ -564,7 +488,7 @@ class StudyRunner:
             record = {k: v for k, v in asdict(w).items() if k not in ("arch", "weights", "reused")}
             if w.weights is not None:
                 record["weights"] = str(w.weights.relative_to(self.out) / WINNER_WEIGHTS)
-            study.set_user_attr(f"nasflow:retrain:{t.number}", record)
+            study.set_user_attr(retrain_key(t.number), record)
         return winners
 
     def trust_probe(self, study: optuna.Study, data: DataBundle) -> None:
@@ -678,7 +602,7 @@ class StudyRunner:
                 supernet = self.train_supernet(data)
                 seconds["supernet"] = time.perf_counter() - t
                 if not worker:
-                    study.set_user_attr("nasflow:supernet", self._supernet_info)
+                    study.set_user_attr(SUPERNET_KEY, self._supernet_info)
             t = time.perf_counter()
             self.search(study, supernet, data, n_trials, timeout)
             seconds["search"] = time.perf_counter() - t
@@ -695,7 +619,7 @@ class StudyRunner:
                 seconds["retrain"] = time.perf_counter() - t
             seconds["total"] = time.perf_counter() - t0
             if not worker and is_rank_zero():
-                study.set_user_attr("nasflow:seconds", seconds)
+                study.set_user_attr(SECONDS_KEY, seconds)
                 screening = screening_record(study)
                 if screening is not None:
                     study.set_user_attr(SCREENING_KEY, screening)

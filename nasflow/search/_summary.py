@@ -8,13 +8,20 @@ import optuna
 
 from nasflow import names
 from nasflow.bench import tabular_summary
+from nasflow.record import (
+    COST_TABLE_KEY,
+    MULTIPLIERS_KEY,
+    SCREENING_KEY,
+    STACK_KEY,
+    TRUST_KEY,
+)
 from nasflow.search._baseline import read_baseline
-from nasflow.search._costtable import COST_TABLE_KEY, format_cost_table
-from nasflow.search._multipliers import MULTIPLIERS_KEY, format_multipliers, format_stack
+from nasflow.search._costtable import format_cost_table
+from nasflow.search._multipliers import format_multipliers, format_stack
 from nasflow.search._objective import arch_summary
-from nasflow.search._runner import SCREENING_KEY, STACK_KEY, RunResult
+from nasflow.search._runner import RunResult
 from nasflow.search._spec import StudySpec
-from nasflow.search._trust import TRUST_KEY, format_trust
+from nasflow.search._trust import format_trust
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.space import Arch
 

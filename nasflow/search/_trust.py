@@ -24,9 +24,6 @@ from scipy.stats import kendalltau
 from nasflow.space import Arch, SearchSpace
 from nasflow.train import Batches, TrainConfig, train_standalone
 
-#: Study user attribute holding the probe's record.
-TRUST_KEY = "nasflow:trust"
-
 
 @dataclass(frozen=True)
 class TrustProbe:

@@ -1,9 +1,10 @@
 """Phase 3's retrained winners on disk: their weights and a JSON record, beside the study.
 
-``RUNS/NAME/winners/trial-N/`` holds ``model.safetensors`` (the weights of trial ``N``'s
-architecture retrained from scratch) and ``record.json`` (what was trained and how: space,
-fingerprint, architecture, recipe, seed, speedup stack, data; what it scored: test and
-validation accuracy of these weights, measured training seconds; the weights' SHA-256).
+``RUNS/NAME/winners/trial-N/`` (``nasflow.record.RunFolder.winner``) holds
+``model.safetensors`` (the weights of trial ``N``'s architecture retrained from scratch) and
+``record.json`` (what was trained and how: space, fingerprint, architecture, recipe, seed,
+speedup stack, data; what it scored: test and validation accuracy of these weights,
+measured training seconds; the weights' SHA-256).
 Both files are written atomically (temporary file, fsync, rename), the weights first, so a
 winner counts as saved only once its record exists and the weights match the record's
 checksum. A re-run of a study reuses a saved winner whose record matches what it would
@@ -23,8 +24,6 @@ from torch import nn
 from nasflow._files import atomic_write
 from nasflow.errors import NasflowError
 
-#: Folder of a run (``RUNS/NAME``) holding one ``trial-N`` folder per retrained winner.
-WINNERS_DIR = "winners"
 RECORD_FILE = "record.json"
 WEIGHTS_FILE = "model.safetensors"
 FORMAT = "nasflow-winner"
@@ -35,11 +34,6 @@ IDENTITY = ("space", "fingerprint", "arch", "recipe", "seed", "stack", "data")
 
 class WinnerError(NasflowError, ValueError):
     """A saved winner is missing, corrupt, or not the training that is asked for."""
-
-
-def winner_dir(run_dir: os.PathLike | str, number: int) -> Path:
-    """``RUN_DIR/winners/trial-NUMBER``: where trial ``number``'s retrained weights live."""
-    return Path(run_dir) / WINNERS_DIR / f"trial-{number}"
 
 
 def _json_normal(value: Any) -> Any:

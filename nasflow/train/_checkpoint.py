@@ -23,10 +23,8 @@ from typing import Any, NamedTuple
 import torch
 
 from nasflow._files import atomic_write
+from nasflow.record import DIGEST_KEY
 from nasflow.train._errors import CheckpointError
-
-#: Key of the content digest inside a saved state.
-DIGEST_KEY = "nasflow:sha256"
 
 
 def _digest(state: Any) -> str:

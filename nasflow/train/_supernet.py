@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow.record import CHECKPOINT_IDENTITY, supernet_identity
 from nasflow.sampling import make_sampler
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet
@@ -245,10 +246,9 @@ class SupernetTrainer:
         self.sampler = make_sampler(self.config.sampler, space, self.config.seed)
 
     def _identity(self) -> str:
-        ident: dict[str, Any] = {"space": self.space.fingerprint(), "config": asdict(self.config)}
-        if self.stack != Stack():  # the plain stack keeps older checkpoints valid
-            ident["stack"] = self.stack.to_dict()
-        return json.dumps(ident, sort_keys=True)
+        # The plain stack is not recorded: it keeps older checkpoints valid.
+        stack = self.stack.to_dict() if self.stack != Stack() else None
+        return supernet_identity(self.space.fingerprint(), asdict(self.config), stack)
 
     def _resume(self, run: _Run) -> Progress | None:
         """Load the newest valid checkpoint into ``run``; its position, or ``None``."""
@@ -259,7 +259,7 @@ class SupernetTrainer:
             return None
         at, state = found
         path = self.checkpoint_dir / at.filename()
-        if state.get("identity") != self._identity():
+        if state.get(CHECKPOINT_IDENTITY) != self._identity():
             raise CheckpointError(path, "written for another space or supernet configuration")
         run.supernet.load_state_dict(state["model"])
         run.optimizer.load_state_dict(state["optimizer"])
@@ -282,7 +282,7 @@ class SupernetTrainer:
         path = save_checkpoint(
             self.checkpoint_dir / at.filename(),
             {
-                "identity": self._identity(),
+                CHECKPOINT_IDENTITY: self._identity(),
                 "progress": list(at),
                 "step": at.epoch * len(self.batches) + at.batch,
                 "model": run.supernet.state_dict(),

@@ -9,7 +9,7 @@ import pytest
 
 from nasflow.cli import main
 from nasflow.search import StudyRunner, StudySpec, load_study_file, summary_table
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 
 @dataclass(frozen=True)

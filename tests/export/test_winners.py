@@ -14,8 +14,7 @@ import pytest
 import nasflow
 from nasflow.cli import main
 from nasflow.export import ExportInfo
-from nasflow.search import StudyRunner, summary_table
-from nasflow.search._winners import read_winner
+from nasflow.search import StudyRunner, read_winner, summary_table
 from nasflow.train import Batches, evaluate
 from tests.export.conftest import TinyRun
 

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import pytest
 
 from nasflow.search import StudyRunner, load_study_file
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 
 class TinyStudy(NamedTuple):

@@ -14,7 +14,8 @@ from pathlib import Path
 import optuna
 import pytest
 
-from nasflow.report import load_stored_study, write_report
+from nasflow.record import open_stored_study
+from nasflow.report import write_report
 from tests.conftest import require_or_skip
 from tests.report._cdp import Browser, chromium_binary
 
@@ -68,7 +69,7 @@ def _assert_offline_and_clean(browser: Browser, page: Path) -> None:
 
 
 def test_report_renders_every_figure_offline(browser, tiny_study, tmp_path) -> None:
-    stored = load_stored_study(tiny_study.name, tiny_study.url)
+    stored = open_stored_study(tiny_study.name, tiny_study.url)
     page = write_report(stored.study, tmp_path / "report.html")
     browser.open(page.as_uri())
     divs = _rendered(browser, expected=len(DATA_FIGURES) + 1)
@@ -110,7 +111,7 @@ def test_a_measured_stack_renders_as_a_waterfall(browser, study_copy) -> None:
 def test_a_study_whose_calibration_ran_shows_its_measured_waterfall(
     browser, calibrated_study, tmp_path
 ) -> None:
-    stored = load_stored_study(calibrated_study.name, calibrated_study.url)
+    stored = open_stored_study(calibrated_study.name, calibrated_study.url)
     assert stored.study.user_attrs["nasflow:stack"]["origin"]["kind"] == "calibrated"
     page = write_report(stored.study, tmp_path / "report.html")
     browser.open(page.as_uri())

@@ -25,7 +25,7 @@ from nasflow.report import (
     push_figures,
     require_dashboard,
 )
-from nasflow.search._storage import SQLiteLock, StorageError, open_storage, resolve_storage
+from nasflow.storage import SQLiteLock, StorageError, open_storage, resolve_storage
 from tests.conftest import require_or_skip
 
 REPO = Path(__file__).resolve().parents[2]

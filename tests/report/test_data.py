@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from nasflow.record import open_stored_study
 from nasflow.report import (
     ReportError,
     budget_data,
@@ -14,7 +15,6 @@ from nasflow.report import (
     fairness_data,
     generic_summary,
     history_data,
-    load_stored_study,
     pareto_table,
     report_data,
     report_figures,
@@ -173,7 +173,7 @@ def test_stack_record_gives_product_and_interaction() -> None:
 
 
 def test_a_study_whose_calibration_ran_has_a_waterfall_with_bars(calibrated_study) -> None:
-    study = load_stored_study(calibrated_study.name, calibrated_study.url).study
+    study = open_stored_study(calibrated_study.name, calibrated_study.url).study
     record = study.user_attrs["nasflow:stack"]
     assert record["origin"]["kind"] == "calibrated" and not record.get("skipped")
     data = stack_data(study)

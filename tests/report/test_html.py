@@ -7,14 +7,15 @@ import re
 import optuna
 import pytest
 
-from nasflow.report import load_stored_study, write_atomic, write_report
+from nasflow.record import open_stored_study
+from nasflow.report import write_atomic, write_report
 from tests.report._studies import make_study
 
 FIGURE_IDS = ("pareto", "params", "history", "budget", "fairness", "costmodel", "stack")
 
 
 def test_report_of_a_real_study_is_one_offline_file(tiny_study, tmp_path) -> None:
-    stored = load_stored_study(tiny_study.name, tiny_study.url)
+    stored = open_stored_study(tiny_study.name, tiny_study.url)
     path = write_report(stored.study, tmp_path / "r" / "report.html", storage_label="here")
     page = path.read_text(encoding="utf-8")
     assert page.count("plotly.js v") == 1  # inlined once, not once per figure

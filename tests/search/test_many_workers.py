@@ -13,7 +13,7 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from nasflow.search._storage import open_storage, resolve_storage
+from nasflow.storage import open_storage, resolve_storage
 
 REPO = Path(__file__).resolve().parents[2]
 WORKERS, TRIALS, ENQUEUED = 8, 20, 40
@@ -24,7 +24,7 @@ WORKERS, TRIALS, ENQUEUED = 8, 20, 40
 WORKER = """
 import os, sys
 import optuna
-from nasflow.search._storage import open_storage, resolve_storage
+from nasflow.storage import open_storage, resolve_storage
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 storage = open_storage(resolve_storage(sys.argv[1], "unused"))

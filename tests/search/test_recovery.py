@@ -14,8 +14,8 @@ from optuna.trial import TrialState
 
 from nasflow.search import StudyRunner, load_study_file
 from nasflow.search._recovery import heartbeat_settings, sweep_zombies
-from nasflow.search._storage import open_storage, resolve_storage
-from tests.search._study_template import write_study
+from nasflow.storage import open_storage, resolve_storage
+from tests._study_template import write_study
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def _die_holding_trials(url: str, name: str, heartbeat: bool) -> None:
         f"""
         import os, signal
         import optuna
-        from nasflow.search._storage import open_storage, resolve_storage
+        from nasflow.storage import open_storage, resolve_storage
         storage = open_storage(resolve_storage({url!r}, "unused"), 1, 2)
         study = optuna.load_study(study_name={name!r}, storage=storage)
         trial = study.ask()

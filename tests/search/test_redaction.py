@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nasflow.cli import main
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 SECRET = "Qs3cretZ"
 

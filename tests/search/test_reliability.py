@@ -16,8 +16,8 @@ import optuna
 from optuna.trial import TrialState
 
 from nasflow.train import list_checkpoints
+from tests._study_template import write_study
 from tests.search._procs import NasflowProcess
-from tests.search._study_template import write_study
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 # No pruner (a trial is never cut between the log line the test waits for and the kill),

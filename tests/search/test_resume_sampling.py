@@ -8,7 +8,7 @@ from optuna.trial import TrialState
 
 from nasflow.cli import main as cli_main
 from nasflow.search import StudyRunner, load_study_file
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 #: A tabular study over a 6-architecture space (duplicates are certain) or NAS-Bench-201
 #: (duplicates are rare), with a complete table written next to it.

@@ -6,6 +6,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from nasflow._compat import get_constraints
 from nasflow.search import (
     StorageError,
     StudyFileError,
@@ -13,10 +14,9 @@ from nasflow.search import (
     StudyRunner,
     load_study_file,
 )
-from nasflow.search._compat import get_constraints
-from nasflow.search._storage import SQLiteLock
 from nasflow.space import Arch
-from tests.search._study_template import write_study
+from nasflow.storage import SQLiteLock
+from tests._study_template import write_study
 
 
 def _run(tmp_path, **kw):

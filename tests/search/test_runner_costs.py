@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from nasflow.record import COST_TABLE_KEY
 from nasflow.search import StudyRunner, load_study_file, summary_table
-from nasflow.search._costtable import COST_TABLE_KEY
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 
 def _study(folder: Path, **replace):

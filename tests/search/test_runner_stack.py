@@ -8,12 +8,12 @@ import torch
 from optuna.trial import TrialState
 
 from nasflow.calibrate._store import StackCalibrationTable
+from nasflow.record import MULTIPLIERS_KEY
 from nasflow.report import stack_data
 from nasflow.search import StudyFileError, StudyRunner, load_study_file, summary_table
-from nasflow.search._multipliers import MULTIPLIERS_KEY
 from nasflow.train import load_checkpoint
 from nasflow.train.stack import Stack
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 IMPORT = "from nasflow.train.stack import Stack\n"
 

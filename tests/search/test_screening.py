@@ -9,7 +9,7 @@ from optuna.trial import TrialState
 
 from nasflow.search import StudyFileError, StudyRunner, load_study_file
 from nasflow.search._pareto_pruner import promoted
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ import pytest
 
 from nasflow.cli import main
 from nasflow.search import Budget
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 
 @pytest.mark.parametrize(

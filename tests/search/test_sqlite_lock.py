@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from nasflow.search import StorageError, StudyRunner, load_study_file
-from nasflow.search._storage import SQLiteLock
-from tests.search._study_template import write_study
+from nasflow.storage import SQLiteLock
+from tests._study_template import write_study
 
 
 def test_a_link_to_the_study_file_or_its_folder_meets_the_same_lock(tmp_path) -> None:
@@ -55,7 +55,7 @@ def test_the_lock_is_held_across_processes_and_freed_when_its_holder_is_killed(t
 _HOLD = """
 import sys, time
 from pathlib import Path
-from nasflow.search._storage import SQLiteLock
+from nasflow.storage import SQLiteLock
 lock = SQLiteLock(Path(sys.argv[1]))
 lock.acquire()
 print("held", flush=True)

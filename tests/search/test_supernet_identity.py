@@ -10,9 +10,9 @@ import optuna
 import pytest
 
 from nasflow.cli import main
+from nasflow.record import SUPERNET_IDENTITY_KEY
 from nasflow.search import StudyMismatchError, StudyRunner, load_study_file
-from nasflow.search._runner import SUPERNET_KEY
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 FAST = "study = study.replace(cost='measure')"  # (the cost model measures every op: slow)
 EPOCHS_2 = FAST + "\nstudy = study.replace(supernet=SupernetConfig(epochs=2, batch_size=50))"
@@ -29,7 +29,7 @@ def _db(tmp_path):
 
 def test_another_supernet_config_is_refused_in_one_line(tmp_path, capsys) -> None:
     study = _runner(tmp_path, 2).run(retrain=False).study
-    record = json.loads(study.user_attrs[SUPERNET_KEY])
+    record = json.loads(study.user_attrs[SUPERNET_IDENTITY_KEY])
     assert record["config"]["epochs"] == 1 and record["space"]
     shutil.rmtree(tmp_path / "runs" / "tiny" / "supernet")  # the checkpoints are gone
     size = _db(tmp_path).stat().st_size
@@ -49,11 +49,11 @@ def test_another_supernet_config_is_refused_in_one_line(tmp_path, capsys) -> Non
 def test_a_study_created_before_the_record_is_adopted_and_recorded(tmp_path) -> None:
     _runner(tmp_path, 2).run(retrain=False)
     with sqlite3.connect(_db(tmp_path)) as conn:  # what an older nasflow left behind
-        conn.execute("DELETE FROM study_user_attributes WHERE key = ?", (SUPERNET_KEY,))
+        conn.execute("DELETE FROM study_user_attributes WHERE key = ?", (SUPERNET_IDENTITY_KEY,))
     old = optuna.load_study(study_name="tiny", storage=f"sqlite:///{_db(tmp_path)}")
-    assert SUPERNET_KEY not in old.user_attrs
+    assert SUPERNET_IDENTITY_KEY not in old.user_attrs
     study = _runner(tmp_path, 3).run(retrain=False).study
     assert len(study.trials) == 3
-    assert json.loads(study.user_attrs[SUPERNET_KEY])["config"]["epochs"] == 1
+    assert json.loads(study.user_attrs[SUPERNET_IDENTITY_KEY])["config"]["epochs"] == 1
     with pytest.raises(StudyMismatchError, match="another supernet"):  # recorded from now on
         _runner(tmp_path, 4, EPOCHS_2).run(retrain=False)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from nasflow.record import TRUST_KEY
 from nasflow.search import StudyFileError, StudyRunner, TrustProbe, load_study_file
-from nasflow.search._trust import TRUST_KEY, bootstrap_tau, spread_over_ranking, verdict
+from nasflow.search._trust import bootstrap_tau, spread_over_ranking, verdict
 from nasflow.space import Arch
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 
 def test_the_probe_takes_the_best_the_worst_and_even_ranks_between() -> None:

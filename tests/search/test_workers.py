@@ -10,7 +10,7 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from tests.search._study_template import write_study
+from tests._study_template import write_study
 
 REPO = Path(__file__).resolve().parents[2]
 

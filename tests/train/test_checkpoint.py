@@ -13,6 +13,7 @@ import torch
 from torch.utils.data import TensorDataset
 
 from nasflow._files import atomic_write
+from nasflow.record import DIGEST_KEY
 from nasflow.train import (
     CheckpointError,
     SupernetConfig,
@@ -22,7 +23,6 @@ from nasflow.train import (
     load_latest,
     save_checkpoint,
 )
-from nasflow.train._checkpoint import DIGEST_KEY
 from tests._spaces import tiny_mnist1d
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,10 +9,9 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial
 
-OPTUNA_MAJOR = int(optuna.__version__.split(".")[0])
+from nasflow.record import CONSTRAINTS_KEY
 
-#: User attribute holding constraint values on Optuna 4.x (read by ``constraints_func``).
-_CONSTRAINT_ATTR = "nasflow:constraints"
+OPTUNA_MAJOR = int(optuna.__version__.split(".")[0])
 
 
 def set_constraints(trial: optuna.Trial, values: dict[str, float]) -> None:
@@ -25,7 +24,7 @@ def set_constraints(trial: optuna.Trial, values: dict[str, float]) -> None:
         for key, value in values.items():
             trial.set_constraint(key, float(value))
     else:  # pragma: no cover - exercised only on Optuna 4.x
-        trial.set_user_attr(_CONSTRAINT_ATTR, [float(v) for v in values.values()])
+        trial.set_user_attr(CONSTRAINTS_KEY, [float(v) for v in values.values()])
 
 
 def get_constraints(trial: FrozenTrial) -> tuple[float, ...] | None:
@@ -36,7 +35,7 @@ def get_constraints(trial: FrozenTrial) -> tuple[float, ...] | None:
             return tuple(float(trial.system_attrs[k]) for k in keys)
         legacy = trial.system_attrs.get("constraints")
         return tuple(legacy) if legacy is not None else None
-    values = trial.user_attrs.get(_CONSTRAINT_ATTR)  # pragma: no cover
+    values = trial.user_attrs.get(CONSTRAINTS_KEY)  # pragma: no cover
     return tuple(values) if values is not None else None  # pragma: no cover
 
 
@@ -46,12 +45,12 @@ def copy_constraints(trial: optuna.Trial, source: FrozenTrial) -> None:
         for key, value in source.system_attrs.items():
             if key.startswith("constraints:"):
                 trial.set_constraint(key.split(":", 1)[1], float(value))
-    elif _CONSTRAINT_ATTR in source.user_attrs:  # pragma: no cover - Optuna 4.x
-        trial.set_user_attr(_CONSTRAINT_ATTR, list(source.user_attrs[_CONSTRAINT_ATTR]))
+    elif CONSTRAINTS_KEY in source.user_attrs:  # pragma: no cover - Optuna 4.x
+        trial.set_user_attr(CONSTRAINTS_KEY, list(source.user_attrs[CONSTRAINTS_KEY]))
 
 
 def _constraints_func(trial: FrozenTrial) -> Sequence[float]:  # pragma: no cover - 4.x
-    return trial.user_attrs.get(_CONSTRAINT_ATTR, [0.0])
+    return trial.user_attrs.get(CONSTRAINTS_KEY, [0.0])
 
 
 def sampler_constraints_kwargs() -> dict[str, Callable[[FrozenTrial], Sequence[float]]]:

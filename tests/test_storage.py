@@ -7,8 +7,7 @@ import multiprocessing as mp
 import optuna
 import pytest
 
-from nasflow.search import StorageError, redact, resolve_storage
-from nasflow.search._storage import check_reachable, open_storage
+from nasflow.storage import StorageError, check_reachable, open_storage, redact, resolve_storage
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,8 @@
-"""Where studies live: URL resolution, validation, redaction and the SQLite lock."""
+"""Where studies live: URL resolution, validation, redaction and the SQLite lock.
+
+A public module beside ``nasflow.record`` (not inside ``nasflow.search``): the report, the
+dashboard, export and the CLI open stored studies without importing the study runner.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,11 @@ from typing import Any
 import optuna
 from filelock import FileLock, Timeout
 
+from nasflow._compat import retry_callback_kwargs
 from nasflow._files import file_lock
 from nasflow._urls import redact
 from nasflow.errors import NasflowError
-from nasflow.search._compat import retry_callback_kwargs
+from nasflow.record import StudyRecordError
 
 #: Seconds between heartbeats of a running trial, and before a silent one is failed.
 HEARTBEAT_INTERVAL = 10
@@ -178,10 +183,6 @@ def open_storage(
         ) from None
 
 
-class StudyNotFoundError(StorageError):
-    """The storage to read a finished or running study from holds no such study."""
-
-
 #: Tables every Optuna RDB storage has.
 _OPTUNA_TABLES = frozenset({"studies", "trials", "version_info"})
 
@@ -193,7 +194,7 @@ def check_study_file(spec: StorageSpec) -> None:
     database given by mistake); a read-only command must write nothing there.
 
     Raises:
-        StudyNotFoundError: The file is not a SQLite database, or holds no Optuna tables.
+        StudyRecordError: The file is not a SQLite database, or holds no Optuna tables.
     """
     if spec.kind != "sqlite" or spec.path is None:
         return
@@ -205,44 +206,14 @@ def check_study_file(spec: StorageSpec) -> None:
             rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             tables = {r[0] for r in rows}
     except sqlite3.Error as e:
-        raise StudyNotFoundError(
+        raise StudyRecordError(
             f"{str(spec.path)!r} is not a SQLite study file ({e}); nothing was written to it"
         ) from None
     if not _OPTUNA_TABLES.issubset(tables):
-        raise StudyNotFoundError(
+        raise StudyRecordError(
             f"{str(spec.path)!r} is not an Optuna study database (it has no Optuna tables); "
             "nothing was written to it"
         )
-
-
-def load_existing_study(
-    name: str, storage: str | optuna.storages.BaseStorage | None, out_dir: os.PathLike | str
-) -> tuple[optuna.Study, optuna.storages.BaseStorage, StorageSpec]:
-    """Open study ``name`` for reading without creating anything.
-
-    Args:
-        name: The study name.
-        storage: ``--storage`` URL or an Optuna storage object; ``None`` means
-            ``OUT_DIR/NAME/study.db``.
-        out_dir: Folder holding one sub-folder per study.
-
-    Returns:
-        ``(study, opened storage, resolved storage spec)``.
-
-    Raises:
-        StudyNotFoundError: No study file at the path, or no study of that name there.
-        StorageError: A malformed URL or an unreachable database.
-    """
-    spec = resolve_storage(storage, Path(out_dir) / name / "study.db")
-    if spec.path is not None and not spec.path.is_file():
-        raise StudyNotFoundError(f"no study file at {str(spec.path)!r} (give --storage URL)")
-    check_study_file(spec)
-    check_reachable(spec)
-    opened = open_storage(spec)
-    names = sorted(s.study_name for s in optuna.get_all_study_summaries(opened))
-    if name not in names:
-        raise StudyNotFoundError(f"no study {name!r} in {spec.safe_url!r}; studies there: {names}")
-    return optuna.load_study(study_name=name, storage=opened), opened, spec
 
 
 #: Key of the PostgreSQL advisory lock that serialises Optuna's schema creation.

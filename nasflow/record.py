@@ -1,0 +1,449 @@
+"""The study record: what nasflow writes into a study, and where a run's files live.
+
+Every ``nasflow:*`` key is defined here, and nowhere else: the study user attributes
+(identity, space config, supernet, stack, screening, multipliers, trust, cost table,
+retrained winners, phase timings), the trial user and system attributes (screening
+vector, pruner rungs, constraints on Optuna 4.x, stop count), and the digest key inside a
+checkpoint file. They share one namespace, so one owner keeps them from colliding and
+one search finds them all. The module also writes and checks a study's identity, re-creates
+the space a stored study searched (:func:`stored_space`), opens a stored study for reading
+(:func:`open_stored_study`, the loader of ``nasflow report``, ``dashboard``, ``show`` and
+``export``), names the folders and locks of a run under ``--runs`` (:class:`RunFolder`),
+and keeps an architecture from being scored twice in one study (:func:`reuse_score`).
+
+Why a top-level module: the keys are read and written in every layer, ``train`` (the
+checkpoint digest and the supernet identity it records), ``bench`` (score reuse),
+``search``, ``report``, ``export`` and the CLI. Inside ``nasflow.search`` it would pull in
+the study runner (torch, the trainer, the data) for a report that only opens a study, and
+``train`` and ``bench``, which ``search`` imports, could not import it without a circle.
+So it imports only the standard library, Optuna and nasflow's light top-level modules;
+the space registry and the storage are imported when a study is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from nasflow.errors import NasflowError
+from nasflow.names import objective_names, set_metric_names
+
+if TYPE_CHECKING:
+    from nasflow.space import Arch, SearchSpace
+    from nasflow.storage import StorageSpec
+
+# ---------------------------------------------------------------------- keys
+#: Prefix of every key nasflow writes into a study or a checkpoint.
+PREFIX = "nasflow:"
+
+#: Study user attributes that identify what a stored study searches.
+SPACE_KEY = "nasflow:space"
+FINGERPRINT_KEY = "nasflow:fingerprint"
+OBJECTIVES_KEY = "nasflow:objectives"
+#: The supernet that scores the trials (its ``SupernetConfig`` and space fingerprint).
+SUPERNET_IDENTITY_KEY = "nasflow:supernet_identity"
+IDENTITY_KEYS = (SPACE_KEY, FINGERPRINT_KEY, OBJECTIVES_KEY, SUPERNET_IDENTITY_KEY)
+#: Study user attribute holding the space's ``config`` as JSON (lets ``nasflow export``
+#: re-create a space built with constructor arguments; the fingerprint covers it).
+SPACE_CONFIG_KEY = "nasflow:space_config"
+#: Study user attribute holding the supernet record of phase 1 (sampler, epochs, op counts).
+SUPERNET_KEY = "nasflow:supernet"
+#: Study user attribute holding the seconds each phase took.
+SECONDS_KEY = "nasflow:seconds"
+#: Study user attribute holding the measured speedup stack (``auto_stack``'s record).
+STACK_KEY = "nasflow:stack"
+#: Study user attribute: candidates scored from the supernet and the median scoring time.
+SCREENING_KEY = "nasflow:screening"
+#: Study user attribute holding the speedup-multiplier record of the search.
+MULTIPLIERS_KEY = "nasflow:multipliers"
+#: Study user attribute holding the trust probe's record.
+TRUST_KEY = "nasflow:trust"
+#: Study user attribute holding the cost table's stability record.
+COST_TABLE_KEY = "nasflow:cost_table"
+#: Prefix of the per-winner records written by phase 3 (``nasflow:retrain:<trial number>``).
+RETRAIN_PREFIX = "nasflow:retrain:"
+
+#: Trial user attribute: the objective vector at the supernet's weights (screening).
+SCREEN_KEY = "nasflow:screen"
+#: Trial user attribute holding constraint values on Optuna 4.x.
+CONSTRAINTS_KEY = "nasflow:constraints"
+#: Trial user attributes of the Pareto pruner: the last reported step and its vector.
+LAST_STEP_KEY = "nasflow:last_step"
+LAST_VALUES_KEY = "nasflow:last_values"
+#: Trial system attribute: how often a trial was stopped on request and queued again.
+STOPS_KEY = "nasflow:stops"
+
+#: Key of the content digest inside a saved checkpoint state.
+DIGEST_KEY = "nasflow:sha256"
+#: Checkpoint field holding the supernet identity (see :func:`supernet_identity`).
+CHECKPOINT_IDENTITY = "identity"
+
+#: Trial user attribute of a trial whose architecture was already scored: the earlier trial.
+DUPLICATE_KEY = "duplicate_of"
+#: Trial user attributes that describe one attempt, not the architecture's score.
+_ATTEMPT_KEYS = frozenset({"arch", "traceback", "fail_reason", "resumed_at", DUPLICATE_KEY})
+
+#: What the supernet identity of a tabular study (scored from its table) says.
+NO_SUPERNET = "none: scored from a table"
+
+
+def retrain_key(number: int) -> str:
+    """Study user attribute holding phase 3's record of trial ``number``."""
+    return f"{RETRAIN_PREFIX}{number}"
+
+
+def rung_key(rung: int) -> str:
+    """Trial user attribute holding a trial's objective vector at pruner rung ``rung``."""
+    return f"{PREFIX}rung_{rung}"
+
+
+# ---------------------------------------------------------------------- errors
+class StudyRecordError(NasflowError, ValueError):
+    """A stored study cannot be read: no such study file or study, or no usable nasflow
+    record of its space."""
+
+
+class StudyMismatchError(NasflowError, ValueError):
+    """A stored study was created for another space, objectives or directions."""
+
+
+# ---------------------------------------------------------------------- run folder
+@dataclass(frozen=True)
+class RunFolder:
+    """The files of one study's run: ``RUNS/NAME`` (``root``) and what lies in it.
+
+    Attributes:
+        root: The run's folder.
+    """
+
+    root: Path
+
+    @classmethod
+    def of(cls, runs: os.PathLike | str, name: str) -> RunFolder:
+        """``RUNS/NAME``."""
+        return cls(Path(runs) / name)
+
+    @property
+    def database(self) -> Path:
+        """The default SQLite study file."""
+        return self.root / "study.db"
+
+    @property
+    def supernet(self) -> Path:
+        """Phase 1's supernet checkpoints."""
+        return self.root / "supernet"
+
+    @property
+    def supernet_lock(self) -> Path:
+        """Held while one worker trains the supernet (the others wait)."""
+        return self.root / "supernet.lock"
+
+    @property
+    def stack_lock(self) -> Path:
+        """Held while one worker calibrates the speedup stack."""
+        return self.root / "stack.lock"
+
+    @property
+    def finetune(self) -> Path:
+        """Phase 2's fine-tuning checkpoints, one folder per trial."""
+        return self.root / "finetune"
+
+    @property
+    def winners(self) -> Path:
+        """Phase 3's retrained winners, one ``trial-N`` folder each."""
+        return self.root / "winners"
+
+    def winner(self, number: int) -> Path:
+        """Where trial ``number``'s retrained weights and their record live."""
+        return self.winners / f"trial-{number}"
+
+    @property
+    def report(self) -> Path:
+        """The default ``nasflow report`` file."""
+        return self.root / "report.html"
+
+
+# ---------------------------------------------------------------------- identity
+def supernet_identity(
+    fingerprint: str, config: Mapping[str, Any] | None, stack: Mapping[str, Any] | None = None
+) -> str:
+    """The identity of a supernet: trials scored by another supernet are not comparable.
+
+    Args:
+        fingerprint: The space's fingerprint.
+        config: The ``SupernetConfig`` as a dict; ``None`` for a tabular study (nothing
+            trains: :data:`NO_SUPERNET`).
+        stack: The speedup stack it trains with, recorded in checkpoints when not plain.
+    """
+    if config is None:
+        return NO_SUPERNET
+    ident: dict[str, Any] = {"space": fingerprint, "config": dict(config)}
+    if stack is not None:
+        ident["stack"] = dict(stack)
+    return json.dumps(ident, sort_keys=True)
+
+
+def checkpoint_fingerprint(state: Mapping[str, Any]) -> str | None:
+    """The space fingerprint a supernet checkpoint was trained for (``None``: no identity)."""
+    try:
+        fingerprint = json.loads(state[CHECKPOINT_IDENTITY])["space"]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return fingerprint if isinstance(fingerprint, str) else None
+
+
+def _supernet_change(stored: str, want: str) -> str:
+    """What differs between two supernet records, e.g. ``epochs 3 in the study, 4 here``."""
+    try:
+        a, b = json.loads(stored), json.loads(want)
+        old, new = a["config"], b["config"]
+        diff = [
+            f"{k} {old.get(k)!r} in the study, {new.get(k)!r} here"
+            for k in new
+            if old.get(k) != new.get(k)
+        ]
+        if a["space"] != b["space"]:
+            diff.append(f"space {a['space']} in the study, {b['space']} here")
+    except (ValueError, TypeError, KeyError):
+        diff = []
+    return ", ".join(diff) or f"{stored} in the study, {want} here"
+
+
+def study_identity(space: SearchSpace, objectives: Any, supernet: str) -> dict[str, str]:
+    """The identity a study of ``space`` and ``objectives`` records (see ``IDENTITY_KEYS``).
+
+    Args:
+        space: The searched space.
+        objectives: The objective keys, in order.
+        supernet: :func:`supernet_identity` of the supernet that scores the trials.
+    """
+    return {
+        SPACE_KEY: space.name,
+        FINGERPRINT_KEY: space.fingerprint(),
+        OBJECTIVES_KEY: json.dumps(list(objectives)),
+        SUPERNET_IDENTITY_KEY: supernet,
+    }
+
+
+def has_identity(study: optuna.Study) -> bool:
+    """Whether nasflow recorded (part of) an identity on ``study``."""
+    return any(k in study.user_attrs for k in IDENTITY_KEYS)
+
+
+def write_identity(
+    study: optuna.Study, identity: dict[str, str], space_config: Mapping[str, Any]
+) -> None:
+    """Record what a new study searches (keys a racing worker wrote are kept)."""
+    if all(k in study.user_attrs for k in IDENTITY_KEYS):
+        return
+    for k, v in identity.items():
+        if k not in study.user_attrs:  # (a worker racing us may have written them)
+            study.set_user_attr(k, v)
+    study.set_user_attr(SPACE_CONFIG_KEY, json.dumps(dict(space_config)))
+
+
+def check_identity(
+    study: optuna.Study,
+    identity: dict[str, str],
+    directions: list[str],
+    metric_names: list[str],
+    where: str,
+) -> None:
+    """Refuse a stored study created for another space, objectives, directions, supernet
+    or metric names; adopt the supernet identity and metric names of a study written
+    before they were recorded.
+
+    Args:
+        study: The stored study.
+        identity: What this run would record (:func:`study_identity`).
+        directions: This run's directions (``"maximize"``/``"minimize"``).
+        metric_names: This run's objective names.
+        where: The storage's printable URL, for messages.
+
+    Raises:
+        StudyMismatchError: Naming what differs.
+    """
+    name = study.study_name
+    stored = {k: study.user_attrs.get(k) for k in IDENTITY_KEYS}
+    have_dirs = [d.name.lower() for d in study.directions]
+    for k in IDENTITY_KEYS:
+        if k != SUPERNET_IDENTITY_KEY and stored[k] != identity[k]:
+            raise StudyMismatchError(
+                f"study {name!r} in {where!r} was created with "
+                f"{k.split(':')[1]}={stored[k]!r}, this study file has {identity[k]!r}; "
+                "use another study name or storage"
+            )
+    if have_dirs != directions:
+        raise StudyMismatchError(
+            f"study {name!r} has directions {have_dirs}, this study file "
+            f"{directions}; use another study name or storage"
+        )
+    had, want = stored[SUPERNET_IDENTITY_KEY], identity[SUPERNET_IDENTITY_KEY]
+    if had != want and had is not None:
+        raise StudyMismatchError(
+            f"study {name!r} in {where!r} was scored by another "
+            f"supernet ({_supernet_change(had, want)}); its "
+            "trials would not be comparable with new ones: give the study a new name "
+            "(StudySpec(name=...)) or use another storage"
+        )
+    if had is None:  # created before supernets were recorded: adopt it
+        study.set_user_attr(SUPERNET_IDENTITY_KEY, want)
+    names = study.metric_names
+    if names is None:  # created before metric names were recorded: adopt them
+        set_metric_names(study, metric_names)
+    elif list(names) != metric_names:
+        raise StudyMismatchError(
+            f"study {name!r} in {where!r} records its objectives "
+            f"as {list(names)}, this study file would record {metric_names} (a "
+            "change of finetune_epochs between 0 and more changes what the first "
+            "objective measures); use another study name or storage"
+        )
+
+
+# ---------------------------------------------------------------------- reading
+class StoredStudy(NamedTuple):
+    """A loaded study, its Optuna storage and where that storage lives."""
+
+    study: optuna.Study
+    storage: optuna.storages.BaseStorage
+    spec: StorageSpec
+
+
+def open_stored_study(
+    name: str,
+    storage: str | os.PathLike | optuna.storages.BaseStorage | None = None,
+    runs: os.PathLike | str = "runs",
+) -> StoredStudy:
+    """Open study ``name`` for reading without creating anything.
+
+    Args:
+        name: The study name.
+        storage: ``--storage`` URL or an Optuna storage object; ``None`` means the run
+            folder's database (``RUNS/NAME/study.db``).
+        runs: Folder holding one run folder per study.
+
+    Raises:
+        StudyRecordError: No study file at the path, a file that is not an Optuna
+            database, or no study of that name there.
+        StorageError: A malformed URL or an unreachable database.
+    """
+    from nasflow.storage import check_reachable, check_study_file, open_storage, resolve_storage
+
+    spec = resolve_storage(storage, RunFolder.of(runs, name).database)
+    if spec.path is not None and not spec.path.is_file():
+        raise StudyRecordError(f"no study file at {str(spec.path)!r} (give --storage URL)")
+    check_study_file(spec)
+    check_reachable(spec)
+    opened = open_storage(spec)
+    names = sorted(s.study_name for s in optuna.get_all_study_summaries(opened))
+    if name not in names:
+        raise StudyRecordError(f"no study {name!r} in {spec.safe_url!r}; studies there: {names}")
+    return StoredStudy(optuna.load_study(study_name=name, storage=opened), opened, spec)
+
+
+def stored_space(study: optuna.Study, space: SearchSpace | None = None) -> SearchSpace:
+    """Re-create the space a study searched, from its records and the space registry.
+
+    Args:
+        study: A study written by nasflow's study runner.
+        space: The space itself (one defined in a script or notebook, not registered):
+            then it is only checked against the study's record.
+
+    Raises:
+        StudyRecordError: The study records no nasflow space, its space is not registered,
+            or the space does not have the recorded name and fingerprint.
+    """
+    from nasflow.space import rebuild_space
+
+    attrs = study.user_attrs
+    name, fingerprint = attrs.get(SPACE_KEY), attrs.get(FINGERPRINT_KEY)
+    if not isinstance(name, str) or not isinstance(fingerprint, str):
+        raise StudyRecordError(f"study {study.study_name!r} records no nasflow space")
+    if space is not None:
+        if (space.name, space.fingerprint()) != (name, fingerprint):
+            raise StudyRecordError(
+                f"study {study.study_name!r} searched space {name!r} (fingerprint "
+                f"{fingerprint!r}), not {space.name!r} ({space.fingerprint()!r})"
+            )
+        return space
+    raw = attrs.get(SPACE_CONFIG_KEY)
+    try:
+        config = json.loads(raw) if isinstance(raw, str) else None
+        return rebuild_space(name, config, fingerprint)
+    except ValueError as e:
+        raise StudyRecordError(f"study {study.study_name!r}: {e}") from None
+
+
+def study_objectives(study: optuna.Study) -> list[str]:
+    """The objective keys a study records (``[]`` without a record)."""
+    raw = study.user_attrs.get(OBJECTIVES_KEY)
+    return json.loads(raw) if isinstance(raw, str) else []
+
+
+def study_metric_names(study: optuna.Study) -> list[str]:
+    """The names of a stored study's objectives: its Optuna ``metric_names`` when set (nasflow
+    sets them), else derived from its ``nasflow:objectives`` record (studies written before
+    names were recorded, whose first objective may be a supernet score or a fine-tuned
+    accuracy: it is called ``accuracy`` then), else ``objective 0``, ``objective 1``...
+    """
+    names = study.metric_names
+    if names is not None and len(names) == len(study.directions):
+        return list(names)
+    raw = study.user_attrs.get(OBJECTIVES_KEY)
+    try:
+        keys = json.loads(raw) if isinstance(raw, str) else raw
+        if isinstance(keys, list) and len(keys) == len(study.directions):
+            return ["accuracy" if k == "accuracy" else objective_names([k])[0] for k in keys]
+    except (ValueError, TypeError):
+        pass
+    return [f"objective {i}" for i in range(len(study.directions))]
+
+
+def retrain_records(study: optuna.Study) -> dict[int, dict[str, Any]]:
+    """Trial number -> phase-3 record (``test_accuracy``, ``measured_train_cost``, ...)."""
+    out: dict[int, dict[str, Any]] = {}
+    for key, record in study.user_attrs.items():
+        suffix = key[len(RETRAIN_PREFIX) :]
+        if key.startswith(RETRAIN_PREFIX) and suffix.isdigit() and isinstance(record, dict):
+            out[int(suffix)] = record
+    return dict(sorted(out.items()))
+
+
+# ---------------------------------------------------------------------- score reuse
+def scored_trial(study: optuna.Study, arch: Arch) -> FrozenTrial | None:
+    """The earliest COMPLETE trial of ``study`` whose ``arch`` user attribute is ``arch``."""
+    key = arch.to_json()
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if t.user_attrs.get("arch") == key:
+            return t
+    return None
+
+
+def reuse_score(trial: optuna.Trial, arch: Arch) -> float | list[float] | None:
+    """The values to return for ``trial`` if ``arch`` was already scored, else ``None``:
+    an architecture is never scored twice in one study.
+
+    The trial then gets the earlier trial's recorded numbers (parameters, cost,
+    accuracies: every user attribute except per-attempt and ``nasflow:`` bookkeeping
+    ones) and constraint values, and ``user_attrs["duplicate_of"]`` = the earlier trial's
+    number. Call it after ``trial.set_user_attr("arch", ...)``.
+    """
+    from nasflow._compat import copy_constraints  # (it reads CONSTRAINTS_KEY from here)
+
+    earlier = scored_trial(trial.study, arch)
+    if earlier is None or earlier.values is None:
+        return None
+    for key, value in earlier.user_attrs.items():
+        if key not in _ATTEMPT_KEYS and not key.startswith(PREFIX):
+            trial.set_user_attr(key, value)
+    copy_constraints(trial, earlier)
+    trial.set_user_attr(DUPLICATE_KEY, int(earlier.user_attrs.get(DUPLICATE_KEY, earlier.number)))
+    values = [float(v) for v in earlier.values]
+    return values[0] if len(values) == 1 else values
