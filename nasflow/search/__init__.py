@@ -6,6 +6,7 @@ from nasflow.search._evolution import RegularizedEvolutionSampler
 from nasflow.search._objective import CandidateError, arch_summary
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
 from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner, report, should_prune
+from nasflow.search._retrain import recipe_for, retrain_arch
 from nasflow.search._runner import (
     RunResult,
     StudyMismatchError,
@@ -38,9 +39,11 @@ __all__ = [
     "load_study_file",
     "non_dominated_sort",
     "pareto_trials",
+    "recipe_for",
     "redact",
     "report",
     "resolve_storage",
+    "retrain_arch",
     "run_trust_probe",
     "should_prune",
     "summary_table",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nasflow.data import Batches
 from nasflow.train._checkpoint import (
     CheckpointError,
     Progress,
@@ -11,10 +12,10 @@ from nasflow.train._checkpoint import (
     load_latest,
     save_checkpoint,
 )
-from nasflow.train._loop import Batches, evaluate, make_optimizer, warmup_cosine
+from nasflow.train._loop import evaluate, make_optimizer, warmup_cosine
+from nasflow.train._recipe import Recipe, SupernetConfig, TrainConfig
 from nasflow.train._standalone import (
     EpochTrainer,
-    TrainConfig,
     TrainResult,
     measure_step_time,
     train_standalone,
@@ -22,7 +23,6 @@ from nasflow.train._standalone import (
 from nasflow.train._supernet import (
     NonFiniteLossError,
     OpCounter,
-    SupernetConfig,
     SupernetResult,
     SupernetTrainer,
     TrainingInterrupted,
@@ -36,6 +36,7 @@ __all__ = [
     "NonFiniteLossError",
     "OpCounter",
     "Progress",
+    "Recipe",
     "SupernetConfig",
     "SupernetResult",
     "SupernetTrainer",

@@ -18,6 +18,7 @@ from torch.utils.data import TensorDataset
 
 from nasflow.data import DataBundle
 from nasflow.search import StudySpec
+from nasflow.train import TrainConfig
 from tests._spaces import CellSpace
 
 
@@ -26,7 +27,7 @@ def data():
     return DataBundle(*(TensorDataset(x, y),) * 3, (1, 40), 10, "noise")
 
 
-study = StudySpec(name="cells", space=CellSpace(), data=data, finetune_epochs=1)
+study = StudySpec(name="cells", space=CellSpace(), data=data, finetune=TrainConfig(epochs=1))
 """
 
 
