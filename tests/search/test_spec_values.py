@@ -9,7 +9,8 @@ import re
 import pytest
 
 from nasflow.cli import main
-from nasflow.search import Budget
+from nasflow.search import Budget, StudyFileError, StudySpec, load_study_file
+from nasflow.train import TrainConfig
 from tests.search._study_template import write_study
 
 
@@ -103,3 +104,15 @@ def test_bad_command_line_numbers_are_refused_before_anything_is_written(
     err = capsys.readouterr().err
     assert err == f"nasflow: error: {shown}\n"
     assert not (tmp_path / "runs").exists()
+
+
+def test_fine_tuning_takes_its_epochs_from_its_recipe(tmp_path) -> None:
+    spec = load_study_file(write_study(tmp_path, finetune=0))
+    assert spec.finetune is None and spec.finetune_epochs == 0
+    assert spec.resolved_pruner == "none"
+    tuned = spec.replace(finetune=TrainConfig(epochs=4, lr=1e-3))
+    assert tuned.finetune_epochs == 4 and tuned.resolved_pruner == "pareto"
+    with pytest.raises(StudyFileError, match=r"finetune_epochs=\.\.\.\) was removed"):
+        spec.replace(finetune_epochs=4)
+    with pytest.raises(TypeError, match="finetune_epochs"):
+        StudySpec(name="x", space=spec.space, data=spec.data, finetune_epochs=4)
