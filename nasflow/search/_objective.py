@@ -18,7 +18,7 @@ from optuna.trial import TrialState
 from torch import nn
 
 from nasflow.cost import CostModel
-from nasflow.data import DataBundle
+from nasflow.data import Batches, DataBundle
 from nasflow.errors import NasflowError
 from nasflow.search._compat import set_constraints
 from nasflow.search._costtable import COST_TABLE_KEY, format_cost_table, remeasure_requested
@@ -82,9 +82,8 @@ class CandidateScorer:
     Attributes:
         spec: The study.
         supernet: The trained supernet (never modified: candidates are extracted copies).
-        data: The study's data: its training batches (at the training budget's batch size)
-            recalibrate BN and time steps, fine-tuning reads them at its own; the
-            validation split is the score (the test split is never used here).
+        data: The study's data (fine-tuning reads the training split at its own batch
+            size; the validation split is the score; the test split is never used here).
         report: ``report(trial, values, step)`` hook given intermediate objective vectors;
             it raises ``optuna.TrialPruned`` to stop a trial.
         device: Where candidates run.
@@ -113,6 +112,10 @@ class CandidateScorer:
     remeasure_costs: bool = False
     #: The number of the trial last stopped on request (set by ``__call__``).
     interrupted: int | None = field(default=None, init=False)
+    #: Training batches at the training budget's batch size (BN recalibration, step
+    #: timing) and validation batches, from ``data``.
+    train: Batches = field(init=False, repr=False)
+    val: Batches = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.train = self.data.batches("train", self.spec.train.batch_size, self.spec.seed)
