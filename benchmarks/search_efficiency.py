@@ -85,7 +85,7 @@ from nasflow.search import (  # noqa: E402
 )
 from nasflow.search._pareto import non_dominated_sort  # noqa: E402
 from nasflow.space import Arch  # noqa: E402
-from nasflow.train import EpochTrainer, evaluate  # noqa: E402
+from nasflow.train import EpochTrainer, TrainConfig, evaluate  # noqa: E402
 
 GT = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
 DEFAULT_STUDY = ROOT / "studies/mnist1d.py"
@@ -648,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = replace(
             spec,
             n_trials=2,
-            finetune_epochs=1,
+            finetune=replace(spec.finetune or TrainConfig(lr=1e-3, warmup_epochs=0), epochs=1),
             supernet=replace(spec.supernet, epochs=1),
             train=replace(spec.train, epochs=2),
         )

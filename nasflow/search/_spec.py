@@ -37,7 +37,8 @@ COSTS = ("model", "measure")
 #: ``StudySpec`` arguments that were removed -> what to write instead.
 REMOVED_KEYS = {
     "finetune_epochs": "StudySpec(finetune_epochs=...) was removed: the fine-tuning recipe "
-    "carries its epochs, finetune=TrainConfig(epochs=N, ...) (finetune=None: no fine-tuning)",
+    "carries its epochs; finetune_epochs=N fine-tuned with finetune=TrainConfig(epochs=N, "
+    "lr=1e-3, warmup_epochs=0) (finetune=None: no fine-tuning)",
 }
 
 
@@ -117,7 +118,8 @@ class StudySpec:
         finetune: How a candidate is fine-tuned from its inherited weights: a
             ``TrainConfig`` whose ``epochs`` are the candidate's fine-tuning epochs (one
             Optuna step each, under the pruner), or ``None`` (default): candidates are
-            scored from the supernet path only.
+            scored from the supernet path only. Inherited weights usually want a lower rate
+            and no warm-up: ``TrainConfig(epochs=3, lr=1e-3, warmup_epochs=0)``.
         screen_keep: With ``finetune``: the share of candidates that go on to
             fine-tuning. Every candidate is first scored from the supernet (milliseconds);
             it is fine-tuned only when its score ranks in the top ``screen_keep`` of the
