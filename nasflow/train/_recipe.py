@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: Path samplers a supernet can be trained with.
-SUPERNET_SAMPLERS = ("fair", "uniform")
+from nasflow.sampling import SAMPLERS
 
 
 def _check_int(name: str, value: object) -> None:
@@ -44,6 +43,9 @@ class Recipe:
 class TrainConfig(Recipe):
     """A stand-alone training recipe (the study's training budget, fine-tuning).
 
+    A study initialises and shuffles from ``StudySpec.seed``; ``seed`` here is the data
+    order's seed for code that trains with the recipe alone (the benchmarks).
+
     Attributes:
         batch_size: Samples per optimizer step.
         label_smoothing: Cross-entropy label smoothing.
@@ -74,7 +76,7 @@ class SupernetConfig(Recipe):
     batch_size: int = 64
 
     def __post_init__(self) -> None:
-        if self.sampler not in SUPERNET_SAMPLERS:
+        if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
         super().__post_init__()
         _check_int("batch_size", self.batch_size)
