@@ -8,19 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from nasflow.data import DataBundle
-from nasflow.search._spec import RECIPE_KEYS
+from nasflow.search._spec import RECIPE_KEYS, StudySpec
 from nasflow.space import Arch
 from nasflow.train import TrainConfig, TrainResult, train_standalone
 from nasflow.train.stack import Stack
-
-if TYPE_CHECKING:
-    from nasflow.search._spec import StudySpec
 
 
 def recipe_for(arch: Arch, base: TrainConfig) -> TrainConfig:
