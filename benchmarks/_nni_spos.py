@@ -102,7 +102,7 @@ def search(
     from nni.nas.strategy import RandomOneShot, RegularizedEvolution
 
     from nasflow.supernet import recalibrate_bn
-    from nasflow.train import Batches, evaluate
+    from nasflow.train import evaluate
 
     torch.manual_seed(seed)
     train_ds, val_ds = data.train, data.val
@@ -130,8 +130,8 @@ def search(
         exp.config.experiment_working_directory = tmp
         exp.run()
 
-        bn = Batches(data.train, spec.train.batch_size, seed=seed, drop_last=True)
-        val = Batches(data.val, 512, shuffle=False)
+        bn = data.batches("train", spec.train.batch_size, seed)
+        val = data.batches("val")
 
         def score(model: nn.Module) -> None:
             recalibrate_bn(model, bn.epoch(0), spec.bn_batches)

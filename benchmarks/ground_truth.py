@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from nasflow.search import StudySpec, load_study_file  # noqa: E402
 from nasflow.space import Arch  # noqa: E402
-from nasflow.train import Batches, EpochTrainer, evaluate  # noqa: E402
+from nasflow.train import EpochTrainer, evaluate  # noqa: E402
 
 FIELDS = [
     "index",
@@ -93,9 +93,8 @@ def train_one(
     """Train ``arch`` from scratch; its curves and final accuracies."""
     torch.manual_seed(init_seed)
     net = study.space.build(arch)
-    train = Batches(data.train, recipe.batch_size, seed=batch_seed, drop_last=True)
-    val = Batches(data.val, 1000, shuffle=False)
-    test = Batches(data.test, 1000, shuffle=False)
+    train = data.batches("train", recipe.batch_size, batch_seed)
+    val, test = data.batches("val"), data.batches("test")
     trainer = EpochTrainer(net, train, recipe)
     val_curve: list[float] = []
     cpu_curve: list[float] = []

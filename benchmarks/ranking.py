@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 from nasflow.search import StudySpec, TrustProbe, load_study_file, run_trust_probe  # noqa: E402
 from nasflow.space import Arch  # noqa: E402
 from nasflow.supernet import recalibrate_bn  # noqa: E402
-from nasflow.train import Batches, SupernetTrainer, evaluate  # noqa: E402
+from nasflow.train import SupernetTrainer, evaluate  # noqa: E402
 from nasflow.train.stack import Stack  # noqa: E402
 
 GT = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
@@ -148,8 +148,8 @@ def supernet_scores(
     result = trainer.fit()
     train_s = time.perf_counter() - t0
     passes = epochs * len(trainer.batches) * trainer.sampler.paths_per_step
-    train = Batches(data.train, study.train.batch_size, seed=seed, drop_last=True)
-    val = Batches(data.val, 512, shuffle=False)
+    train = data.batches("train", study.train.batch_size, seed)
+    val = data.batches("val")
     scores: dict[int, list[float]] = {n: [] for n in bn_batches}
     t1 = time.perf_counter()
     for arch in archs:

@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from nasflow.record import RunFolder  # noqa: E402
 from nasflow.search import StudyRunner, load_study_file, read_baseline  # noqa: E402
+from nasflow.train import TrainConfig  # noqa: E402
 
 
 def run_variant(spec, runs: Path, supernet_from: Path | None) -> dict:
@@ -82,7 +83,7 @@ def main() -> None:
             scr = base.replace(
                 name=f"screen-{seed}",
                 seed=seed,
-                finetune_epochs=args.finetune_epochs,
+                finetune=TrainConfig(epochs=args.finetune_epochs, lr=1e-3, warmup_epochs=0),
                 screen_keep=args.keep,
             )
             for variant, spec, src in (

@@ -85,7 +85,7 @@ from nasflow.search import (  # noqa: E402
     recipe_for,
 )
 from nasflow.space import Arch  # noqa: E402
-from nasflow.train import Batches, EpochTrainer, TrainConfig, evaluate  # noqa: E402
+from nasflow.train import EpochTrainer, TrainConfig, evaluate  # noqa: E402
 
 GT = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
 DEFAULT_STUDY = ROOT / "studies/mnist1d.py"
@@ -162,14 +162,6 @@ class Run:
         }
 
 
-def loaders(data: DataBundle, recipe: TrainConfig, seed: int) -> tuple[Batches, ...]:
-    return (
-        Batches(data.train, recipe.batch_size, shuffle=True, seed=seed, drop_last=True),
-        Batches(data.val, 512, shuffle=False),
-        Batches(data.test, 512, shuffle=False),
-    )
-
-
 def standalone(
     spec: StudySpec,
     arch: Arch,
@@ -180,7 +172,11 @@ def standalone(
     """Train ``arch`` from scratch with the study's recipe; (val, test) accuracy and the
     CPU-seconds of the training steps."""
     recipe = recipe_for(arch, spec.train)
-    train, val, test = loaders(data, recipe, seed)
+    train, val, test = (
+        data.batches("train", recipe.batch_size, seed),
+        data.batches("val"),
+        data.batches("test"),
+    )
     torch.manual_seed(seed)
     net = spec.space.build(arch)
     trainer = EpochTrainer(net, train, recipe)
@@ -257,7 +253,7 @@ def run_optuna(run: Run, spec: StudySpec, data: DataBundle) -> None:
             min_resource=1, max_resource=epochs, reduction_factor=3
         ),
     )
-    _, val_batches, _ = loaders(data, spec.train, 0)
+    val_batches = data.batches("val")
 
     def objective(trial: optuna.Trial) -> float:
         arch = spec.space.suggest(trial)
@@ -652,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = replace(
             spec,
             n_trials=2,
-            finetune_epochs=1,
+            finetune=replace(spec.finetune or TrainConfig(lr=1e-3, warmup_epochs=0), epochs=1),
             supernet=replace(spec.supernet, epochs=1),
             train=replace(spec.train, epochs=2),
         )

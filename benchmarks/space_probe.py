@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from nasflow.data import MNIST1DVariant, load_mnist1d  # noqa: E402
-from nasflow.train import Batches, TrainConfig, evaluate, train_standalone  # noqa: E402
+from nasflow.train import TrainConfig, evaluate, train_standalone  # noqa: E402
 from search_spaces.mnist1d import MNIST1DSpace  # noqa: E402
 
 
@@ -57,12 +57,12 @@ def main(argv: list[str] | None = None) -> int:
             c0 = time.process_time()
             train_standalone(
                 net,
-                Batches(data.train, 64, seed=seed, drop_last=True),
-                Batches(data.val, 1000, shuffle=False),
+                data.batches("train", 64, seed),
+                data.batches("val"),
                 recipe,
             )
             cpu.append(time.process_time() - c0)
-            tests[seed, i] = evaluate(net, Batches(data.test, 1000, shuffle=False))[0]
+            tests[seed, i] = evaluate(net, data.batches("test"))[0]
         print(f"{i}: test {tests[0, i]:.4f} / {tests[1, i]:.4f}  {arch.to_json()}", flush=True)
     mean = tests.mean(0)
     sd = float(np.sqrt(np.mean((tests[0] - tests[1]) ** 2) / 2))

@@ -302,7 +302,7 @@ def check_identity(
         raise StudyMismatchError(
             f"study {name!r} in {where!r} records its objectives "
             f"as {list(names)}, this study file would record {metric_names} (a "
-            "change of finetune_epochs between 0 and more changes what the first "
+            "change between fine-tuning (finetune) and none changes what the first "
             "objective measures); use another study name or storage"
         )
 

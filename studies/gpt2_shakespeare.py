@@ -48,7 +48,6 @@ study = StudySpec(
     supernet=SupernetConfig(sampler="fair", epochs=2, batch_size=64, lr=1e-3),
     n_trials=30,
     bn_batches=1,  # no batch norm in this space: one pass is enough
-    finetune_epochs=0,
     train=TrainConfig(epochs=2, batch_size=64, lr=1e-3, weight_decay=1e-1),
     cost="measure",
     retrain_top=1,

@@ -5,7 +5,7 @@ Run with ``nasflow search`` (or ``nasflow search studies/mnist1d.py``).
 Phase 1 trains the weight-sharing supernet of the default space with strictly fair
 sampling; phase 2 runs a multi-objective TPE study (validation accuracy up, predicted
 training cost down) where each candidate inherits its weights, is BN-recalibrated, and is
-fine-tuned for up to ``finetune_epochs`` epochs under the Pareto-aware successive-halving
+fine-tuned for up to ``finetune.epochs`` epochs under the Pareto-aware successive-halving
 pruner (Optuna's Hyperband refuses multi-objective studies); phase 3 retrains the most
 accurate Pareto trial from scratch and reports its test accuracy.
 
@@ -38,7 +38,7 @@ study = StudySpec(
     supernet=SupernetConfig(sampler="fair", epochs=8, batch_size=64, lr=3e-3),
     n_trials=40,
     bn_batches=10,
-    finetune_epochs=3,
+    finetune=TrainConfig(epochs=3, batch_size=64, lr=1e-3, warmup_epochs=0),
     train=TrainConfig(epochs=20, batch_size=64, lr=3e-3, weight_decay=1e-2),
     retrain_top=1,
     seed=0,

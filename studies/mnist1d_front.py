@@ -37,7 +37,6 @@ study = StudySpec(
     # fine-tuning; the winner is retrained from scratch.
     n_trials=300,
     bn_batches=10,
-    finetune_epochs=0,
     train=TrainConfig(epochs=12, batch_size=64, lr=3e-3, weight_decay=1e-2),
     retrain_top=1,
     seed=0,

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -63,13 +64,11 @@ def _data(space: SearchSpace, quick: bool, batch_size: int, seed: int) -> tuple[
     if space.name != "mnist1d":
         raise ValueError(f"bench-stack has data for space 'mnist1d' only, got {space.name!r}")
     data = load_mnist1d(val_fraction=0.25, seed=seed)
-    train, val = data.train, data.val
     if quick:
-        train, val = Subset(train, range(512)), Subset(val, range(256))
-    return (
-        Batches(train, batch_size, shuffle=True, seed=seed, drop_last=True),
-        Batches(val, 500, shuffle=False),
-    )
+        data = replace(
+            data, train=Subset(data.train, range(512)), val=Subset(data.val, range(256))
+        )
+    return data.batches("train", batch_size, seed), data.batches("val")
 
 
 def run(

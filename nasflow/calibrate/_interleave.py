@@ -25,42 +25,37 @@ import torch
 from torch import nn
 
 from nasflow.calibrate._measure import state_bytes
-from nasflow.train import Batches, evaluate, make_optimizer
+from nasflow.train import Batches, Recipe, evaluate, make_optimizer
 from nasflow.train.stack import ActivationMeter, Schedule, Stack, StackStep, device_clock
 
 
 @dataclass(frozen=True)
-class RunConfig:
-    """The shared training recipe of an interleaved run.
+class RunConfig(Recipe):
+    """The shared training recipe of an interleaved run, and how it is measured.
+
+    ``seed`` seeds the initial weights; ``lr`` is per batch (accumulation scales it by ``k``).
 
     Attributes:
-        epochs: Passes over the training batches.
-        lr: Peak learning rate (per batch; accumulation scales it by ``k``).
-        weight_decay: AdamW weight decay.
-        warmup_epochs: Linear warm-up before the cosine decay.
         chunk: Batches each variant trains per turn.
         evals_per_epoch: Validation evaluations per epoch (for time to target).
         target_accuracy: Validation accuracy whose first crossing is recorded.
-        seed: Seeds the initial weights.
         max_batches: Stop after this many batches (a calibration); ``None`` trains all
             epochs. The schedule spans what is actually trained.
     """
 
     epochs: int = 3
-    lr: float = 3e-3
-    weight_decay: float = 1e-2
     warmup_epochs: float = 0.5
     chunk: int = 8
     evals_per_epoch: int = 2
     target_accuracy: float = 0.9
-    seed: int = 0
     max_batches: int | None = None
 
     def __post_init__(self) -> None:
         mb = self.max_batches
         if mb is not None and (isinstance(mb, bool) or not isinstance(mb, int) or mb < 1):
             raise ValueError(f"max_batches must be an int >= 1 or None, got {mb!r}")
-        for name in ("epochs", "chunk", "evals_per_epoch"):
+        super().__post_init__()
+        for name in ("chunk", "evals_per_epoch"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")

@@ -1,8 +1,9 @@
-"""Datasets: MNIST-1D (generated), image folders and zips, character-level text."""
+"""Datasets: MNIST-1D (generated), image folders and zips, character-level text; batches."""
 
 from __future__ import annotations
 
 from nasflow.data._base import DataBundle, split_indices, split_train_val
+from nasflow.data._batches import EVAL_BATCH_SIZE, Batches
 from nasflow.data._images import (
     CIFAR10_MEAN,
     CIFAR10_STD,
@@ -21,6 +22,8 @@ from nasflow.data._text import CharBlocks, CharVocab, load_text
 __all__ = [
     "CIFAR10_MEAN",
     "CIFAR10_STD",
+    "EVAL_BATCH_SIZE",
+    "Batches",
     "CharBlocks",
     "CharVocab",
     "DataBundle",

@@ -7,6 +7,11 @@ from dataclasses import dataclass
 import torch
 from torch.utils.data import Dataset, Subset
 
+from nasflow.data._batches import EVAL_BATCH_SIZE, Batches
+
+#: The splits of a ``DataBundle``.
+SPLITS = ("train", "val", "test")
+
 
 @dataclass(frozen=True)
 class DataBundle:
@@ -27,6 +32,27 @@ class DataBundle:
     input_shape: tuple[int, ...]
     num_classes: int
     name: str = ""
+
+    def batches(self, split: str, batch_size: int = EVAL_BATCH_SIZE, seed: int = 0) -> Batches:
+        """The batches of one split, as every phase of a study reads them.
+
+        ``"train"`` is reshuffled every epoch from ``seed`` (epoch ``e`` with seed
+        ``(seed, e)``) and drops its last incomplete batch, so every step has
+        ``batch_size`` samples; ``"val"`` and ``"test"`` are read in order, every sample.
+
+        Args:
+            split: ``"train"``, ``"val"`` or ``"test"``.
+            batch_size: Samples per batch (the recipe's for training).
+            seed: Seed of the training order (ignored for ``"val"`` and ``"test"``).
+
+        Raises:
+            ValueError: An unknown split or a bad batch size.
+        """
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if split == "train":
+            return Batches(self.train, batch_size, shuffle=True, seed=seed, drop_last=True)
+        return Batches(getattr(self, split), batch_size, shuffle=False)
 
 
 def check_fraction(name: str, value: float) -> None:

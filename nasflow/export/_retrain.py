@@ -15,7 +15,8 @@ from nasflow.export._format import ONNX_FILE, ExportError, ExportInfo, retrained
 from nasflow.export._loader import Exported, read_export
 from nasflow.export._study import find_study_spec
 from nasflow.export._writer import atomic_dir, check_target, prepare_retrained, write_export
-from nasflow.train import Batches, TrainConfig, TrainResult, train_standalone
+from nasflow.train import TrainConfig, TrainResult
+from nasflow.train.stack import Stack
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class Retrained:
         data: Which study provided the data and recipe.
         net: The retrained network.
         seed: The seed it was initialised and its data shuffled with (the study's).
+        stack: The speedup stack it trained with.
     """
 
     exported: Exported
@@ -37,6 +39,7 @@ class Retrained:
     data: str
     net: nn.Module
     seed: int
+    stack: Stack
 
 
 def retrain_exported(
@@ -50,8 +53,12 @@ def retrain_exported(
 
     The data, seed and recipe come from the study: ``study_file`` (a path or a registered
     study name), else the registered study named like the exported trial's study, else the
-    registered study of the space's name. Hyper-parameters searched with the architecture
-    (``lr``, ``weight_decay``, ``batch_size``) override the recipe, as in the search.
+    registered study of the space's name. It trains through the search's phase 3
+    (:func:`nasflow.search.retrain_arch`): hyper-parameters searched with the architecture
+    (``lr``, ``weight_decay``, ``batch_size``) override the recipe, and every batch goes
+    through the study's speedup stack: its ``Stack``, or with ``stack="auto"`` the stack
+    the export's weights were trained with where it records one (phase 3's winners), else
+    plain fp32 eager.
 
     Args:
         path: The export directory.
@@ -64,7 +71,7 @@ def retrain_exported(
         ValueError: ``epochs`` is not a positive int.
         ExportError: A bad export, no study found, or a study of another space or input.
     """
-    from nasflow.search import recipe_for
+    from nasflow.search import retrain_arch
 
     if epochs is not None and (
         isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1
@@ -86,22 +93,30 @@ def retrain_exported(
         raise ExportError(
             f"{where} searches space {spec.space.name!r}, the export is of {exported.space.name!r}"
         )
-    recipe = recipe_for(exported.arch, spec.train)
-    if epochs is not None:
-        recipe = dataclasses.replace(recipe, epochs=epochs)
     data = spec.data()
     if tuple(data.input_shape) != exported.info.input_shape:
         raise ExportError(
             f"{where} gives inputs of shape {list(data.input_shape)}, the export takes "
             f"{list(exported.info.input_shape)}"
         )
-    train = Batches(data.train, recipe.batch_size, shuffle=True, seed=spec.seed, drop_last=True)
-    val = Batches(data.val, 512, shuffle=False)
-    test = Batches(data.test, 512, shuffle=False)
-    torch.manual_seed(spec.seed)
-    net = exported.space.build(exported.arch)
-    result = train_standalone(net, train, val, recipe, test, device, on_epoch=on_epoch)
-    return Retrained(exported, recipe, result, where, net, spec.seed)
+    if spec.space is not exported.space:  # the same name; build what the export describes
+        spec = spec.replace(space=exported.space)
+    stack = study_stack(spec.stack, exported.info.weights.get("stack"))
+    net, recipe, result = retrain_arch(
+        spec, exported.arch, data, stack, device, epochs=epochs, on_epoch=on_epoch
+    )
+    return Retrained(exported, recipe, result, where, net, spec.seed, stack)
+
+
+def study_stack(stack: Stack | str | None, recorded: object) -> Stack:
+    """The speedup stack a study trains with: its ``Stack``; for ``"auto"`` the stack
+    ``recorded`` (a ``Stack.to_dict()``, e.g. a phase-3 winner's) when there is one; else
+    plain fp32 eager."""
+    if isinstance(stack, Stack):
+        return stack
+    if stack == "auto" and isinstance(recorded, dict):
+        return Stack.from_dict(recorded)
+    return Stack()
 
 
 def retrain_target(path: os.PathLike | str, out: os.PathLike | str | None, force: bool) -> Path:
@@ -168,6 +183,7 @@ def write_retrained(
             "source": how,
             "recipe": dataclasses.asdict(recipe),
             "seed": done.seed,
+            "stack": done.stack.to_dict(),
         },
         input_shape=src.info.input_shape,
     )

@@ -6,7 +6,7 @@ import dataclasses
 import importlib.util
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -179,15 +179,6 @@ def find_study_spec(arg: str | None, *names: str) -> tuple[StudySpec, str] | Non
     return None
 
 
-def calibration_batches(spec: StudySpec, data: Any) -> Iterator[Any]:
-    """The training batches the search recalibrates batch norm on (same order, same size)."""
-    from nasflow.train import Batches
-
-    return Batches(
-        data.train, spec.train.batch_size, shuffle=True, seed=spec.seed, drop_last=True
-    ).epoch(0)
-
-
 def export_study(
     name: str,
     out: os.PathLike | str,
@@ -356,7 +347,7 @@ def _prepare_supernet(
     log: Callable[[str], None],
 ) -> list[tuple[int, Any, ExportInfo]]:
     """The supernet paths of ``trials`` (BN recalibrated if asked) with their records."""
-    from nasflow.train import Batches, evaluate
+    from nasflow.train import evaluate
 
     supernet, checkpoint = load_supernet(space, RunFolder.of(runs, name).supernet, log)
     if spec is not None:
@@ -375,7 +366,9 @@ def _prepare_supernet(
             f"the data of {found[1]} has inputs of shape {list(data.input_shape)}, space "
             f"{space.name!r} takes {list(shape)}; pass --study with the searched study file"
         )
+    train = None  # the batches the search recalibrated batch norm on: same order, same size
     if data is not None and recalibrate:
+        train = data.batches("train", found[0].train.batch_size, found[0].seed)  # type: ignore[index]
         log(f"batch norm recalibrated on the training data of {found[1]}")
     prepared = []
     for t in trials:
@@ -389,17 +382,13 @@ def _prepare_supernet(
                 "data": found[1] if data is not None else None,
                 **search_record(t),
             },
-            calibration=(
-                calibration_batches(found[0], data)  # type: ignore[index]
-                if recalibrate and data is not None
-                else None
-            ),
+            calibration=train.epoch(0) if train is not None else None,
             bn_batches=found[0].bn_batches if found is not None else 1,
             input_shape=shape,
             source=f"supernet checkpoint {checkpoint}",
         )
         if data is not None:
-            acc = evaluate(net, Batches(data.val, 512, shuffle=False))[0]
+            acc = evaluate(net, data.batches("val"))[0]
             info = dataclasses.replace(
                 info,
                 metrics={"val_accuracy": acc},

@@ -5,10 +5,11 @@ from __future__ import annotations
 from nasflow.record import StudyMismatchError
 from nasflow.search._baseline import read_baseline
 from nasflow.search._evolution import RegularizedEvolutionSampler
-from nasflow.search._objective import CandidateError, arch_summary, recipe_for
+from nasflow.search._objective import CandidateError, arch_summary
 from nasflow.search._optuna import study_sampler
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
 from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner, report, should_prune
+from nasflow.search._retrain import recipe_for, retrain_arch
 from nasflow.search._runner import RunResult, StudyRunner, Winner, pareto_trials
 from nasflow.search._spec import OBJECTIVES, Budget, StudyFileError, StudySpec, load_study_file
 from nasflow.search._summary import summary_table
@@ -46,6 +47,7 @@ __all__ = [
     "redact",
     "report",
     "resolve_storage",
+    "retrain_arch",
     "run_trust_probe",
     "should_prune",
     "study_sampler",

@@ -8,7 +8,7 @@ import shutil
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +18,17 @@ from optuna.trial import TrialState
 from torch import nn
 
 from nasflow._compat import set_constraints
+from nasflow.data import Batches, DataBundle
 from nasflow.errors import NasflowError
 from nasflow.record import SCREEN_KEY, reuse_score
 from nasflow.search._cost import COST_ESTIMATORS
 from nasflow.search._pareto_pruner import promoted
 from nasflow.search._recovery import TrialInterrupted, original_number
-from nasflow.search._spec import RECIPE_KEYS, StudySpec
+from nasflow.search._retrain import recipe_for
+from nasflow.search._spec import StudySpec
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet, recalibrate_bn
 from nasflow.train import (
-    Batches,
     EpochTrainer,
     NonFiniteLossError,
     Progress,
@@ -53,12 +54,6 @@ def is_out_of_memory(error: BaseException) -> bool:
     return isinstance(error, RuntimeError) and "can't allocate memory" in str(error)
 
 
-def recipe_for(arch: Arch, base: TrainConfig) -> TrainConfig:
-    """``base`` with any of ``RECIPE_KEYS`` that the arch carries as hyper-parameters."""
-    changes = {k: arch[k] for k in RECIPE_KEYS if k in arch}
-    return replace(base, **changes) if changes else base
-
-
 def arch_summary(space: SearchSpace, arch: Arch) -> str:
     """A compact one-line view of an arch: path values, then ``label=value`` hypers."""
     parts = [str(arch[c.label]) for c in space.path_choices if c.kind != "value"]
@@ -82,8 +77,8 @@ class CandidateScorer:
     Attributes:
         spec: The study.
         supernet: The trained supernet (never modified: candidates are extracted copies).
-        train: Training batches (BN recalibration, fine-tuning, step timing).
-        val: Validation batches (the score; the test split is never used here).
+        data: The study's data (fine-tuning reads the training split at its own batch
+            size; the validation split is the score; the test split is never used here).
         report: ``report(trial, values, step)`` hook given intermediate objective vectors;
             it raises ``optuna.TrialPruned`` to stop a trial.
         device: Where candidates run.
@@ -102,8 +97,7 @@ class CandidateScorer:
 
     spec: StudySpec
     supernet: Supernet
-    train: Batches
-    val: Batches
+    data: DataBundle
     report: Callable[[optuna.Trial, Sequence[float], int], None]
     device: torch.device | str = "cpu"
     checkpoint_dir: Path | None = None
@@ -113,8 +107,14 @@ class CandidateScorer:
     remeasure_costs: bool = False
     #: The number of the trial last stopped on request (set by ``__call__``).
     interrupted: int | None = field(default=None, init=False)
+    #: Training batches at the training budget's batch size (BN recalibration, step
+    #: timing) and validation batches, from ``data``.
+    train: Batches = field(init=False, repr=False)
+    val: Batches = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.train = self.data.batches("train", self.spec.train.batch_size, self.spec.seed)
+        self.val = self.data.batches("val")
         x, y = next(iter(self.train.epoch(0)))
         self.estimator = COST_ESTIMATORS[self.spec.cost](
             self.spec.space,
@@ -254,14 +254,14 @@ class CandidateScorer:
         epoch (and on a stop request) so a retry or resumption continues exactly there.
         Returns the objective values after the last epoch."""
         spec = self.spec
-        ft = recipe_for(arch, replace(spec.finetune, epochs=spec.finetune_epochs))
-        ft_batches = Batches(self.train.dataset, ft.batch_size, seed=spec.seed, drop_last=True)
+        ft = recipe_for(arch, spec.finetune)  # type: ignore[arg-type]
+        ft_batches = self.data.batches("train", ft.batch_size, spec.seed)
         trainer = EpochTrainer(net, ft_batches, ft, self.device, stack=spec.stack)
         history = self._restore(trial, arch, trainer, folder)
         for epoch, values in enumerate(history, 1):  # the pruner judges resumed epochs too
             self.report(trial, values, epoch)
         stop = self.should_stop or (lambda: False)
-        while trainer.epoch < spec.finetune_epochs:
+        while trainer.epoch < ft.epochs:
             try:
                 trainer.run_epoch(stop)
             except TrainingInterrupted:
@@ -272,7 +272,7 @@ class CandidateScorer:
             trial.set_user_attr("epochs_trained", trainer.epoch)
             self._log(f"trial {trial.number}: fine-tuned epoch {trainer.epoch}/{ft.epochs}")
             self.report(trial, history[-1], trainer.epoch)
-            if trainer.epoch < spec.finetune_epochs and stop():
+            if trainer.epoch < ft.epochs and stop():
                 raise self._interrupted(trial, trainer, arch, history, folder)
         return history[-1]  # at least one epoch was trained or restored
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-import torch
 from optuna.trial import TrialState
 
 from nasflow._files import file_lock
@@ -41,7 +40,6 @@ from nasflow.search._objective import (
     CandidateError,
     CandidateScorer,
     make_reporter,
-    recipe_for,
 )
 from nasflow.search._optuna import sampler_seed, study_pruner, study_sampler
 from nasflow.search._recovery import (
@@ -49,6 +47,7 @@ from nasflow.search._recovery import (
     requeue_interrupted,
     sweep_zombies,
 )
+from nasflow.search._retrain import recipe_for, retrain_arch
 from nasflow.search._spec import StudySpec
 from nasflow.search._trust import run_trust_probe, trust_record
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
@@ -63,7 +62,7 @@ from nasflow.storage import (
     resolve_storage,
 )
 from nasflow.supernet import Supernet
-from nasflow.train import Batches, SupernetTrainer, TrainingInterrupted, train_standalone
+from nasflow.train import SupernetTrainer, TrainingInterrupted
 from nasflow.train.stack import Stack, is_rank_zero
 
 
@@ -267,14 +266,6 @@ class StudyRunner:
             self._lock = None
 
     # ------------------------------------------------------------------ phases
-    def _batches(self, data: DataBundle, batch_size: int) -> tuple[Batches, Batches, Batches]:
-        seed = self.spec.seed
-        return (
-            Batches(data.train, batch_size, shuffle=True, seed=seed, drop_last=True),
-            Batches(data.val, 512, shuffle=False),
-            Batches(data.test, 512, shuffle=False),
-        )
-
     def resolve_stack(self, study: optuna.Study, data: DataBundle) -> float:
         """Set ``self.stack`` from the spec. For ``"auto"``: keep the record stored on the
         study (a resumed study trains on with the stack its checkpoints were written
@@ -300,11 +291,11 @@ class StudyRunner:
                 again = " (not recalibrated: a study keeps the stack it started with)"
                 self.log(f"{stack_line(stored)}; stored with this study{again * refresh}")
                 return 0.0
-            train, val, _ = self._batches(data, spec.train.batch_size)
+            train = data.batches("train", spec.train.batch_size, spec.seed)
             res = device_stack(
                 spec.space,
                 train,
-                val,
+                data.batches("val"),
                 spec.train.lr,
                 spec.train.weight_decay,
                 planned_batches=spec.train.epochs * len(train),
@@ -366,13 +357,11 @@ class StudyRunner:
         if spec.table is not None:  # tabular mode: scores are looked up, nothing trains
             scorer = TabularObjective(spec.table)
         else:
-            train, val, _ = self._batches(data, spec.train.batch_size)  # type: ignore[arg-type]
             _, multi_pruner = study_pruner(spec)
             scorer = CandidateScorer(
                 spec.replace(stack=self.stack),  # "auto" resolved
                 supernet,  # type: ignore[arg-type]
-                train,
-                val,
+                data,  # type: ignore[arg-type]
                 make_reporter(spec, multi_pruner),
                 self.device,
                 checkpoint_dir=self.folder.finetune,
@@ -483,7 +472,7 @@ class StudyRunner:
             else:
                 if why:
                     self.log(f"phase 3: retraining trial {t.number}: {why}")
-                w = self._retrain_one(t, arch, recipe, data, folder, identity)
+                w = self._retrain_one(t, arch, recipe.epochs, data, folder, identity)
             winners.append(w)
             record = {k: v for k, v in asdict(w).items() if k not in ("arch", "weights", "reused")}
             if w.weights is not None:
@@ -510,12 +499,11 @@ class StudyRunner:
                 f"its {spec.trust.archs}"  # type: ignore[union-attr]
             )
             return
-        train, val, _ = self._batches(data, spec.train.batch_size)
         result = run_trust_probe(
             spec.space,
             list(scored.items()),
-            train,
-            val,
+            data.batches("train", spec.train.batch_size, spec.seed),
+            data.batches("val"),
             spec.train,
             spec.trust,  # type: ignore[arg-type]
             seed=spec.seed,
@@ -528,25 +516,20 @@ class StudyRunner:
         self,
         t: optuna.trial.FrozenTrial,
         arch: Arch,
-        recipe: Any,
+        epochs: int,
         data: DataBundle,
         folder: Path,
         identity: dict[str, Any],
     ) -> Winner:
         """Train one winner from scratch, score it, and save its weights (rank 0)."""
-        train, val, test = self._batches(data, recipe.batch_size)
-        torch.manual_seed(self.spec.seed)
-        net = self.spec.space.build(arch)
-        bar = self._bar(recipe.epochs, f"phase 3: retrain trial {t.number}")
-        res = train_standalone(
-            net,
-            train,
-            val,
-            recipe,
-            test,
+        bar = self._bar(epochs, f"phase 3: retrain trial {t.number}")
+        net, _, res = retrain_arch(
+            self.spec,
+            arch,
+            data,
+            self.stack,
             self.device,
             on_epoch=lambda e, loss, b=bar: self._advance(b, e, loss),
-            stack=self.stack,
         )
         self._close(bar)
         w = Winner(

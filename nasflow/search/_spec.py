@@ -35,6 +35,12 @@ SAMPLERS = ("auto", "tpe", "nsga2", "random", "evolution")
 #: Hyper-parameter labels that override the training recipe when a space declares them.
 RECIPE_KEYS = ("lr", "weight_decay", "batch_size")
 COSTS = tuple(COST_ESTIMATORS)
+#: ``StudySpec`` arguments that were removed -> what to write instead.
+REMOVED_KEYS = {
+    "finetune_epochs": "StudySpec(finetune_epochs=...) was removed: the fine-tuning recipe "
+    "carries its epochs; finetune_epochs=N fine-tuned with finetune=TrainConfig(epochs=N, "
+    "lr=1e-3, warmup_epochs=0) (finetune=None: no fine-tuning)",
+}
 
 
 class StudyFileError(NasflowError, ValueError):
@@ -110,10 +116,12 @@ class StudySpec:
         supernet: Phase 1 recipe.
         n_trials: Phase 2 trials.
         bn_batches: Training batches used to recalibrate BN before scoring a path.
-        finetune_epochs: Epochs of fine-tuning with inherited weights per candidate (one
-            Optuna step each, under the pruner); 0 scores the supernet path only.
-        finetune: Fine-tuning recipe (its ``epochs`` is ignored; ``finetune_epochs`` rules).
-        screen_keep: With ``finetune_epochs``: the share of candidates that go on to
+        finetune: How a candidate is fine-tuned from its inherited weights: a
+            ``TrainConfig`` whose ``epochs`` are the candidate's fine-tuning epochs (one
+            Optuna step each, under the pruner), or ``None`` (default): candidates are
+            scored from the supernet path only. Inherited weights usually want a lower rate
+            and no warm-up: ``TrainConfig(epochs=3, lr=1e-3, warmup_epochs=0)``.
+        screen_keep: With ``finetune``: the share of candidates that go on to
             fine-tuning. Every candidate is first scored from the supernet (milliseconds);
             it is fine-tuned only when its score ranks in the top ``screen_keep`` of the
             candidates scored so far (by Pareto rank and crowding distance over the
@@ -195,8 +203,7 @@ class StudySpec:
     supernet: SupernetConfig = field(default_factory=SupernetConfig)
     n_trials: int = 40
     bn_batches: int = 10
-    finetune_epochs: int = 0
-    finetune: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-3, warmup_epochs=0))
+    finetune: TrainConfig | None = None
     screen_keep: float = 1.0
     train: TrainConfig = field(default_factory=TrainConfig)
     pruner: str | optuna.pruners.BasePruner = "auto"
@@ -251,18 +258,14 @@ class StudySpec:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise StudyFileError(f"{name} must be an int >= 1, got {v!r}")
-        ft = self.finetune_epochs
-        if isinstance(ft, bool) or not isinstance(ft, int) or ft < 0:
-            raise StudyFileError(
-                f"finetune_epochs must be an int >= 0, got {self.finetune_epochs!r}"
-            )
         keep = self.screen_keep
         if isinstance(keep, bool) or not isinstance(keep, (int, float)) or not 0 < keep <= 1:
             raise StudyFileError(f"screen_keep must be a share in (0, 1], got {keep!r}")
-        if keep < 1 and not ft:
+        if keep < 1 and self.finetune is None:
             raise StudyFileError(
                 f"screen_keep={keep!r} chooses which candidates are fine-tuned, but "
-                "finetune_epochs=0 fine-tunes none; set finetune_epochs >= 1 or screen_keep=1"
+                "finetune=None fine-tunes none; set finetune=TrainConfig(epochs=...) or "
+                "screen_keep=1"
             )
         seed = self.seed
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
@@ -274,7 +277,7 @@ class StudySpec:
             ("budget", Budget),
         ):
             v = getattr(self, name)
-            if not isinstance(v, cls):
+            if not isinstance(v, cls) and not (name == "finetune" and v is None):
                 raise StudyFileError(
                     f"study {self.name!r}: {name} must be a {cls.__name__}(...), got {v!r}"
                 )
@@ -385,11 +388,11 @@ class StudySpec:
                     f"study {self.name!r}: the space searches hyper-parameter {c.label!r}, "
                     f"which no phase trains with (recipe hyper-parameters: {RECIPE_KEYS})"
                 )
-            if not self.finetune_epochs:
+            if self.finetune is None:
                 raise StudyFileError(
                     f"study {self.name!r}: the space searches hyper-parameter {c.label!r}, but "
-                    "with finetune_epochs=0 candidates are scored from the supernet without "
-                    "training, so it cannot change any score; set finetune_epochs >= 1 or "
+                    "with finetune=None candidates are scored from the supernet without "
+                    "training, so it cannot change any score; set finetune=TrainConfig(...) or "
                     "remove it from the space"
                 )
 
@@ -411,16 +414,21 @@ class StudySpec:
                 f"study {self.name!r}: a tabular study has one objective, ('accuracy',) "
                 f"(the table's {table.metric!r}), got {self.objectives!r}"
             )
-        if self.finetune_epochs:
+        if self.finetune is not None:
             raise StudyFileError(
-                f"study {self.name!r}: finetune_epochs={self.finetune_epochs!r}, but a tabular "
-                "study trains nothing; use 0"
+                f"study {self.name!r}: finetune={self.finetune!r}, but a tabular study trains "
+                "nothing; use None"
             )
         if self.stack is not None:
             raise StudyFileError(
                 f"study {self.name!r}: stack={self.stack!r}, but a tabular study trains "
                 "nothing; use None"
             )
+
+    @property
+    def finetune_epochs(self) -> int:
+        """Epochs each candidate is fine-tuned (``finetune.epochs``; 0 without ``finetune``)."""
+        return self.finetune.epochs if self.finetune is not None else 0
 
     @property
     def directions(self) -> list[str]:
@@ -440,6 +448,10 @@ class StudySpec:
     def replace(self, **changes: Any) -> StudySpec:
         import dataclasses
 
+        for key in changes:
+            if key in REMOVED_KEYS:
+                raise StudyFileError(REMOVED_KEYS[key])
+
         return dataclasses.replace(self, **changes)
 
 
@@ -457,6 +469,9 @@ def load_study_file(path: os.PathLike | str) -> StudySpec:
     except StudyFileError as e:
         raise StudyFileError(f"study file {str(path)!r}: {e}") from None
     except Exception as e:
+        old = [k for k in REMOVED_KEYS if isinstance(e, TypeError) and repr(k) in str(e)]
+        if old:
+            raise StudyFileError(f"study file {str(path)!r}: {REMOVED_KEYS[old[0]]}") from None
         raise StudyFileError(
             f"study file {str(path)!r} failed to run: {type(e).__name__}: {e}"
         ) from e

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nasflow.data import Batches
 from nasflow.train._checkpoint import (
     Progress,
     list_checkpoints,
@@ -10,16 +11,15 @@ from nasflow.train._checkpoint import (
     save_checkpoint,
 )
 from nasflow.train._errors import CheckpointError, NonFiniteLossError, TrainingInterrupted
-from nasflow.train._loop import Batches, evaluate, make_optimizer, warmup_cosine
+from nasflow.train._loop import evaluate, make_optimizer, warmup_cosine
+from nasflow.train._recipe import Recipe, SupernetConfig, TrainConfig
 from nasflow.train._standalone import (
     EpochTrainer,
-    TrainConfig,
     TrainResult,
     train_standalone,
 )
 from nasflow.train._supernet import (
     OpCounter,
-    SupernetConfig,
     SupernetResult,
     SupernetTrainer,
     supernet_step,
@@ -33,6 +33,7 @@ __all__ = [
     "NonFiniteLossError",
     "OpCounter",
     "Progress",
+    "Recipe",
     "SupernetConfig",
     "SupernetResult",
     "SupernetTrainer",

@@ -11,46 +11,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow.data import Batches
 from nasflow.train._checkpoint import rng_state, set_rng_state
 from nasflow.train._errors import TrainingInterrupted
 from nasflow.train._loop import (
-    Batches,
     evaluate,
     load_schedule_state,
     make_optimizer,
     warmup_cosine,
 )
+from nasflow.train._recipe import TrainConfig
 from nasflow.train._supernet import schedule_step
 from nasflow.train.stack import Stack, device_clock
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """A stand-alone training recipe (the study's training budget).
-
-    Attributes:
-        epochs: Passes over the training split.
-        batch_size: Samples per optimizer step.
-        lr: Peak learning rate.
-        weight_decay: AdamW weight decay.
-        warmup_epochs: Linear warm-up before the cosine decay.
-        label_smoothing: Cross-entropy label smoothing.
-        seed: Seeds the data order.
-    """
-
-    epochs: int = 20
-    batch_size: int = 64
-    lr: float = 3e-3
-    weight_decay: float = 1e-2
-    warmup_epochs: float = 1.0
-    label_smoothing: float = 0.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
 
 
 class EpochTrainer:

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow.data import Batches
 from nasflow.record import CHECKPOINT_IDENTITY, supernet_identity
 from nasflow.sampling import make_sampler
 from nasflow.space import Arch, SearchSpace
@@ -28,7 +29,8 @@ from nasflow.train._checkpoint import (
     set_rng_state,
 )
 from nasflow.train._errors import CheckpointError, NonFiniteLossError, TrainingInterrupted
-from nasflow.train._loop import Batches, load_schedule_state, make_optimizer, warmup_cosine
+from nasflow.train._loop import load_schedule_state, make_optimizer, warmup_cosine
+from nasflow.train._recipe import SupernetConfig
 from nasflow.train.stack import (
     GradReducer,
     Stack,
@@ -115,37 +117,6 @@ def supernet_step(
         total += float(loss.detach())
     optimizer.step()
     return total / len(paths)
-
-
-@dataclass(frozen=True)
-class SupernetConfig:
-    """How a supernet is trained.
-
-    Attributes:
-        sampler: ``"fair"`` (FairNAS, default) or ``"uniform"`` (SPOS).
-        epochs: Passes over the training split.
-        batch_size: Samples per step (shared by all paths of the step).
-        lr: Peak learning rate (warm-up then cosine).
-        weight_decay: AdamW decoupled weight decay.
-        warmup_epochs: Linear warm-up length.
-        seed: Seeds initialisation, data order and path sampling.
-    """
-
-    sampler: str = "fair"
-    epochs: int = 10
-    batch_size: int = 64
-    lr: float = 3e-3
-    weight_decay: float = 1e-2
-    warmup_epochs: float = 0.5
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.sampler not in ("fair", "uniform"):
-            raise ValueError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
-        for name in ("epochs", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
 
 
 @dataclass

@@ -11,6 +11,7 @@ from optuna.trial import TrialState
 from nasflow.bench import TabularBenchmark, tabular_outcome
 from nasflow.cli import main as cli_main
 from nasflow.search import StudyFileError, StudyRunner, StudySpec, load_study_file
+from nasflow.train import TrainConfig
 from search_spaces.nas_bench_201 import NASBench201Space
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,8 +111,12 @@ def test_tabular_study_specs_are_checked(nb201_csv) -> None:
     table = TabularBenchmark(nb201_csv, space, metric=METRIC)
     with pytest.raises(StudyFileError, match=r"one objective, \('accuracy',\).*'train_cost'"):
         StudySpec("t", space, table=table)  # the default objectives are two
-    with pytest.raises(StudyFileError, match="finetune_epochs=2, but a tabular study"):
-        StudySpec("t", space, table=table, objectives=("accuracy",), finetune_epochs=2)
+    with pytest.raises(
+        StudyFileError, match=r"finetune=TrainConfig\(epochs=2.*\), but a tabular study"
+    ):
+        StudySpec(
+            "t", space, table=table, objectives=("accuracy",), finetune=TrainConfig(epochs=2)
+        )
     with pytest.raises(StudyFileError, match="the table was loaded for space 'nb201'"):
         StudySpec("t", NASBench201Space(channels=8), table=table, objectives=("accuracy",))
     with pytest.raises(StudyFileError, match=r"table must be a TabularBenchmark, got 'x\.csv'"):

@@ -16,7 +16,6 @@ from torch import nn
 
 from nasflow.cli import main
 from nasflow.export import ExportError, ExportInfo, export_arch, load_exported
-from nasflow.export._study import calibration_batches
 from nasflow.search import pareto_trials
 from nasflow.space import Arch, SearchSpace, op_choice
 from nasflow.supernet import LayerChoice, Supernet, SuperSequential, recalibrate_bn
@@ -39,8 +38,8 @@ def _supernet_outputs(run: TinyRun, arch: Arch, x: torch.Tensor, recalibrate: bo
     supernet.load_state_dict(found[1]["model"])
     path = space.path(arch)
     if recalibrate:
-        batches = calibration_batches(run.spec, run.spec.data())
-        recalibrate_bn(supernet, batches, run.spec.bn_batches, arch=path)
+        batches = run.spec.data().batches("train", run.spec.train.batch_size, run.spec.seed)
+        recalibrate_bn(supernet, batches.epoch(0), run.spec.bn_batches, arch=path)
     supernet.eval()
     with torch.no_grad():
         return supernet(x, path)

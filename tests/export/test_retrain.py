@@ -3,13 +3,16 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+import torch
 
 from nasflow.cli import main
 from nasflow.export import ExportError, ExportInfo, load_exported, retrain_exported
 from nasflow.train import Batches, evaluate
+from nasflow.train.stack import Stack
 from tests.export.conftest import TinyRun
 
 _CELL_STUDY = """
@@ -18,6 +21,7 @@ from torch.utils.data import TensorDataset
 
 from nasflow.data import DataBundle
 from nasflow.search import StudySpec
+from nasflow.train import TrainConfig
 from tests._spaces import CellSpace
 
 
@@ -26,7 +30,7 @@ def data():
     return DataBundle(*(TensorDataset(x, y),) * 3, (1, 40), 10, "noise")
 
 
-study = StudySpec(name="cells", space=CellSpace(), data=data, finetune_epochs=1)
+study = StudySpec(name="cells", space=CellSpace(), data=data, finetune=TrainConfig(epochs=1))
 """
 
 
@@ -142,3 +146,17 @@ def test_without_study_file_the_registered_study_of_the_space_is_used(exported) 
     assert done.data == "registered study 'mnist1d'"
     assert done.recipe.batch_size == study.train.batch_size
     assert 0.0 <= done.result.test_accuracy <= 1.0
+
+
+def test_retrain_trains_the_run_phase_3_trained(tiny_run: TinyRun, exported) -> None:
+    # `nasflow retrain` and the search's phase 3 train through the same code: with the
+    # study's own epochs they reproduce the winner phase 3 saved, weight for weight.
+    done = retrain_exported(exported, study_file=str(tiny_run.study_file))
+    info = ExportInfo.read(exported)
+    assert asdict(done.recipe) == info.weights["recipe"] and done.seed == info.weights["seed"]
+    assert done.stack == Stack.from_dict(info.weights["stack"])
+    assert done.result.test_accuracy == info.metrics["test_accuracy"]
+    assert done.result.val_accuracy == info.metrics["val_accuracy"]
+    saved = load_exported(exported).state_dict()
+    for name, tensor in done.net.state_dict().items():
+        assert torch.equal(tensor, saved[name]), name

@@ -82,7 +82,6 @@ study = StudySpec(
     supernet=SupernetConfig(epochs=1, batch_size=50),
     n_trials=5,
     bn_batches=1,
-    finetune_epochs=1,
     finetune=TrainConfig(epochs=1, batch_size=50),
     train=TrainConfig(epochs=1, batch_size=50),
     pruner="none",

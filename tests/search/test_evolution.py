@@ -8,6 +8,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 
 from nasflow.search import RegularizedEvolutionSampler, StudyFileError, StudySpec
 from nasflow.space import SearchSpace, hyper_choice, op_choice, value_choice
+from nasflow.train import TrainConfig
 from tests._spaces import CellSpace
 
 OPS = ["a", "b", "c", "d"]
@@ -128,8 +129,10 @@ def test_a_searched_hyper_parameter_that_no_phase_trains_with_is_refused() -> No
     def data():
         raise AssertionError("not loaded")
 
-    with pytest.raises(StudyFileError, match=r"hyper-parameter 'lr'.*finetune_epochs=0"):
-        StudySpec(name="s", space=_HyperSpace("lr"), data=data, finetune_epochs=0)
+    with pytest.raises(StudyFileError, match=r"hyper-parameter 'lr'.*finetune=None"):
+        StudySpec(name="s", space=_HyperSpace("lr"), data=data, finetune=None)
     with pytest.raises(StudyFileError, match=r"hyper-parameter 'dropout'.*no phase trains"):
-        StudySpec(name="s", space=_HyperSpace("dropout"), data=data, finetune_epochs=2)
-    StudySpec(name="s", space=_HyperSpace("lr"), data=data, finetune_epochs=1)  # fine
+        StudySpec(
+            name="s", space=_HyperSpace("dropout"), data=data, finetune=TrainConfig(epochs=2)
+        )
+    StudySpec(name="s", space=_HyperSpace("lr"), data=data, finetune=TrainConfig(epochs=1))

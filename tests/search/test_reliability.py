@@ -22,8 +22,11 @@ from tests.search._procs import NasflowProcess
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 # No pruner (a trial is never cut between the log line the test waits for and the kill),
 # and 16 fine-tuning steps per epoch, so a trial is mid-epoch for a while.
-EXTRA = "study = study.replace(pruner='none', finetune=TrainConfig(epochs=1, batch_size=25))"
 FINETUNE_EPOCHS = 3
+EXTRA = (
+    "study = study.replace(pruner='none', "
+    f"finetune=TrainConfig(epochs={FINETUNE_EPOCHS}, batch_size=25))"
+)
 
 
 def _study(storage: str, name: str) -> optuna.Study:

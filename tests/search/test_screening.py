@@ -9,6 +9,7 @@ from optuna.trial import TrialState
 
 from nasflow.search import StudyFileError, StudyRunner, load_study_file
 from nasflow.search._pareto_pruner import promoted
+from nasflow.train import TrainConfig
 from tests._study_template import write_study
 
 
@@ -45,8 +46,8 @@ def test_only_the_top_share_of_screened_candidates_is_fine_tuned(tmp_path) -> No
 
 def test_screen_keep_is_checked(tmp_path) -> None:
     spec = load_study_file(write_study(tmp_path, n_trials=4, finetune=0))
-    with pytest.raises(StudyFileError, match="finetune_epochs=0 fine-tunes none"):
+    with pytest.raises(StudyFileError, match="finetune=None fine-tunes none"):
         spec.replace(screen_keep=0.5)
     for bad in (0, 1.5, "half", True):
         with pytest.raises(StudyFileError, match="screen_keep must be a share in"):
-            spec.replace(finetune_epochs=1, screen_keep=bad)
+            spec.replace(finetune=TrainConfig(epochs=1), screen_keep=bad)

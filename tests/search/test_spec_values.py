@@ -9,7 +9,8 @@ import re
 import pytest
 
 from nasflow.cli import main
-from nasflow.search import Budget
+from nasflow.search import Budget, StudyFileError, StudySpec, load_study_file
+from nasflow.train import TrainConfig
 from tests._study_template import write_study
 
 
@@ -61,7 +62,8 @@ def test_a_study_file_with_a_bad_budget_fails_in_one_line_writing_nothing(
         ("supernet={'epochs': 2}", "supernet must be a SupernetConfig(...), got {'epochs': 2}"),
         ("budget={'max_params': 5}", "budget must be a Budget(...), got {'max_params': 5}"),
         ("train=None", "train must be a TrainConfig(...), got None"),
-        ("finetune_epochs=True", "finetune_epochs must be an int >= 0, got True"),
+        ("finetune_epochs=1", "finetune_epochs=...) was removed: the fine-tuning recipe carries"),
+        ("finetune=3", "finetune must be a TrainConfig(...), got 3"),
         ("name=None", "study name must be a non-empty string, got None"),
         ("name=''", "study name must be a non-empty string, got ''"),
         ("name='../..'", "study name '../..' must be one plain folder name"),
@@ -102,3 +104,15 @@ def test_bad_command_line_numbers_are_refused_before_anything_is_written(
     err = capsys.readouterr().err
     assert err == f"nasflow: error: {shown}\n"
     assert not (tmp_path / "runs").exists()
+
+
+def test_fine_tuning_takes_its_epochs_from_its_recipe(tmp_path) -> None:
+    spec = load_study_file(write_study(tmp_path, finetune=0))
+    assert spec.finetune is None and spec.finetune_epochs == 0
+    assert spec.resolved_pruner == "none"
+    tuned = spec.replace(finetune=TrainConfig(epochs=4, lr=1e-3))
+    assert tuned.finetune_epochs == 4 and tuned.resolved_pruner == "pareto"
+    with pytest.raises(StudyFileError, match=r"finetune_epochs=\.\.\.\) was removed"):
+        spec.replace(finetune_epochs=4)
+    with pytest.raises(TypeError, match="finetune_epochs"):
+        StudySpec(name="x", space=spec.space, data=spec.data, finetune_epochs=4)

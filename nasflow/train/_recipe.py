@@ -1,0 +1,82 @@
+"""The training recipe: one set of optimizer, schedule and data-order settings.
+
+``Recipe`` holds what every training run shares; the stand-alone recipe
+(``TrainConfig``), the supernet's (``SupernetConfig``, the recipe plus its path sampler)
+and the stack harness's run settings extend it, each with its own defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nasflow.sampling import SAMPLERS
+
+
+def _check_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a network is trained: AdamW with a linear warm-up then cosine decay.
+
+    Attributes:
+        epochs: Passes over the training split.
+        lr: Peak learning rate.
+        weight_decay: AdamW decoupled weight decay.
+        warmup_epochs: Linear warm-up before the cosine decay.
+        seed: Seeds the run (see the subclass for what it seeds).
+    """
+
+    epochs: int = 20
+    lr: float = 3e-3
+    weight_decay: float = 1e-2
+    warmup_epochs: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _check_int("epochs", self.epochs)
+
+
+@dataclass(frozen=True)
+class TrainConfig(Recipe):
+    """A stand-alone training recipe (the study's training budget, fine-tuning).
+
+    A study initialises and shuffles from ``StudySpec.seed``; ``seed`` here is the data
+    order's seed for code that trains with the recipe alone (the benchmarks).
+
+    Attributes:
+        batch_size: Samples per optimizer step.
+        label_smoothing: Cross-entropy label smoothing.
+    """
+
+    batch_size: int = 64
+    label_smoothing: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_int("batch_size", self.batch_size)
+
+
+@dataclass(frozen=True)
+class SupernetConfig(Recipe):
+    """How a supernet is trained: the recipe plus its path sampler.
+
+    ``seed`` seeds initialisation, data order and path sampling.
+
+    Attributes:
+        sampler: ``"fair"`` (FairNAS, default) or ``"uniform"`` (SPOS).
+        batch_size: Samples per step (shared by all paths of the step).
+    """
+
+    epochs: int = 10
+    warmup_epochs: float = 0.5
+    sampler: str = "fair"
+    batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
+        super().__post_init__()
+        _check_int("batch_size", self.batch_size)
