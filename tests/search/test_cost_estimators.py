@@ -10,8 +10,9 @@ import optuna
 import pytest
 import torch
 
+from nasflow.record import COST_TABLE_KEY
 from nasflow.search._cost import COST_ESTIMATORS, CostEstimator
-from nasflow.search._costtable import COST_TABLE_KEY, format_cost_table
+from nasflow.search._costtable import format_cost_table
 from nasflow.train.stack import Stack
 from search_spaces.mnist1d import MNIST1DSpace
 

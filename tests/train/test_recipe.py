@@ -3,8 +3,8 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 
 import pytest
-from nasflow.train.stack._interleave import RunConfig
 
+from nasflow.calibrate import RunConfig
 from nasflow.train import Recipe, SupernetConfig, TrainConfig
 
 
