@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow._checks import check_int
 from nasflow.cost._fingerprint import PRECISIONS, check_precision
 from nasflow.cost._units import OpInstance, make_instance
 
@@ -202,13 +203,6 @@ def reference_unit() -> OpInstance:
     return make_instance("reference", "reference", module, (64, 32, 40), True, torch.float32)
 
 
-def check_count(name: str, value: int, minimum: int) -> int:
-    """``value`` if it is an int >= ``minimum``, else ``ValueError`` naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return value
-
-
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -341,9 +335,9 @@ def measure_ops(
         caller) and the machine's stability.
     """
     dev = torch.device(device)
-    check_count("warmup", warmup, 0)
-    check_count("rounds", rounds, 1)
-    check_count("iters", iters, 1)
+    check_int("warmup", warmup, 0)
+    check_int("rounds", rounds, 1)
+    check_int("iters", iters, 1)
     clock_name, clock = clock_for(dev)
     ref = reference_unit()
     by_key = {u.key: u for u in units}
@@ -467,9 +461,9 @@ def time_steps(
         step); ``robust_seconds`` over a column is a network's figure.
     """
     dev = torch.device(device)
-    check_count("warmup", warmup, 0)
-    check_count("rounds", rounds, 1)
-    check_count("iters", iters, 1)
+    check_int("warmup", warmup, 0)
+    check_int("rounds", rounds, 1)
+    check_int("iters", iters, 1)
     _, clock = clock_for(dev)
     harnesses: list[_StepHarness | None] = [None] * len(builders)
     visits = [0] * len(builders)

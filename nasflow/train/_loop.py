@@ -11,6 +11,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
 
+from nasflow._checks import check_int
 from nasflow.supernet import call
 
 
@@ -48,8 +49,7 @@ class Batches:
         seed: int = 0,
         drop_last: bool = False,
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        check_int("batch_size", batch_size)
         self.dataset, self.batch_size = dataset, batch_size
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
         self._tensors = _as_tensors(dataset)

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow._checks import check_int
 from nasflow.train._checkpoint import rng_state, set_rng_state
 from nasflow.train._loop import (
     Batches,
@@ -49,9 +50,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+            check_int(name, getattr(self, name))
 
 
 def _loss(logits: torch.Tensor, y: torch.Tensor, smoothing: float) -> torch.Tensor:

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow._checks import check_int
 from nasflow.errors import NasflowError
 from nasflow.sampling import make_sampler
 from nasflow.space import Arch, SearchSpace
@@ -153,9 +154,7 @@ class SupernetConfig:
         if self.sampler not in ("fair", "uniform"):
             raise ValueError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
         for name in ("epochs", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+            check_int(name, getattr(self, name))
 
 
 @dataclass
@@ -233,10 +232,7 @@ class SupernetTrainer:
 
         if stack is not None and not isinstance(stack, Stack):
             raise ValueError(f"stack must be a Stack or None, got {stack!r}")
-        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
-            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
-        if checkpoint_every < 0:
-            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
+        check_int("checkpoint_every", checkpoint_every, 0)
         self.space = space
         self.config = config or SupernetConfig()
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None

@@ -28,6 +28,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow._checks import check_int
 from nasflow.space import Arch
 from nasflow.train._supernet import NonFiniteLossError
 
@@ -217,8 +218,7 @@ def launch(
     leaves it afterwards. ``fn`` must be importable (a module-level function). Multi-machine
     runs use ``torchrun`` and :func:`init_from_env` instead.
     """
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
+    check_int("world_size", world_size)
     import torch.multiprocessing as mp
 
     backend = backend or default_backend()
