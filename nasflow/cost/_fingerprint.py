@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import platform
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
+
+from nasflow._host import cpu_model
 
 #: Training precisions the latency table knows: plain fp32, or autocast to bfloat16.
 PRECISIONS: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -19,17 +19,6 @@ def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; accepted: {sorted(PRECISIONS)}")
     return precision
-
-
-def cpu_model() -> str:
-    """The CPU model name (``/proc/cpuinfo`` on Linux, ``platform`` elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown-cpu"
 
 
 @dataclass(frozen=True)

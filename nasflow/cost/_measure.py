@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nasflow._checks import check_int
+from nasflow._loss import flat_logits
 from nasflow.cost._fingerprint import PRECISIONS, check_precision
 from nasflow.cost._units import OpInstance, make_instance
 
@@ -395,12 +396,6 @@ def time_ops(
     ).timings
 
 
-def _loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    if out.dim() == 3:  # (B, T, V) -> (B*T, V)
-        out, y = out.reshape(-1, out.shape[-1]), y.reshape(-1)
-    return F.cross_entropy(out, y)
-
-
 class _StepHarness:
     """One whole-network training step: forward, cross-entropy, backward, AdamW step.
 
@@ -424,7 +419,7 @@ class _StepHarness:
         _sync(self.device)
         t0 = clock()
         with autocast(self.device, self.precision):
-            loss = _loss(self.net(self.x), self.y)
+            loss = F.cross_entropy(*flat_logits(self.net(self.x), self.y))
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()

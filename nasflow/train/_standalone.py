@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nasflow._checks import check_int
+from nasflow._loss import flat_logits
 from nasflow.train._checkpoint import rng_state, set_rng_state
 from nasflow.train._loop import (
     Batches,
@@ -51,12 +52,6 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size"):
             check_int(name, getattr(self, name))
-
-
-def _loss(logits: torch.Tensor, y: torch.Tensor, smoothing: float) -> torch.Tensor:
-    if logits.dim() == 3:  # (B, T, V) -> (B*T, V)
-        logits, y = logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
-    return F.cross_entropy(logits, y, label_smoothing=smoothing)
 
 
 class EpochTrainer:
@@ -231,7 +226,7 @@ def measure_step_time(
     times = []
     for i in range(warmup + repeats):
         t0 = time.perf_counter()
-        loss = _loss(net(x), y, 0.0)
+        loss = F.cross_entropy(*flat_logits(net(x), y))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

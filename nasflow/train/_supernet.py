@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nasflow._checks import check_int
+from nasflow._checks import check_choice, check_int
+from nasflow._loss import flat_logits
 from nasflow.errors import NasflowError
 from nasflow.sampling import make_sampler
 from nasflow.space import Arch, SearchSpace
@@ -114,11 +115,7 @@ def supernet_step(
     optimizer.zero_grad(set_to_none=True)
     total = 0.0
     for path in paths:
-        logits = supernet(x, path)
-        if logits.dim() == 3:  # (B, T, V) -> (B*T, V) for language models
-            loss = loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-        else:
-            loss = loss_fn(logits, y)
+        loss = loss_fn(*flat_logits(supernet(x, path), y))
         if not torch.isfinite(loss):
             optimizer.zero_grad(set_to_none=True)
             raise NonFiniteLossError(f"loss is {loss.item()} on path {path.to_json()}")
@@ -151,8 +148,7 @@ class SupernetConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.sampler not in ("fair", "uniform"):
-            raise ValueError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
+        check_choice("sampler", self.sampler, ("fair", "uniform"))
         for name in ("epochs", "batch_size"):
             check_int(name, getattr(self, name))
 

@@ -10,8 +10,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from importlib import import_module
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ import torch
 from torch import nn
 from torch.utils.data import Subset
 
-from nasflow.space import Arch, SearchSpace
+from nasflow.space import Arch, SearchSpace, space_class
 from nasflow.train._loop import Batches
 from nasflow.train.stack._config import LAYERS, Stack
 
@@ -43,14 +41,6 @@ QUICK_ARCH = {
     "s2/l2": "skip",
     "width": 0.5,
 }
-
-
-def _space(name: str) -> SearchSpace:
-    spaces = {ep.name: ep.value for ep in entry_points(group="nasflow.spaces")}
-    if name not in spaces:
-        raise ValueError(f"unknown space {name!r}; registered: {sorted(spaces)}")
-    module, _, attr = spaces[name].partition(":")
-    return getattr(import_module(module), attr)()
 
 
 def _data(space: SearchSpace, quick: bool, batch_size: int, seed: int) -> tuple[Batches, Batches]:
@@ -133,7 +123,7 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
     except RuntimeError as e:
         raise ValueError(f"--device {args.device!r}: {e}") from None
     layers = _check(args, device) or _default_layers(device, args.auto)
-    space = _space(getattr(args, "space", "mnist1d"))
+    space = space_class(getattr(args, "space", "mnist1d"))()
     if args.arch:
         arch = space.validate(Arch.from_json(args.arch))
     elif space.name == "mnist1d" and set(DEFAULT_ARCH) == {c.label for c in space.choices}:

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nasflow._checks import check_int
+from nasflow._loss import flat_logits
 from nasflow.space import Arch
 from nasflow.train._supernet import NonFiniteLossError
 
@@ -119,10 +120,7 @@ def _path_loss(
     y: torch.Tensor,
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
 ) -> torch.Tensor:
-    logits = supernet(x, path)
-    if logits.dim() == 3:  # (B, T, V) -> (B*T, V) for language models
-        return loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-    return loss_fn(logits, y)
+    return loss_fn(*flat_logits(supernet(x, path), y))
 
 
 def ddp_supernet_step(
