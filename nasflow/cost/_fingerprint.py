@@ -8,17 +8,11 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from nasflow._checks import check_choice
 from nasflow._host import cpu_model
 
 #: Training precisions the latency table knows: plain fp32, or autocast to bfloat16.
 PRECISIONS: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16}
-
-
-def check_precision(precision: str) -> str:
-    """Return ``precision`` if it is a known precision name, else raise ``ValueError``."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {precision!r}; accepted: {sorted(PRECISIONS)}")
-    return precision
 
 
 @dataclass(frozen=True)
@@ -56,7 +50,7 @@ class DeviceFingerprint:
         """The fingerprint of ``device`` in this process, now (``timer``: see the
         attribute)."""
         dev = torch.device(device)
-        check_precision(precision)
+        check_choice("precision", precision, PRECISIONS)
         host = cpu_model()
         if dev.type == "cuda":
             name = torch.cuda.get_device_name(dev)

@@ -41,9 +41,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nasflow._checks import check_int
+from nasflow._checks import check_choice, check_int
 from nasflow._loss import flat_logits
-from nasflow.cost._fingerprint import PRECISIONS, check_precision
+from nasflow.cost._fingerprint import PRECISIONS
 from nasflow.cost._units import OpInstance, make_instance
 
 #: ``median / best`` of the reference op's rounds above which the machine counts as
@@ -211,7 +211,7 @@ def _sync(device: torch.device) -> None:
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """The autocast context of a precision (a no-op context for fp32)."""
-    if check_precision(precision) == "fp32":
+    if check_choice("precision", precision, PRECISIONS) == "fp32":
         return contextlib.nullcontext()
     return torch.autocast(device.type, dtype=PRECISIONS[precision])
 
