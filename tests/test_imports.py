@@ -214,7 +214,7 @@ def test_the_walk_finds_a_circle_and_a_private_import(tmp_path) -> None:
         root,
         {
             "__init__.py": "from pkg import _api\nfrom pkg.a import f\n",
-            "_api.py": "from pkg.b._x import g\n",
+            "_api.py": "from pkg.b._x import g\nimport pkg.c\n",
             "_shared.py": "",
             "cli.py": "from pkg import _shared\nimport pkg\nfrom pkg.a import f\n",
             "a/__init__.py": "from pkg.a._impl import f\n",
@@ -238,6 +238,7 @@ def test_the_walk_finds_a_circle_and_a_private_import(tmp_path) -> None:
         ("pkg.c", "pkg.a"),
         ("pkg.c", "pkg.cli"),
         ("pkg._api", "pkg.b"),
+        ("pkg._api", "pkg.c"),
     }
     assert cycles(edges) == [
         ["pkg.a", "pkg.b", "pkg.c", "pkg.a"],
