@@ -44,8 +44,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from nasflow._host import cpu_model  # noqa: E402
 from nasflow.cost import CostModel, evaluate_accuracy  # noqa: E402
-from nasflow.cost._fingerprint import cpu_model  # noqa: E402
 from nasflow.train import measure_step_time  # noqa: E402
 from search_spaces.mnist1d import MNIST1DSpace  # noqa: E402
 

@@ -9,11 +9,11 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from nasflow._entry_points import SPACES, STUDIES, module_file, registered
 from nasflow.errors import NasflowError
 
 if TYPE_CHECKING:
@@ -29,23 +29,17 @@ class UsageError(NasflowError, ValueError):
     """Bad input on the command line (exit code 2)."""
 
 
-def _registered(group: str) -> dict[str, str]:
-    return {ep.name: ep.value for ep in entry_points(group=group)}
-
-
 def _study_path(arg: str | None) -> Path:
     """A study file path; ``None`` or a registered name resolves to the ready study."""
     name = arg or DEFAULT_STUDY
-    studies = _registered("nasflow.studies")
+    studies = registered(STUDIES)
     if arg is None or (name in studies and not Path(name).exists()):
         if name not in studies:
             raise UsageError(f"no ready study {name!r}; known: {sorted(studies)}")
-        import importlib.util
-
-        spec = importlib.util.find_spec(studies[name])
-        if spec is None or spec.origin is None:
+        path = module_file(studies[name])
+        if path is None:
             raise UsageError(f"ready study {name!r} ({studies[name]}) is not installed")
-        return Path(spec.origin)
+        return path
     return Path(arg)
 
 
@@ -651,19 +645,19 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_spaces(args: argparse.Namespace) -> int:
-    registered = _registered("nasflow.spaces")
-    unknown = [n for n in args.names if n not in registered]
+    spaces = registered(SPACES)
+    unknown = [n for n in args.names if n not in spaces]
     if unknown:
-        raise UsageError(f"no registered space {unknown[0]!r}; known: {sorted(registered)}")
-    names = args.names or (sorted(registered) if args.details else [])
+        raise UsageError(f"no registered space {unknown[0]!r}; known: {sorted(spaces)}")
+    names = args.names or (sorted(spaces) if args.details else [])
     if not names:  # names only: importing a space imports torch (seconds)
-        for name, target in sorted(registered.items()):
+        for name, target in sorted(spaces.items()):
             print(f"{name}\t{target}")
         return 0
     from importlib import import_module
 
     for name in names:
-        module, _, attr = registered[name].partition(":")
+        module, _, attr = spaces[name].partition(":")
         space = getattr(import_module(module), attr)()
         print(f"{name}\t{space.size:,} architectures\t{space.description}")
     return 0

@@ -12,8 +12,6 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from importlib import import_module
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ from nasflow.calibrate._bench import bench_stack
 from nasflow.calibrate._interleave import RunConfig
 from nasflow.calibrate._overhead import format_overhead, trainer_overhead
 from nasflow.data import load_mnist1d
-from nasflow.space import Arch, SearchSpace
+from nasflow.space import Arch, SearchSpace, space_class
 from nasflow.train import Batches
 from nasflow.train.stack import Stack
 
@@ -50,14 +48,6 @@ QUICK_ARCH = {
     "s2/l2": "skip",
     "width": 0.5,
 }
-
-
-def _space(name: str) -> SearchSpace:
-    spaces = {ep.name: ep.value for ep in entry_points(group="nasflow.spaces")}
-    if name not in spaces:
-        raise ValueError(f"unknown space {name!r}; registered: {sorted(spaces)}")
-    module, _, attr = spaces[name].partition(":")
-    return getattr(import_module(module), attr)()
 
 
 def _data(space: SearchSpace, quick: bool, batch_size: int, seed: int) -> tuple[Batches, Batches]:
@@ -88,7 +78,7 @@ def run(
         settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
         out: Where the table goes.
     """
-    space = _space(getattr(args, "space", "mnist1d"))
+    space = space_class(getattr(args, "space", "mnist1d"))()
     if args.arch:
         arch = space.validate(Arch.from_json(args.arch))
     elif space.name == "mnist1d" and set(DEFAULT_ARCH) == {c.label for c in space.choices}:

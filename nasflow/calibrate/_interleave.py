@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nasflow._checks import check_int
 from nasflow.calibrate._measure import state_bytes
 from nasflow.train import Batches, Recipe, evaluate, make_optimizer
 from nasflow.train.stack import ActivationMeter, Schedule, Stack, StackStep, device_clock
@@ -51,14 +52,10 @@ class RunConfig(Recipe):
     max_batches: int | None = None
 
     def __post_init__(self) -> None:
-        mb = self.max_batches
-        if mb is not None and (isinstance(mb, bool) or not isinstance(mb, int) or mb < 1):
-            raise ValueError(f"max_batches must be an int >= 1 or None, got {mb!r}")
+        check_int("max_batches", self.max_batches, optional=True)
         super().__post_init__()
         for name in ("chunk", "evals_per_epoch"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+            check_int(name, getattr(self, name))
         if not 0 < self.target_accuracy <= 1:
             raise ValueError(f"target_accuracy must be in (0, 1], got {self.target_accuracy!r}")
 

@@ -14,6 +14,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from nasflow._host import cpu_model
+
 
 def state_bytes(module: nn.Module, optimizer: torch.optim.Optimizer) -> int:
     """Bytes of parameters, buffers, gradients and optimizer state."""
@@ -28,16 +30,7 @@ def device_name(device: torch.device) -> str:
     """A human-readable name of the device, e.g. ``"cpu: AMD EPYC (2 threads)"``."""
     if device.type == "cuda":
         return f"cuda: {torch.cuda.get_device_name(device)}"
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"cpu: {model} ({torch.get_num_threads()} threads)"
+    return f"cpu: {cpu_model()} ({torch.get_num_threads()} threads)"
 
 
 def environment(device: torch.device) -> dict[str, Any]:

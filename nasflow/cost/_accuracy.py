@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.stats import kendalltau
 
+from nasflow._checks import check_int
 from nasflow.cost._cover import fit_line
-from nasflow.cost._measure import check_count
 from nasflow.space import Arch
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ def evaluate_accuracy(
         tolerance: Relative tolerance of the hit rate.
         seed: Seeds the visiting order.
     """
-    check_count("rounds", rounds, 1)
+    check_int("rounds", rounds, 1)
     if len(archs) < 2:
         raise ValueError(f"need >= 2 architectures, got {len(archs)}")
     if model.calibration is None:

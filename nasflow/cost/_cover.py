@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from nasflow._checks import check_int
 from nasflow.space import Arch, SearchSpace
 
 
@@ -28,8 +29,7 @@ def covering_archs(space: SearchSpace, seed: int = 0, candidates: int = 32) -> l
     Returns:
         The paths, as ``Arch`` over the path labels only.
     """
-    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
-        raise ValueError(f"candidates must be an int >= 1, got {candidates!r}")
+    check_int("candidates", candidates)
     choices = space.path_choices
     rng = np.random.default_rng(seed)
     uncovered = {

@@ -4,35 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import platform
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 
+from nasflow._checks import check_choice
+from nasflow._host import cpu_model
 from nasflow.train.stack import AMP_DTYPES
 
 #: Training precisions the latency table knows: plain fp32, or the speedup stack's
 #: autocast dtypes (``Stack.amp``).
 PRECISIONS: dict[str, torch.dtype] = {"fp32": torch.float32, **AMP_DTYPES}
-
-
-def check_precision(precision: str) -> str:
-    """Return ``precision`` if it is a known precision name, else raise ``ValueError``."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {precision!r}; accepted: {sorted(PRECISIONS)}")
-    return precision
-
-
-def cpu_model() -> str:
-    """The CPU model name (``/proc/cpuinfo`` on Linux, ``platform`` elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown-cpu"
 
 
 @dataclass(frozen=True)
@@ -70,7 +52,7 @@ class DeviceFingerprint:
         """The fingerprint of ``device`` in this process, now (``timer``: see the
         attribute)."""
         dev = torch.device(device)
-        check_precision(precision)
+        check_choice("precision", precision, PRECISIONS)
         host = cpu_model()
         if dev.type == "cuda":
             name = torch.cuda.get_device_name(dev)

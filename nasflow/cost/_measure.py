@@ -41,7 +41,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from nasflow.cost._fingerprint import PRECISIONS, check_precision
+from nasflow._checks import check_choice, check_int
+from nasflow.cost._fingerprint import PRECISIONS
 from nasflow.cost._units import OpInstance, make_instance
 from nasflow.train.stack import Stack, StepTimer, device_clock
 
@@ -194,16 +195,11 @@ def reference_unit() -> OpInstance:
     return make_instance("reference", "reference", module, (64, 32, 40), True, torch.float32)
 
 
-def check_count(name: str, value: int, minimum: int) -> int:
-    """``value`` if it is an int >= ``minimum``, else ``ValueError`` naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return value
 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """The autocast context of a precision (a no-op context for fp32)."""
-    if check_precision(precision) == "fp32":
+    if check_choice("precision", precision, PRECISIONS) == "fp32":
         return contextlib.nullcontext()
     return torch.autocast(device.type, dtype=PRECISIONS[precision])
 
@@ -326,9 +322,9 @@ def measure_ops(
         left for the caller) and the machine's stability.
     """
     dev = torch.device(device)
-    check_count("warmup", warmup, 0)
-    check_count("rounds", rounds, 1)
-    check_count("iters", iters, 1)
+    check_int("warmup", warmup, 0)
+    check_int("rounds", rounds, 1)
+    check_int("iters", iters, 1)
     clock_name, clock = device_clock(dev, cpu_time=True)
     ref = reference_unit()
     by_key = {u.key: u for u in units}
@@ -416,10 +412,11 @@ def time_steps(
         step); ``robust_seconds`` over a column is a network's figure.
     """
     dev = torch.device(device)
-    check_count("warmup", warmup, 0)
-    check_count("rounds", rounds, 1)
-    check_count("iters", iters, 1)
-    stack = Stack(amp=None if check_precision(precision) == "fp32" else precision)
+    check_int("warmup", warmup, 0)
+    check_int("rounds", rounds, 1)
+    check_int("iters", iters, 1)
+    check_choice("precision", precision, PRECISIONS)
+    stack = Stack(amp=None if precision == "fp32" else precision)
     timers: list[StepTimer | None] = [None] * len(builders)
     visits = [0] * len(builders)
     out = np.zeros((rounds, len(builders)))

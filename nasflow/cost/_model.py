@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from nasflow._checks import check_int
 from nasflow.cost._analytic import (
     FlopCount,
     activation_bytes,
@@ -51,7 +52,6 @@ from nasflow.cost._measure import (
     STATISTIC,
     OpTiming,
     Stability,
-    check_count,
     measure_ops,
     robust_seconds,
     time_steps,
@@ -138,9 +138,9 @@ class CostModel:
             raise ValueError(f"space must be a SearchSpace, got {type(space).__name__}")
         self.space = space
         self.input_shape = check_shape(input_shape)
-        self.batch_size = check_count("batch_size", batch_size, 1)
-        self.rounds = check_count("rounds", rounds, 1)
-        self.iters = check_count("iters", iters, 1)
+        self.batch_size = check_int("batch_size", batch_size, 1)
+        self.rounds = check_int("rounds", rounds, 1)
+        self.iters = check_int("iters", iters, 1)
         self.table, self.device = table, torch.device(device)
         self.input_dtype, self.measure_missing, self.seed = input_dtype, measure_missing, seed
         self.fingerprint = DeviceFingerprint.current(
@@ -392,8 +392,8 @@ class CostModel:
         their summed op seconds, so the fit spans the space from its cheapest to its
         most expensive paths.
         """
-        check_count("n", n, 2)
-        check_count("pool", pool, n)
+        check_int("n", n, 2)
+        check_int("pool", pool, n)
         rng = np.random.default_rng(self.seed + 7919)
         candidates = list(
             dict.fromkeys(self.space.path(self.space.sample(rng)) for _ in range(pool))
@@ -536,7 +536,7 @@ class CostModel:
 
     def predict_train_seconds(self, arch: Mapping[str, Any], steps: int) -> float:
         """Predicted seconds of ``steps`` training steps of ``arch`` (its training cost)."""
-        check_count("steps", steps, 0)
+        check_int("steps", steps, 0)
         return self.predict_step_seconds(arch) * steps
 
     def _unit_flops(self, unit: OpInstance) -> FlopCount:

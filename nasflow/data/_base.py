@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch.utils.data import Dataset, Subset
 
+from nasflow._checks import check_fraction
 from nasflow.data._batches import EVAL_BATCH_SIZE, Batches
 
 #: The splits of a ``DataBundle``.
@@ -53,27 +54,6 @@ class DataBundle:
         if split == "train":
             return Batches(self.train, batch_size, shuffle=True, seed=seed, drop_last=True)
         return Batches(getattr(self, split), batch_size, shuffle=False)
-
-
-def check_fraction(name: str, value: float) -> None:
-    """Raise ``ValueError`` naming ``name`` unless ``value`` is a number in (0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
-
-
-def check_count(name: str, value: int | None, optional: bool = False) -> None:
-    """Raise ``ValueError`` naming ``name`` unless ``value`` is a positive int.
-
-    Args:
-        name: The argument's name, for the message.
-        value: The value to check.
-        optional: Also accept ``None``.
-    """
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        accepted = "a positive int or None" if optional else "a positive int"
-        raise ValueError(f"{name} must be {accepted}, got {value!r}")
 
 
 def split_indices(n: int, val_fraction: float, seed: int) -> tuple[list[int], list[int]]:

@@ -14,7 +14,8 @@ import torch
 from PIL import Image
 from torch.utils.data import Dataset, Subset
 
-from nasflow.data._base import DataBundle, check_count, check_fraction, split_indices
+from nasflow._checks import check_choice, check_fraction, check_int
+from nasflow.data._base import DataBundle, split_indices
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR10_STD = (0.2470, 0.2435, 0.2616)
@@ -87,8 +88,7 @@ class ZipImageFolder(Dataset):
         self.zip_path = Path(zip_path).resolve()
         if not self.zip_path.is_file():
             raise FileNotFoundError(f"image zip {zip_path} does not exist")
-        if split not in _SPLITS:
-            raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
+        check_choice("split", split, _SPLITS)
         if not zipfile.is_zipfile(self.zip_path):
             raise ValueError(f"{self.zip_path} is not a zip file")
         names = [n for n in _open_zip(self.zip_path).namelist() if not n.endswith("/")]
@@ -187,7 +187,7 @@ def load_image_folder(
     if not p.exists():
         raise FileNotFoundError(f"image data {p} does not exist")
     for name, value in zip(_COUNTS, (image_size, train_limit, test_limit), strict=True):
-        check_count(name, value, optional=True)
+        check_int(name, value, optional=True)
     check_fraction("val_fraction", val_fraction)
     if p.is_dir():
         missing = [f"{s}/" for s in _SPLITS if not (p / s).is_dir()]

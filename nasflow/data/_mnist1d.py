@@ -15,8 +15,9 @@ import numpy as np
 import torch
 from torch.utils.data import TensorDataset
 
+from nasflow._checks import check_fraction, check_int
 from nasflow._files import atomic_write
-from nasflow.data._base import DataBundle, check_fraction, split_train_val
+from nasflow.data._base import DataBundle, split_train_val
 
 _KEYS = ("x", "y", "x_test", "y_test")
 _SHAPES = {"x": (4000, 40), "y": (4000,), "x_test": (1000, 40), "y_test": (1000,)}
@@ -66,13 +67,9 @@ class MNIST1DVariant:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 100:
                 raise ValueError(f"{name} must be a number in [0, 100), got {v!r}")
-        t = self.max_translation
-        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= 60:
-            raise ValueError(f"max_translation must be an int in [0, 60], got {t!r}")
+        check_int("max_translation", self.max_translation, 0, 60)
         for name in ("seed", "test_seed"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"{name} must be an int >= 0, got {v!r}")
+            check_int(name, getattr(self, name), 0)
         if self.seed == self.test_seed:
             raise ValueError(f"test_seed must differ from seed, both are {self.seed!r}")
 

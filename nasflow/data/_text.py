@@ -10,7 +10,8 @@ from pathlib import Path
 import torch
 from torch.utils.data import Dataset
 
-from nasflow.data._base import DataBundle, check_count, check_fraction
+from nasflow._checks import check_fraction, check_int
+from nasflow.data._base import DataBundle
 
 MIN_BLOCKS = 2  # each split must hold at least this many whole blocks
 
@@ -134,7 +135,7 @@ def load_text(
         raise FileNotFoundError(f"text file {p} does not exist")
     if not p.is_file():
         raise ValueError(f"text path {p} must be a file")
-    check_count("block_size", block_size)
+    check_int("block_size", block_size)
     check_fraction("val_fraction", val_fraction)
     check_fraction("test_fraction", test_fraction)
     if val_fraction + test_fraction >= 1:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nasflow._entry_points import STUDIES, module_file, registered
 from nasflow.export._format import (
     RETRAINED,
     SUPERNET,
@@ -161,20 +160,20 @@ def find_study_spec(arg: str | None, *names: str) -> tuple[StudySpec, str] | Non
     """
     from nasflow.search import load_study_file
 
-    registered = {ep.name: ep.value for ep in entry_points(group="nasflow.studies")}
+    studies = registered(STUDIES)
 
     def load_registered(name: str) -> tuple[StudySpec, str]:
-        spec = importlib.util.find_spec(registered[name])
-        if spec is None or spec.origin is None:
-            raise ExportError(f"registered study {name!r} ({registered[name]}) is not installed")
-        return load_study_file(spec.origin), f"registered study {name!r}"
+        path = module_file(studies[name])
+        if path is None:
+            raise ExportError(f"registered study {name!r} ({studies[name]}) is not installed")
+        return load_study_file(path), f"registered study {name!r}"
 
     if arg is not None:
-        if not Path(arg).exists() and arg in registered:
+        if not Path(arg).exists() and arg in studies:
             return load_registered(arg)
         return load_study_file(arg), f"study file {arg!r}"
     for name in names:
-        if name in registered:
+        if name in studies:
             return load_registered(name)
     return None
 

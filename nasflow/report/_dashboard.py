@@ -16,6 +16,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import optuna
 
+from nasflow._checks import check_int
 from nasflow.errors import NasflowError
 from nasflow.record import StoredStudy, open_stored_study
 from nasflow.report._report import ReportFigure, report_data, report_figures
@@ -88,8 +89,7 @@ def dashboard_server(
         ValueError: A port outside 0..65535, or an address that cannot be bound.
         DashboardUnavailable: optuna-dashboard is not installed.
     """
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ValueError(f"port must be an int in 0..65535, got {port!r}")
+    check_int("port", port, 0, 65535)
     dashboard = require_dashboard()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

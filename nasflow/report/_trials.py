@@ -13,6 +13,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nasflow import names
+from nasflow._checks import check_choice
 from nasflow._compat import get_constraints
 from nasflow.record import retrain_records, study_metric_names
 from nasflow.report._study import Summarizer, generic_summary
@@ -85,8 +86,7 @@ def tradeoff_data(
     Raises:
         ValueError: ``x_attr`` is not one of ``AXES``.
     """
-    if x_attr not in AXES:
-        raise ValueError(f"x_attr must be one of {sorted(AXES)}, got {x_attr!r}")
+    check_choice("x_attr", x_attr, sorted(AXES))
     winners = retrain_records(study)
     points: list[TrialPoint] = []
     left_out = 0

@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from nasflow._checks import check_int
 from nasflow.space import Arch, SearchSpace
 
 
@@ -24,8 +25,7 @@ class PathSampler(ABC):
     name: str = ""
 
     def __init__(self, space: SearchSpace, seed: int = 0) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        check_int("seed", seed, 0)
         if not space.path_choices:
             raise ValueError(f"space {space.name!r} has no path choices to sample")
         self.space = space

@@ -30,15 +30,10 @@ from optuna.samplers import BaseSampler, RandomSampler
 from optuna.search_space import intersection_search_space
 from optuna.trial import FrozenTrial, TrialState
 
+from nasflow._checks import check_int
 from nasflow.search._pareto import non_dominated_sort
 
 __all__ = ["RegularizedEvolutionSampler"]
-
-
-def _check_int(name: str, value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return value
 
 
 class RegularizedEvolutionSampler(BaseSampler):
@@ -58,8 +53,8 @@ class RegularizedEvolutionSampler(BaseSampler):
     def __init__(
         self, population_size: int = 20, sample_size: int = 5, seed: int | None = None
     ) -> None:
-        self.population_size = _check_int("population_size", population_size, 2)
-        self.sample_size = _check_int("sample_size", sample_size, 1)
+        self.population_size = check_int("population_size", population_size, 2)
+        self.sample_size = check_int("sample_size", sample_size, 1)
         if sample_size > population_size:
             raise ValueError(
                 f"sample_size must be <= population_size ({population_size}), got {sample_size!r}"

@@ -38,6 +38,7 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
+from nasflow._checks import check_int
 from nasflow.record import LAST_STEP_KEY, LAST_VALUES_KEY, rung_key
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
 
@@ -46,9 +47,6 @@ __all__ = ["ParetoSuccessiveHalvingPruner", "report", "should_prune"]
 _COMPETING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}.")
 
 
 def report(trial: optuna.Trial, values: Sequence[float], step: int) -> None:
@@ -61,7 +59,7 @@ def report(trial: optuna.Trial, values: Sequence[float], step: int) -> None:
         ValueError: ``step`` is not an int >= 0, or ``values`` has a length other than the
             number of study directions.
     """
-    _check_int("step", step, 0)
+    check_int("step", step, 0)
     vector = [float(v) for v in values]
     n_directions = len(trial.study.directions)
     if len(vector) != n_directions:
@@ -154,12 +152,12 @@ class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
         bootstrap_count: int = 0,
         max_resource: int | None = None,
     ) -> None:
-        _check_int("min_resource", min_resource, 1)
-        _check_int("reduction_factor", reduction_factor, 2)
-        _check_int("min_early_stopping_rate", min_early_stopping_rate, 0)
-        _check_int("bootstrap_count", bootstrap_count, 0)
+        check_int("min_resource", min_resource, 1)
+        check_int("reduction_factor", reduction_factor, 2)
+        check_int("min_early_stopping_rate", min_early_stopping_rate, 0)
+        check_int("bootstrap_count", bootstrap_count, 0)
         if max_resource is not None:
-            _check_int("max_resource", max_resource, 1)
+            check_int("max_resource", max_resource, 1)
             if max_resource < min_resource:
                 raise ValueError(
                     f"max_resource ({max_resource}) must be >= min_resource ({min_resource})."

@@ -13,6 +13,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from nasflow._checks import check_int
 from nasflow._files import file_lock
 from nasflow.bench import TabularObjective
 from nasflow.data import DataBundle
@@ -169,11 +170,7 @@ class StudyRunner:
         self.log, self.progress, self.device = log, progress, device
         self.stop = stop if stop is not None else threading.Event()
         self.heartbeat = heartbeat_settings(heartbeat_interval, grace_period)
-        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
-            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
-        if checkpoint_every < 0:
-            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
-        self.checkpoint_every = checkpoint_every
+        self.checkpoint_every = check_int("checkpoint_every", checkpoint_every, 0)
         self._lock: SQLiteLock | None = None
         self.ran_trials: list[int] = []
         self._worker = False

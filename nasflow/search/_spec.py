@@ -13,6 +13,7 @@ from typing import Any
 
 import optuna
 
+from nasflow._checks import check_fraction, check_int
 from nasflow.bench import TabularBenchmark
 from nasflow.data import DataBundle
 from nasflow.errors import NasflowError
@@ -255,21 +256,15 @@ class StudySpec:
                 "BaseSampler"
             )
         for name in ("n_trials", "bn_batches", "retrain_top"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise StudyFileError(f"{name} must be an int >= 1, got {v!r}")
-        keep = self.screen_keep
-        if isinstance(keep, bool) or not isinstance(keep, (int, float)) or not 0 < keep <= 1:
-            raise StudyFileError(f"screen_keep must be a share in (0, 1], got {keep!r}")
+            check_int(name, getattr(self, name), error=StudyFileError)
+        keep = check_fraction("screen_keep", self.screen_keep, one=True, error=StudyFileError)
         if keep < 1 and self.finetune is None:
             raise StudyFileError(
                 f"screen_keep={keep!r} chooses which candidates are fine-tuned, but "
                 "finetune=None fine-tunes none; set finetune=TrainConfig(epochs=...) or "
                 "screen_keep=1"
             )
-        seed = self.seed
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-            raise StudyFileError(f"seed must be an int from 0 to {MAX_SEED}, got {seed!r}")
+        check_int("seed", self.seed, 0, MAX_SEED, error=StudyFileError)
         for name, cls in (
             ("supernet", SupernetConfig),
             ("finetune", TrainConfig),

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from scipy.stats import kendalltau
 
+from nasflow._checks import check_int
 from nasflow.space import Arch, SearchSpace
 from nasflow.train import Batches, TrainConfig, train_standalone
 
@@ -41,9 +42,7 @@ class TrustProbe:
 
     def __post_init__(self) -> None:
         for name, low in (("archs", 4), ("epochs", 1), ("bootstrap", 100)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ValueError(f"TrustProbe.{name} must be an int >= {low}, got {v!r}")
+            check_int(f"TrustProbe.{name}", getattr(self, name), low)
 
 
 @dataclass

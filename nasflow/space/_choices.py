@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from nasflow._checks import check_int
+
 ChoiceKind = Literal["op", "edge", "value", "hyper"]
 
 #: JSON scalars an architecture may hold; Optuna's categorical distribution accepts the same.
@@ -192,8 +194,7 @@ def edge_choices(prefix: str, num_nodes: int, ops: Sequence[str]) -> list[Choice
     Returns:
         The edge choices in (target, source) order.
     """
-    if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes < 2:
-        raise ValueError(f"num_nodes must be an int >= 2, got {num_nodes!r}")
+    check_int("num_nodes", num_nodes, 2)
     _check_values(prefix, ops)  # (a string is not a list of ops)
     return [
         Choice(f"{prefix}/{i}<-{j}", tuple(ops), "edge")

@@ -17,7 +17,6 @@ from nasflow.space._space import SearchSpace
 if TYPE_CHECKING:
     from torch import nn
 
-    from nasflow.supernet import Supernet
 
 _INSTALL_HINT = "from_nni needs NNI 3.0: pip install 'nasflow[nni]'"
 
@@ -131,7 +130,7 @@ class NniSpace(SearchSpace):
         """NNI's ``freeze`` of the model space on ``arch``'s choices (a new network)."""
         return self.model_space.freeze(self.nni_sample(arch))
 
-    def supernet(self) -> Supernet:
+    def supernet(self) -> nn.Module:
         """Not available for an imported NNI space.
 
         Raises:

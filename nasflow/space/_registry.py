@@ -13,18 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from importlib import import_module
-from importlib.metadata import entry_points
 from typing import Any
 
+from nasflow._entry_points import SPACES, registered
 from nasflow.space._space import SearchSpace
-
-#: Entry-point group of the space registry.
-GROUP = "nasflow.spaces"
 
 
 def registered_spaces() -> dict[str, str]:
     """Registered space name -> ``"module:Class"`` target."""
-    return {ep.name: ep.value for ep in entry_points(group=GROUP)}
+    return registered(SPACES)
 
 
 def space_class(name: str) -> type[SearchSpace]:

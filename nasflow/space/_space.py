@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     import optuna
     from torch import nn
 
-    from nasflow.supernet import Supernet
-
 
 class SearchSpace(ABC):
     """A set of architectures (and optional training hyper-parameters) to search over.
@@ -231,8 +229,12 @@ class SearchSpace(ABC):
 
     # ------------------------------------------------------------------ networks
     @abstractmethod
-    def supernet(self) -> Supernet:
-        """A freshly initialised weight-sharing supernet over every path of the space."""
+    def supernet(self) -> nn.Module:
+        """A freshly initialised weight-sharing supernet over every path of the space.
+
+        Return a :class:`nasflow.supernet.Supernet`. (``nasflow.supernet`` builds on this
+        package, so the annotation says ``nn.Module`` rather than import it back.)
+        """
 
     def build(self, arch: Mapping[str, Any]) -> nn.Module:
         """A freshly initialised stand-alone network for ``arch``, free of supernet code.

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 if TYPE_CHECKING:
-    from nasflow.space import Arch, SearchSpace
+    from nasflow.space import Arch, Scalar, SearchSpace
 
 
 class SuperModule(nn.Module, ABC):
@@ -30,6 +31,47 @@ class SuperModule(nn.Module, ABC):
     @abstractmethod
     def extract(self, arch: Mapping[str, Any]) -> nn.Module:
         """A stand-alone module (no supernet code) with copies of this path's weights."""
+
+
+@dataclass(frozen=True)
+class Channels:
+    """A channel count that may depend on a value choice of the path.
+
+    Attributes:
+        label: The value choice it depends on, or ``None`` for a fixed count.
+        table: Pairs of (choice value, channel count).
+    """
+
+    label: str | None
+    table: tuple[tuple[Scalar, int], ...]
+
+    @classmethod
+    def fixed(cls, n: int) -> Channels:
+        if n < 1:
+            raise ValueError(f"channel count must be >= 1, got {n!r}")
+        return cls(None, ((None, int(n)),))
+
+    @classmethod
+    def scaled(cls, label: str, base: int, multipliers: Sequence[float]) -> Channels:
+        """``round(base * m)`` channels (at least 1) for each multiplier value ``m``."""
+        return cls(label, tuple((m, max(1, round(base * m))) for m in multipliers))
+
+    def times(self, factor: int) -> Channels:
+        """The same rule with every count multiplied (an expansion ratio)."""
+        return Channels(self.label, tuple((v, n * factor) for v, n in self.table))
+
+    @property
+    def max(self) -> int:
+        return max(n for _, n in self.table)
+
+    def __call__(self, arch: Mapping[str, Any]) -> int:
+        if self.label is None:
+            return self.table[0][1]
+        value = arch[self.label]
+        for v, n in self.table:
+            if v == value:
+                return n
+        raise ValueError(f"{value!r} is not a value of {self.label!r} known to this layer")
 
 
 def call(module: nn.Module, x: torch.Tensor, arch: Mapping[str, Any]) -> torch.Tensor:
@@ -108,8 +150,6 @@ def check_labels(space: SearchSpace, body: nn.Module) -> None:
     Raises:
         ValueError: The first mismatch, naming the label.
     """
-    from nasflow.supernet._elastic import Channels
-
     declared = {c.label: c for c in space.path_choices}
     read: set[str] = set()
     for name, module in body.named_modules():

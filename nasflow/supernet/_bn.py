@@ -11,6 +11,7 @@ from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.optim.swa_utils import update_bn
 
+from nasflow._checks import check_int
 from nasflow.supernet._base import call
 
 
@@ -68,8 +69,7 @@ def recalibrate_bn(
     Raises:
         ValueError: ``num_batches`` is not an int >= 1, or ``batches`` is empty.
     """
-    if isinstance(num_batches, bool) or not isinstance(num_batches, int) or num_batches < 1:
-        raise ValueError(f"num_batches must be an int >= 1, got {num_batches!r}")
+    check_int("num_batches", num_batches)
     saved = [(m, m.momentum) for m in model.modules() if isinstance(m, _BatchNorm)]
     if not saved:
         return 0

@@ -7,57 +7,14 @@ one value in the arch, and ``extract`` materialises plain ``nn.Conv1d`` / ``nn.L
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nasflow.space import Scalar
-from nasflow.supernet._base import SuperModule
-
-
-@dataclass(frozen=True)
-class Channels:
-    """A channel count that may depend on a value choice of the path.
-
-    Attributes:
-        label: The value choice it depends on, or ``None`` for a fixed count.
-        table: Pairs of (choice value, channel count).
-    """
-
-    label: str | None
-    table: tuple[tuple[Scalar, int], ...]
-
-    @classmethod
-    def fixed(cls, n: int) -> Channels:
-        if n < 1:
-            raise ValueError(f"channel count must be >= 1, got {n!r}")
-        return cls(None, ((None, int(n)),))
-
-    @classmethod
-    def scaled(cls, label: str, base: int, multipliers: Sequence[float]) -> Channels:
-        """``round(base * m)`` channels (at least 1) for each multiplier value ``m``."""
-        return cls(label, tuple((m, max(1, round(base * m))) for m in multipliers))
-
-    def times(self, factor: int) -> Channels:
-        """The same rule with every count multiplied (an expansion ratio)."""
-        return Channels(self.label, tuple((v, n * factor) for v, n in self.table))
-
-    @property
-    def max(self) -> int:
-        return max(n for _, n in self.table)
-
-    def __call__(self, arch: Mapping[str, Any]) -> int:
-        if self.label is None:
-            return self.table[0][1]
-        value = arch[self.label]
-        for v, n in self.table:
-            if v == value:
-                return n
-        raise ValueError(f"{value!r} is not a value of {self.label!r} known to this layer")
+from nasflow.supernet._base import Channels, SuperModule
 
 
 class ElasticConv1d(SuperModule):

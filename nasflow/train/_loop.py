@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nasflow._loss import flat_logits
 from nasflow.data import Batches
 from nasflow.supernet import call
 
@@ -81,8 +82,7 @@ def evaluate(
     for x, y in batches.epoch(0):
         x, y = x.to(device), y.to(device)
         logits = model(x) if arch is None else call(model, x, arch)
-        if logits.dim() == 3:  # (B, T, V) language model -> (B*T, V)
-            logits, y = logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
+        logits, y = flat_logits(logits, y)
         loss_sum += float(nn.functional.cross_entropy(logits, y, reduction="sum"))
         correct += int((logits.argmax(-1) == y).sum())
         total += y.numel()

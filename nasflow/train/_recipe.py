@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nasflow._checks import check_int
 from nasflow.sampling import SAMPLERS
-
-
-def _check_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -36,7 +32,7 @@ class Recipe:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _check_int("epochs", self.epochs)
+        check_int("epochs", self.epochs)
 
 
 @dataclass(frozen=True)
@@ -56,7 +52,7 @@ class TrainConfig(Recipe):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_int("batch_size", self.batch_size)
+        check_int("batch_size", self.batch_size)
 
 
 @dataclass(frozen=True)
@@ -79,4 +75,4 @@ class SupernetConfig(Recipe):
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
         super().__post_init__()
-        _check_int("batch_size", self.batch_size)
+        check_int("batch_size", self.batch_size)

@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow._checks import check_int
+from nasflow._loss import flat_logits
 from nasflow.data import Batches
 from nasflow.record import CHECKPOINT_IDENTITY, supernet_identity
 from nasflow.sampling import make_sampler
@@ -105,11 +107,7 @@ def supernet_step(
     optimizer.zero_grad(set_to_none=True)
     total = 0.0
     for path in paths:
-        logits = supernet(x, path)
-        if logits.dim() == 3:  # (B, T, V) -> (B*T, V) for language models
-            loss = loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-        else:
-            loss = loss_fn(logits, y)
+        loss = loss_fn(*flat_logits(supernet(x, path), y))
         if not torch.isfinite(loss):
             optimizer.zero_grad(set_to_none=True)
             raise NonFiniteLossError(f"loss is {loss.item()} on path {path.to_json()}")
@@ -192,10 +190,7 @@ class SupernetTrainer:
     ) -> None:
         if stack is not None and not isinstance(stack, Stack):
             raise ValueError(f"stack must be a Stack or None, got {stack!r}")
-        if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int):
-            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
-        if checkpoint_every < 0:
-            raise ValueError(f"checkpoint_every must be an int >= 0, got {checkpoint_every!r}")
+        check_int("checkpoint_every", checkpoint_every, 0)
         self.space = space
         self.config = config or SupernetConfig()
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None

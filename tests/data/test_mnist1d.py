@@ -212,7 +212,7 @@ def test_a_variant_has_its_own_sizes_test_seed_and_cache_file(tmp_path: Path) ->
         ({"train_samples": 15}, "train_samples must be a positive multiple of 10, got 15"),
         ({"test_samples": 0}, "test_samples must be a positive multiple of 10, got 0"),
         ({"iid_noise_scale": -1.0}, "iid_noise_scale must be a number in"),
-        ({"max_translation": 61}, "max_translation must be an int in"),
+        ({"max_translation": 61}, "max_translation must be an int from 0 to 60, got 61"),
         ({"seed": 7, "test_seed": 7}, "test_seed must differ from seed, both are 7"),
     ],
 )

@@ -80,7 +80,7 @@ def test_dashboard_binds_loopback_unless_told_otherwise() -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--port", "70000"], "port must be an int in 0..65535, got 70000"),
+        (["--port", "70000"], "port must be an int from 0 to 65535, got 70000"),
         (["--host", ""], "--host must not be empty"),
         (["--host", "192.0.2.1"], "cannot listen on 192.0.2.1:0"),  # not this machine's
     ],

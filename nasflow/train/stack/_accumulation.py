@@ -7,6 +7,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
+from nasflow._checks import check_int
+
 
 def adaptive_k(variance: float, target_variance: float, k_max: int, eps: float = 1e-12) -> int:
     """The seed paper's rule: ``k = min(k_max, ceil(sigma^2 / (sigma_target^2 + eps)))``.
@@ -139,8 +141,7 @@ class AdaptiveAccumulation(Accumulation):
     needs_stats = True
 
     def __init__(self, k_max: int = 8, noise_target: float = 1.0, ema: float = 0.9) -> None:
-        if isinstance(k_max, bool) or not isinstance(k_max, int) or k_max < 1:
-            raise ValueError(f"k_max must be an int >= 1, got {k_max!r}")
+        check_int("k_max", k_max)
         if not (noise_target > 0 and math.isfinite(noise_target)):
             raise ValueError(f"noise_target must be a positive number, got {noise_target!r}")
         if not 0 <= ema < 1:

@@ -13,6 +13,7 @@ from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.checkpoint import checkpoint
 
+from nasflow._checks import check_int
 from nasflow.supernet import SuperModule, Supernet, SuperSequential, call
 from nasflow.train.stack._base import StackLayer
 
@@ -118,10 +119,7 @@ class Checkpointing(StackLayer):
     name = "checkpointing"
 
     def __init__(self, segments: int | None = None, keep_bn_stats: bool = True) -> None:
-        if segments is not None and (
-            isinstance(segments, bool) or not isinstance(segments, int) or segments < 2
-        ):
-            raise ValueError(f"segments must be an int >= 2 or None, got {segments!r}")
+        check_int("segments", segments, 2, optional=True)
         self.segments = segments
         self.keep_bn_stats = keep_bn_stats
 

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow._checks import check_int
 from nasflow.train.stack._base import StackLayer
 from nasflow.train.stack._checkpointing import Checkpointing
 from nasflow.train.stack._compile import Compile
@@ -148,13 +149,11 @@ class Stack:
             raise ValueError(
                 f"clip_norm must be a positive number or None, got {self.clip_norm!r}"
             )
-        if isinstance(self.k_max, bool) or not isinstance(self.k_max, int) or self.k_max < 1:
-            raise ValueError(f"k_max must be an int >= 1, got {self.k_max!r}")
+        check_int("k_max", self.k_max)
         if not (self.noise_target > 0 and math.isfinite(self.noise_target)):
             raise ValueError(f"noise_target must be a positive number, got {self.noise_target!r}")
-        mb = self.micro_batch
-        if mb is not None and (isinstance(mb, bool) or not isinstance(mb, int) or mb < 1):
-            raise ValueError(f"micro_batch must be an int >= 1 or None, got {mb!r}")
+        check_int("threads", self.threads, optional=True)
+        check_int("micro_batch", self.micro_batch, optional=True)
 
     @property
     def enabled(self) -> tuple[str, ...]:

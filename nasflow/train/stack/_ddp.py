@@ -28,6 +28,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow._checks import check_int
+from nasflow._loss import flat_logits
 from nasflow.space import Arch
 from nasflow.train._errors import NonFiniteLossError
 
@@ -118,10 +120,7 @@ def _path_loss(
     y: torch.Tensor,
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
 ) -> torch.Tensor:
-    logits = supernet(x, path)
-    if logits.dim() == 3:  # (B, T, V) -> (B*T, V) for language models
-        return loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-    return loss_fn(logits, y)
+    return loss_fn(*flat_logits(supernet(x, path), y))
 
 
 def ddp_supernet_step(
@@ -217,8 +216,7 @@ def launch(
     leaves it afterwards. ``fn`` must be importable (a module-level function). Multi-machine
     runs use ``torchrun`` and :func:`init_from_env` instead.
     """
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
+    check_int("world_size", world_size)
     import torch.multiprocessing as mp
 
     backend = backend or default_backend()

@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow._checks import check_int
+
 
 class ActivationMeter:
     """Bytes of distinct tensor storages saved for backward while the meter is active.
@@ -63,8 +65,7 @@ def largest_micro_batch(
     Raises:
         ValueError: Bad arguments, or not even one sample fits.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    check_int("batch_size", batch_size)
     if not memory_budget > 0:
         raise ValueError(f"memory_budget must be a positive byte count, got {memory_budget!r}")
     if bytes_for(1) > memory_budget:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from nasflow._loss import flat_logits
 from nasflow.space import Arch
 from nasflow.supernet import SuperModule
 from nasflow.train._errors import NonFiniteLossError
@@ -163,9 +164,7 @@ class StackStep:
             for layer in self.layers:
                 ctx.enter_context(layer.forward_context())
             logits = self.model(x) if path is None else self.model(x, path)
-            if logits.dim() == 3:  # (B, T, V) -> (B*T, V) for language models
-                logits, y = logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
-            return self.loss_fn(logits, y)
+            return self.loss_fn(*flat_logits(logits, y))
 
     def _accumulate(self, x: torch.Tensor, y: torch.Tensor, paths: Sequence[Arch] | None) -> float:
         stats = self.accumulation.needs_stats
