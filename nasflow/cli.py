@@ -486,7 +486,7 @@ def _write_stack_figure(record: dict[str, Any], path: Path) -> None:
 def _cmd_bench_stack(args: argparse.Namespace) -> int:
     import torch
 
-    from nasflow.calibrate._command import run
+    from nasflow.calibrate import run_bench_stack
 
     try:
         try:
@@ -497,7 +497,8 @@ def _cmd_bench_stack(args: argparse.Namespace) -> int:
         amp = args.amp
         if amp is None:
             amp = "bf16" if device.type == "cpu" or torch.cuda.is_bf16_supported() else "fp16"
-        record = run(args, device, layers, {"amp": amp, "accumulation": args.accumulation})
+        settings = {"amp": amp, "accumulation": args.accumulation}
+        record = run_bench_stack(args, device, layers, settings)
         if args.figure:
             _write_stack_figure(record, Path(args.figure))
     except ValueError as e:
@@ -534,9 +535,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_retrain(args: argparse.Namespace) -> int:
-    from nasflow.export import retrain_exported, write_retrained
-    from nasflow.export._programs import require_onnx
-    from nasflow.export._retrain import retrain_target
+    from nasflow.export import require_onnx, retrain_exported, retrain_target, write_retrained
 
     if args.epochs is not None and args.epochs < 1:
         raise UsageError(f"--epochs must be >= 1, got {args.epochs}")

@@ -12,3 +12,9 @@ from __future__ import annotations
 class NasflowError(Exception):
     """Base of nasflow's errors: bad input, a refused state or a failed check, each with
     a message that names the bad value and, where there is one, the way out."""
+
+
+class StudyRecordError(NasflowError, ValueError):
+    """A stored study cannot be read: no such study file or study, or no usable nasflow
+    record of its space. (Here rather than in ``nasflow.record``, which raises it, because
+    ``nasflow.storage`` raises it too and the record module imports the storage module.)"""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from nasflow.errors import NasflowError
+from nasflow._compat import OPTUNA_MAJOR
+from nasflow.errors import NasflowError, StudyRecordError
 from nasflow.names import objective_names, set_metric_names
 
 if TYPE_CHECKING:
@@ -105,11 +106,6 @@ def rung_key(rung: int) -> str:
 
 
 # ---------------------------------------------------------------------- errors
-class StudyRecordError(NasflowError, ValueError):
-    """A stored study cannot be read: no such study file or study, or no usable nasflow
-    record of its space."""
-
-
 class StudyMismatchError(NasflowError, ValueError):
     """A stored study was created for another space, objectives or directions."""
 
@@ -435,8 +431,6 @@ def reuse_score(trial: optuna.Trial, arch: Arch) -> float | list[float] | None:
     ones) and constraint values, and ``user_attrs["duplicate_of"]`` = the earlier trial's
     number. Call it after ``trial.set_user_attr("arch", ...)``.
     """
-    from nasflow._compat import copy_constraints  # (it reads CONSTRAINTS_KEY from here)
-
     earlier = scored_trial(trial.study, arch)
     if earlier is None or earlier.values is None:
         return None
@@ -447,3 +441,54 @@ def reuse_score(trial: optuna.Trial, arch: Arch) -> float | list[float] | None:
     trial.set_user_attr(DUPLICATE_KEY, int(earlier.user_attrs.get(DUPLICATE_KEY, earlier.number)))
     values = [float(v) for v in earlier.values]
     return values[0] if len(values) == 1 else values
+
+
+# ---------------------------------------------------------------------- constraints
+# Optuna 5 stores a trial's constraint values itself; on Optuna 4.x they are the study
+# record's CONSTRAINTS_KEY attribute, handed to the sampler as ``constraints_func``.
+
+
+def set_constraints(trial: optuna.Trial, values: dict[str, float]) -> None:
+    """Record constraint values (feasible when every value is <= 0) on a trial.
+
+    Optuna 5 stores them with ``Trial.set_constraint``; on 4.x they go to a user attribute
+    that :func:`sampler_constraints_kwargs` hands to the sampler as ``constraints_func``.
+    """
+    if OPTUNA_MAJOR >= 5:
+        for key, value in values.items():
+            trial.set_constraint(key, float(value))
+    else:  # pragma: no cover - exercised only on Optuna 4.x
+        trial.set_user_attr(CONSTRAINTS_KEY, [float(v) for v in values.values()])
+
+
+def get_constraints(trial: FrozenTrial) -> tuple[float, ...] | None:
+    """The constraint values of a finished trial, whichever Optuna stored them."""
+    if OPTUNA_MAJOR >= 5:
+        keys = sorted(k for k in trial.system_attrs if k.startswith("constraints:"))
+        if keys:
+            return tuple(float(trial.system_attrs[k]) for k in keys)
+        legacy = trial.system_attrs.get("constraints")
+        return tuple(legacy) if legacy is not None else None
+    values = trial.user_attrs.get(CONSTRAINTS_KEY)  # pragma: no cover
+    return tuple(values) if values is not None else None  # pragma: no cover
+
+
+def copy_constraints(trial: optuna.Trial, source: FrozenTrial) -> None:
+    """Give ``trial`` the constraint values recorded on the finished trial ``source``."""
+    if OPTUNA_MAJOR >= 5:
+        for key, value in source.system_attrs.items():
+            if key.startswith("constraints:"):
+                trial.set_constraint(key.split(":", 1)[1], float(value))
+    elif CONSTRAINTS_KEY in source.user_attrs:  # pragma: no cover - Optuna 4.x
+        trial.set_user_attr(CONSTRAINTS_KEY, list(source.user_attrs[CONSTRAINTS_KEY]))
+
+
+def _constraints_func(trial: FrozenTrial) -> Sequence[float]:  # pragma: no cover - 4.x
+    return trial.user_attrs.get(CONSTRAINTS_KEY, [0.0])
+
+
+def sampler_constraints_kwargs() -> dict[str, Callable[[FrozenTrial], Sequence[float]]]:
+    """Extra sampler arguments that make it constraint-aware on this Optuna version."""
+    if OPTUNA_MAJOR >= 5:
+        return {}
+    return {"constraints_func": _constraints_func}  # pragma: no cover

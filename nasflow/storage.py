@@ -20,8 +20,7 @@ from filelock import FileLock, Timeout
 from nasflow._compat import retry_callback_kwargs
 from nasflow._files import file_lock
 from nasflow._urls import redact
-from nasflow.errors import NasflowError
-from nasflow.record import StudyRecordError
+from nasflow.errors import NasflowError, StudyRecordError
 
 #: Seconds between heartbeats of a running trial, and before a silent one is failed.
 HEARTBEAT_INTERVAL = 10

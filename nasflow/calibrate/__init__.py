@@ -22,6 +22,7 @@ from nasflow.calibrate._auto import (
     calibration_candidate,
 )
 from nasflow.calibrate._bench import BASELINE, REPLICA, BenchResult, bench_stack
+from nasflow.calibrate._command import run_bench_stack
 from nasflow.calibrate._interleave import RunConfig, VariantRecord, run_interleaved
 from nasflow.calibrate._overhead import format_overhead, trainer_overhead
 from nasflow.calibrate._store import (
@@ -50,6 +51,7 @@ __all__ = [
     "device_stack",
     "format_overhead",
     "recalibration_requested",
+    "run_bench_stack",
     "run_interleaved",
     "trainer_overhead",
 ]

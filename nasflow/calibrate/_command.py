@@ -61,7 +61,7 @@ def _data(space: SearchSpace, quick: bool, batch_size: int, seed: int) -> tuple[
     return data.batches("train", batch_size, seed), data.batches("val")
 
 
-def run(
+def run_bench_stack(
     args: argparse.Namespace,
     device: torch.device,
     layers: Sequence[str],

@@ -37,8 +37,7 @@ from nasflow.calibrate._auto import (
     calibration_candidate,
     study_candidates,
 )
-from nasflow.cost import DeviceFingerprint
-from nasflow.cost._table import open_tables, resolve_url
+from nasflow.cost import DeviceFingerprint, open_tables, resolve_url
 from nasflow.space import Arch, SearchSpace
 from nasflow.train import Batches
 from nasflow.train.stack import Stack

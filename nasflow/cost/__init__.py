@@ -25,7 +25,14 @@ from nasflow.cost._measure import (
     time_steps,
 )
 from nasflow.cost._model import CostModel, CostStats, LoadedMachineWarning, MissingLatencyError
-from nasflow.cost._table import Calibration, LatencyTable, default_cache_path, shared_table_url
+from nasflow.cost._table import (
+    Calibration,
+    LatencyTable,
+    default_cache_path,
+    open_tables,
+    resolve_url,
+    shared_table_url,
+)
 from nasflow.cost._units import OpInstance
 
 __all__ = [
@@ -55,6 +62,8 @@ __all__ = [
     "fit_line",
     "kendall_tau_b",
     "measure_ops",
+    "open_tables",
+    "resolve_url",
     "robust_seconds",
     "shared_table_url",
     "time_ops",

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from nasflow.export._format import FORMAT_VERSION, ExportError, ExportInfo
 from nasflow.export._loader import Exported, load_exported, read_export
-from nasflow.export._retrain import Retrained, retrain_exported, write_retrained
+from nasflow.export._programs import require_onnx
+from nasflow.export._retrain import Retrained, retrain_exported, retrain_target, write_retrained
 from nasflow.export._study import export_study, select_trials
 from nasflow.export._writer import export_arch
 
@@ -25,7 +26,9 @@ __all__ = [
     "export_study",
     "load_exported",
     "read_export",
+    "require_onnx",
     "retrain_exported",
+    "retrain_target",
     "select_trials",
     "write_retrained",
 ]

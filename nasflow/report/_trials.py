@@ -14,8 +14,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from nasflow import names
 from nasflow._checks import check_choice
-from nasflow._compat import get_constraints
-from nasflow.record import retrain_records, study_metric_names
+from nasflow.record import get_constraints, retrain_records, study_metric_names
 from nasflow.report._study import Summarizer, generic_summary
 from nasflow.search import non_dominated_sort, pareto_trials
 

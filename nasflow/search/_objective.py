@@ -17,10 +17,9 @@ import torch
 from optuna.trial import TrialState
 from torch import nn
 
-from nasflow._compat import set_constraints
 from nasflow.data import Batches, DataBundle
 from nasflow.errors import NasflowError
-from nasflow.record import SCREEN_KEY, reuse_score
+from nasflow.record import SCREEN_KEY, reuse_score, set_constraints
 from nasflow.search._cost import COST_ESTIMATORS
 from nasflow.search._pareto_pruner import promoted
 from nasflow.search._recovery import TrialInterrupted, original_number

@@ -7,7 +7,7 @@ from typing import Any
 
 import optuna
 
-from nasflow._compat import sampler_constraints_kwargs
+from nasflow.record import sampler_constraints_kwargs
 from nasflow.search._evolution import RegularizedEvolutionSampler
 from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner
 from nasflow.search._spec import StudySpec

@@ -8,7 +8,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from nasflow._compat import set_constraints
+from nasflow.record import set_constraints
 
 
 def arch_json(ops: Sequence[str], width: float = 1.0) -> str:

@@ -6,7 +6,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from nasflow._compat import get_constraints
+from nasflow.record import get_constraints
 from nasflow.search import (
     StorageError,
     StudyFileError,
