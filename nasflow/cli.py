@@ -19,7 +19,7 @@ from nasflow.errors import NasflowError
 if TYPE_CHECKING:
     import optuna
 
-DEFAULT_STUDY = "mnist1d"
+DEFAULT_STUDY = "mnist1d_front"
 #: ``--runs`` means the same folder in every command; ``--out`` is always an export folder.
 RUNS_HELP = "folder the search writes studies, checkpoints and winners to (default runs)"
 STORAGE_HELP = "Optuna storage: sqlite:///FILE, journal:///FILE or postgresql://USER@HOST:PORT/DB"

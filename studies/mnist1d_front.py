@@ -1,6 +1,7 @@
-"""The proving ground: MNIST-1D with scarce data, a space where architecture matters.
+"""The default study, the proving ground: MNIST-1D with scarce data, a space where
+architecture matters.
 
-Run with ``nasflow search studies/mnist1d_front.py``.
+Run with ``nasflow search`` (or ``nasflow search studies/mnist1d_front.py``).
 
 Data: an MNIST-1D variant with the published generator settings but 2,000 training
 sequences (1,500 train / 500 validation) and a 10,000-sequence test set drawn with another
@@ -40,6 +41,11 @@ study = StudySpec(
     train=TrainConfig(epochs=12, batch_size=64, lr=3e-3, weight_decay=1e-2),
     retrain_top=1,
     seed=0,
+    # The layers that measurably pay off on this machine (calibrated once per device). B2
+    # with the stack (benchmarks/RESULTS.md): a supernet trained with bf16 autocast and/or
+    # accumulation ranks the ground truth as well as one trained in fp32.
+    stack="auto",
+    stack_budget=45.0,
     baseline=(
         GROUND_TRUTH / "mnist1d_front_ground_truth.csv",
         GROUND_TRUTH / "mnist1d_front_ground_truth_seed1.csv",
