@@ -412,6 +412,15 @@ def retrain_records(study: optuna.Study) -> dict[int, dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
+def study_stack_dict(study: optuna.Study) -> dict[str, Any] | None:
+    """The ``Stack.to_dict()`` a ``stack="auto"`` study resolved to and trains with (its
+    ``STACK_KEY`` record's ``"stack"``), or ``None`` where none is recorded."""
+    stored = study.user_attrs.get(STACK_KEY)
+    if isinstance(stored, dict) and isinstance(stored.get("stack"), dict):
+        return dict(stored["stack"])
+    return None
+
+
 # ---------------------------------------------------------------------- score reuse
 def scored_trial(study: optuna.Study, arch: Arch) -> FrozenTrial | None:
     """The earliest COMPLETE trial of ``study`` whose ``arch`` user attribute is ``arch``."""

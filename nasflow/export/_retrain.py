@@ -57,8 +57,8 @@ def retrain_exported(
     (:func:`nasflow.search.retrain_arch`): hyper-parameters searched with the architecture
     (``lr``, ``weight_decay``, ``batch_size``) override the recipe, and every batch goes
     through the study's speedup stack: its ``Stack``, or with ``stack="auto"`` the stack
-    the export's weights were trained with where it records one (phase 3's winners), else
-    plain fp32 eager.
+    the export's weights were trained with where it records one (phase 3's winners, and
+    supernet weights of a study that recorded its resolved stack), else plain fp32 eager.
 
     Args:
         path: The export directory.

@@ -33,6 +33,7 @@ from nasflow.record import (
     open_stored_study,
     stored_space,
     study_objectives,
+    study_stack_dict,
 )
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet
@@ -272,6 +273,7 @@ def export_study(
             study_file,
             recalibrate,
             log,
+            study_stack_dict(study),
         )
     shape: tuple[int, ...] | None = None
     if winners and "input_shape" not in space.config:  # then only the study's data says
@@ -344,8 +346,10 @@ def _prepare_supernet(
     study_file: str | None,
     recalibrate: bool,
     log: Callable[[str], None],
+    stack: dict[str, Any] | None,
 ) -> list[tuple[int, Any, ExportInfo]]:
-    """The supernet paths of ``trials`` (BN recalibrated if asked) with their records."""
+    """The supernet paths of ``trials`` (BN recalibrated if asked) with their records;
+    ``stack`` is the one the supernet trained with (``stack="auto"`` studies)."""
     from nasflow.train import evaluate
 
     supernet, checkpoint = load_supernet(space, RunFolder.of(runs, name).supernet, log)
@@ -385,6 +389,7 @@ def _prepare_supernet(
             bn_batches=found[0].bn_batches if found is not None else 1,
             input_shape=shape,
             source=f"supernet checkpoint {checkpoint}",
+            stack=stack,
         )
         if data is not None:
             acc = evaluate(net, data.batches("val"))[0]

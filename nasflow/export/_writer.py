@@ -268,10 +268,13 @@ def prepare_export(
     input_shape: Sequence[int] | None = None,
     source: str = "supernet",
     notes: Mapping[str, str] | None = None,
+    stack: Mapping[str, Any] | None = None,
 ) -> tuple[nn.Module, ExportInfo]:
     """The stand-alone network of ``arch`` (BN recalibrated if asked) and its record.
 
-    Arguments as for ``export_arch``; ``notes`` says what each metric is.
+    Arguments as for ``export_arch``; ``notes`` says what each metric is; ``stack`` (a
+    ``Stack.to_dict()``) is the speedup stack the supernet trained with, recorded so that
+    ``nasflow retrain`` of a ``stack="auto"`` study trains through it too.
     """
     try:
         full = space.validate(arch)
@@ -296,7 +299,8 @@ def prepare_export(
         shape,
         metrics=dict(metrics or {}),
         study=dict(study or {}),
-        weights={"kind": SUPERNET, "source": source, "batch_norm": bn},
+        weights={"kind": SUPERNET, "source": source, "batch_norm": bn}
+        | ({"stack": dict(stack)} if stack is not None else {}),
         notes=dict(notes or {}),
     )
     return net, info

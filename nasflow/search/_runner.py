@@ -32,6 +32,7 @@ from nasflow.record import (
     has_identity,
     retrain_key,
     study_identity,
+    study_stack_dict,
     supernet_identity,
     write_identity,
 )
@@ -283,8 +284,9 @@ class StudyRunner:
         refresh = spec.recalibrate_stack or recalibration_requested()
         with file_lock(self.folder.stack_lock):
             stored = study.user_attrs.get(STACK_KEY)
-            if isinstance(stored, dict) and isinstance(stored.get("stack"), dict):
-                self.stack = Stack.from_dict(stored["stack"])
+            resumed = study_stack_dict(study)
+            if resumed is not None:
+                self.stack = Stack.from_dict(resumed)
                 again = " (not recalibrated: a study keeps the stack it started with)"
                 self.log(f"{stack_line(stored)}; stored with this study{again * refresh}")
                 return 0.0

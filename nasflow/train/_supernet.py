@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -39,6 +38,7 @@ from nasflow.train.stack import (
     StackStep,
     broadcast_module,
     ddp_supernet_step,
+    device_clock,
     init_from_env,
     is_rank_zero,
     shard,
@@ -322,7 +322,8 @@ class SupernetTrainer:
             where = f"epoch {at.epoch}" + (f", batch {at.batch}" if at.batch else "")
             self.log(f"resumed supernet training from {where}")
         start = at or Progress(0, 0)
-        t0 = time.perf_counter()
+        _, clock = device_clock(self.device)  # wall time after the device's queued work
+        t0 = clock()
         stop = due = False
         for epoch in range(start.epoch, cfg.epochs):
             supernet.train()
@@ -359,7 +360,7 @@ class SupernetTrainer:
             supernet,
             run.counter,
             cfg.epochs,
-            time.perf_counter() - t0,
+            clock() - t0,
             list(run.losses),
             at.epoch if at is not None else None,
             at,

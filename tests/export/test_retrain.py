@@ -160,3 +160,44 @@ def test_retrain_trains_the_run_phase_3_trained(tiny_run: TinyRun, exported) -> 
     saved = load_exported(exported).state_dict()
     for name, tensor in done.net.state_dict().items():
         assert torch.equal(tensor, saved[name]), name
+
+
+def test_a_supernet_export_of_an_auto_stack_study_retrains_through_the_studys_stack(
+    tiny_run: TinyRun, tmp_path
+) -> None:
+    # A `stack="auto"` study records the stack it resolved to; an export of supernet
+    # weights carries it, so `nasflow retrain` trains through the stack the search used,
+    # not plain fp32 (the stack here is written into the record; calibrating one is
+    # tested with the runner).
+    import optuna
+
+    from nasflow.record import STACK_KEY, RunFolder
+    from tests._study_template import write_study
+
+    runs = Path(shutil.copytree(tiny_run.runs, tmp_path / "runs"))
+    stack = Stack(amp="bf16", accumulation=2)
+    study = optuna.load_study(
+        study_name="tiny", storage=f"sqlite:///{RunFolder.of(runs, 'tiny').database}"
+    )
+    study.set_user_attr(STACK_KEY, {"stack": stack.to_dict(), "layers": []})
+    auto = write_study(
+        tmp_path,
+        name="tiny",
+        channels=4,
+        n_trials=4,
+        finetune=0,
+        extra="study = study.replace(stack='auto')",
+    )
+    out = tmp_path / "supernet-export"
+    argv = ["export", "tiny", "--runs", str(runs), "--study", str(auto), "--out", str(out)]
+    assert main([*argv, "--weights", "supernet", "--no-onnx"]) == 0
+    info = ExportInfo.read(out)
+    assert info.kind == "supernet" and Stack.from_dict(info.weights["stack"]) == stack
+    done = retrain_exported(out, epochs=1, study_file=str(auto))
+    assert done.stack == stack
+    # The tiny study itself (plain, no stack record) exports no stack and retrains plain.
+    plain = tmp_path / "plain-export"
+    argv = ["export", "tiny", "--runs", str(tiny_run.runs), "--study", str(tiny_run.study_file)]
+    assert main([*argv, "--out", str(plain), "--weights", "supernet", "--no-onnx"]) == 0
+    assert "stack" not in ExportInfo.read(plain).weights
+    assert retrain_exported(plain, epochs=1, study_file=str(tiny_run.study_file)).stack == Stack()
