@@ -1,16 +1,19 @@
 """The ``stack="auto"`` calibration, measured once per device and shared by every study.
 
 Like the cost model's op-latency table (``nasflow.cost``), the calibration's record lives
-in a SQLAlchemy table in the study's database (or the local cache file): one row per
+in a SQLAlchemy table in the study's database (or the local cache file), and in the table
+shared by every study of this user (``nasflow.cost.shared_table_url``:
+``$NASFLOW_COST_CACHE``, else the local cache file; ``off`` shares nothing): one row per
 (device fingerprint, context) in ``nasflow_stack_calibrations``. The device fingerprint
 is the cost model's (``DeviceFingerprint``: torch version, CPU/GPU model, threads); the
 context is what the measurement depends on besides the device: the space (name and
 fingerprint), the input shape, the batch size, the candidate the calibration trains, the
 recipe (learning rate, weight decay, planned batches) and the calibration's own settings.
 
-A study in the same database with the same device and context reuses the stored record
-and trains nothing; anything else (another machine, torch version, thread count, batch
-size or space) calibrates, and so does an explicit refresh
+A study with the same device and context reuses the record stored in its own database,
+else the shared one (copied into its database), and trains nothing; anything else
+(another machine, torch version, thread count, batch size or space) calibrates, and so
+does an explicit refresh
 (``StudySpec(recalibrate_stack=True)``, ``nasflow search --recalibrate-stack`` or
 ``NASFLOW_RECALIBRATE_STACK=1``), which replaces the stored row.
 """
@@ -37,7 +40,7 @@ from nasflow.calibrate._auto import (
     calibration_candidate,
     study_candidates,
 )
-from nasflow.cost import DeviceFingerprint, open_tables, resolve_url
+from nasflow.cost import DeviceFingerprint, open_tables, resolve_url, shared_table_url
 from nasflow.space import Arch, SearchSpace
 from nasflow.train import Batches
 from nasflow.train.stack import Stack
@@ -163,9 +166,14 @@ class StackCalibrationTable:
             return StoredCalibration(json.loads(row.record), row.measured_at)
 
     def store(
-        self, device: DeviceFingerprint, context: CalibrationContext, record: dict[str, Any]
+        self,
+        device: DeviceFingerprint,
+        context: CalibrationContext,
+        record: dict[str, Any],
+        measured_at: datetime | None = None,
     ) -> None:
-        """Store (or replace) the record of ``context`` on ``device``."""
+        """Store (or replace) the record of ``context`` on ``device``, measured at
+        ``measured_at`` (default: now; a record copied from another table keeps its own)."""
         try:
             with Session(self.engine) as s, s.begin():
                 s.execute(
@@ -181,7 +189,7 @@ class StackCalibrationTable:
                         fingerprint=device.to_json(),
                         context=context.to_json(),
                         record=json.dumps(record),
-                        measured_at=_now(),
+                        measured_at=measured_at or _now(),
                     )
                 )
         except sa.exc.IntegrityError:
@@ -292,7 +300,17 @@ def device_stack(
         "table": TABLE,
     }
     with StackCalibrationTable(storage_url) as table:
+        shared_url = shared_table_url()
+        if shared_url is not None and resolve_url(shared_url) == table.url:
+            shared_url = None  # the study's own table is the shared one
         found = None if refresh else table.load(fingerprint, context)
+        if not refresh and shared_url is not None and not (found and usable(found.record)):
+            with StackCalibrationTable(shared_url) as shared:
+                found = shared.load(fingerprint, context)
+            if found is not None and usable(found.record):
+                origin["source"] = "the table shared by this user's studies"
+                if store:
+                    table.store(fingerprint, context, found.record, found.measured_at)
         if found is not None and usable(found.record):
             origin.update(kind="reused", measured_at=found.measured_at.isoformat())
             record = {**found.record, "origin": origin}
@@ -313,11 +331,15 @@ def device_stack(
             arch=arch,
         )
         record = dict(result.record)
+        when = _now()
         if store and not record.get("skipped"):
-            table.store(fingerprint, context, record)
+            table.store(fingerprint, context, record, when)
+            if shared_url is not None:  # the next study on this device reuses it
+                with StackCalibrationTable(shared_url) as shared:
+                    shared.store(fingerprint, context, record, when)
         origin.update(
             kind="skipped" if record.get("skipped") else "calibrated",
-            measured_at=_now().isoformat(),
+            measured_at=when.isoformat(),
         )
         record["origin"] = origin
         return DeviceStack(result.stack, record, False, time.perf_counter() - t0)

@@ -159,3 +159,24 @@ def test_on_postgresql_the_record_is_stored_and_reused_the_same_way(postgres_url
     assert ran == [] and again.reused and again.record["layers"] == first.record["layers"]
     with StackCalibrationTable(postgres_url) as table:
         assert table.count() == 1
+
+
+def test_a_study_in_another_database_reuses_the_shared_record(tmp_path, monkeypatch) -> None:
+    # The conftest gives every test its own shared table ($NASFLOW_COST_CACHE).
+    first_url = f"sqlite:///{tmp_path / 'a.db'}"
+    first, ran = _calibrate(first_url, budget=600.0)
+    assert ran and first.record["origin"]["kind"] == "calibrated"
+    # A second study, in a database of its own, trains nothing: the record of the first,
+    # from the shared table, is copied into its database with its measurement time.
+    second_url = f"sqlite:///{tmp_path / 'b.db'}"
+    second, ran = _calibrate(second_url, budget=600.0)
+    assert ran == [] and second.reused and second.stack == first.stack
+    assert second.record["origin"]["source"] == "the table shared by this user's studies"
+    (row,) = _rows(second_url)
+    (first_row,) = _rows(first_url)
+    assert row["record"] == first_row["record"] and row["measured_at"] == first_row["measured_at"]
+    # With sharing off, a third database calibrates, and stores only in its own table.
+    monkeypatch.setenv("NASFLOW_COST_CACHE", "off")
+    third_url = f"sqlite:///{tmp_path / 'c.db'}"
+    third, ran = _calibrate(third_url, budget=600.0)
+    assert ran and not third.reused and len(_rows(third_url)) == 1
