@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
 
 #: Samples per batch when a split is evaluated (validation, test).
 EVAL_BATCH_SIZE = 512
+
+
+def _batch_transform(dataset: Dataset) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """The per-batch augmentation of an in-memory dataset (``ImageTensorDataset``), if any."""
+    while isinstance(dataset, Subset):
+        dataset = dataset.dataset
+    return getattr(dataset, "batch_transform", None)
 
 
 def _as_tensors(dataset: Dataset) -> tuple[torch.Tensor, ...] | None:
@@ -51,6 +58,8 @@ class Batches:
         self.dataset, self.batch_size = dataset, batch_size
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
         self._tensors = _as_tensors(dataset)
+        # Augmentation applies to shuffled (training) batches only.
+        self._transform = _batch_transform(dataset) if shuffle else None
 
     def __len__(self) -> int:
         n = len(self.dataset)  # type: ignore[arg-type]
@@ -67,7 +76,8 @@ class Batches:
         if self._tensors is not None:
             for b in range(start, len(self)):
                 idx = order[b * self.batch_size : (b + 1) * self.batch_size]
-                yield self._tensors[0][idx], self._tensors[1][idx]
+                x = self._tensors[0][idx]
+                yield (self._transform(x) if self._transform else x), self._tensors[1][idx]
             return
         loader = DataLoader(
             Subset(self.dataset, order.tolist()),

@@ -16,6 +16,14 @@ from torch.utils.data import Dataset, Subset
 
 from nasflow._checks import check_choice, check_fraction, check_int
 from nasflow.data._base import DataBundle, split_indices
+from nasflow.data._image_cache import (
+    CropFlip,
+    ImageTensorDataset,
+    ImageTensors,
+    image_tensors,
+    normalize,
+)
+from nasflow.data._mnist1d import default_cache_dir
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR10_STD = (0.2470, 0.2435, 0.2616)
@@ -159,6 +167,7 @@ def load_image_folder(
     train_limit: int | None = None,
     test_limit: int | None = None,
     augment: bool = False,
+    cache_dir: os.PathLike | str | None | bool = None,
 ) -> DataBundle:
     """Image classification data from an ``ImageFolder`` layout, as a folder or a zip.
 
@@ -172,7 +181,12 @@ def load_image_folder(
         train_limit: Use at most this many training images (before the validation split),
             drawn evenly over the classes; ``None`` uses all.
         test_limit: The same for the test images.
-        augment: Random crop (padding 4) and horizontal flip on the train split only.
+        augment: Random crop (padding 4, or 2 below 24 pixels) and horizontal flip on the
+            train split only.
+        cache_dir: Where the images decoded once are kept (``ImageTensorDataset`` splits
+            held in memory, augmented on tensors): ``None`` is ``$NASFLOW_CACHE`` or
+            ``~/.cache/nasflow``, a path is that folder, ``False`` decodes lazily on every
+            access (no cache, as torchvision's ``ImageFolder``).
 
     Returns:
         A bundle of normalized float tensors ``(3, H, W)`` and int labels.
@@ -205,6 +219,16 @@ def load_image_folder(
     pool = _limited(train_all.targets, train_limit, seed)
     test_idx = _limited(test_all.targets, test_limit, seed)
     tr, va = split_indices(len(pool), val_fraction, seed)
+    if cache_dir is not False:
+        folder = default_cache_dir() if cache_dir in (None, True) else Path(cache_dir)
+        return _tensor_bundle(
+            image_tensors(train_all, test_all, p, image_size, folder),
+            [pool[i] for i in tr],
+            [pool[i] for i in va],
+            test_idx,
+            augment,
+            p.stem if p.is_file() else p.name,
+        )
 
     size = (image_size, image_size) if image_size else None
     first = train_all[pool[0]][0]  # PIL image: no transform set yet
@@ -223,6 +247,33 @@ def load_image_folder(
     )
 
 
+def _tensor_bundle(
+    t: ImageTensors,
+    train_idx: list[int],
+    val_idx: list[int],
+    test_idx: list[int],
+    augment: bool,
+    name: str,
+) -> DataBundle:
+    """The bundle over decoded tensors: only the chosen images are made float."""
+
+    def split(x: torch.Tensor, y: torch.Tensor, idx: list[int], aug: bool) -> ImageTensorDataset:
+        i = torch.as_tensor(idx, dtype=torch.long)
+        size = x.shape[-1]
+        crop = CropFlip(size, 4 if size >= 24 else 2) if aug else None
+        return ImageTensorDataset(normalize(x[i], CIFAR10_MEAN, CIFAR10_STD), y[i], crop)
+
+    train = split(t.train_x, t.train_y, train_idx, augment)
+    return DataBundle(
+        train=train,
+        val=split(t.train_x, t.train_y, val_idx, False),
+        test=split(t.test_x, t.test_y, test_idx, False),
+        input_shape=tuple(train.tensors[0].shape[1:]),
+        num_classes=len(t.classes),
+        name=name,
+    )
+
+
 def load_cifar10(
     path: os.PathLike | str,
     image_size: int | None = None,
@@ -231,6 +282,7 @@ def load_cifar10(
     train_limit: int | None = None,
     test_limit: int | None = None,
     augment: bool = False,
+    cache_dir: os.PathLike | str | None | bool = None,
 ) -> DataBundle:
     """CIFAR-10 from an ``ImageFolder`` folder or zip (e.g. ``cifar10-jpg.zip``).
 
@@ -241,7 +293,7 @@ def load_cifar10(
         ValueError: Not exactly 10 classes, or as :func:`load_image_folder` raises.
     """
     bundle = load_image_folder(
-        path, image_size, val_fraction, seed, train_limit, test_limit, augment
+        path, image_size, val_fraction, seed, train_limit, test_limit, augment, cache_dir
     )
     if bundle.num_classes != 10:
         raise ValueError(f"CIFAR-10 at {path} must have 10 classes, found {bundle.num_classes}")

@@ -22,6 +22,8 @@ from nasflow.data._base import DataBundle, split_train_val
 _KEYS = ("x", "y", "x_test", "y_test")
 _SHAPES = {"x": (4000, 40), "y": (4000,), "x_test": (1000, 40), "y_test": (1000,)}
 CACHE_NAME = "mnist1d.npz"
+#: Generator settings added after the first variants, with their published defaults.
+_LATER_FIELDS = {"scale_coeff": 0.4, "shear_scale": 0.75}
 
 
 def default_cache_dir() -> Path:
@@ -45,6 +47,8 @@ class MNIST1DVariant:
         corr_noise_scale: Scale of the correlated (smoothed) noise (published: 0.25).
         max_translation: Largest shift of the digit inside the padded sequence (48).
         shuffle_seq: Permute the positions of every sequence with one fixed permutation.
+        scale_coeff: Largest random rescaling of the digit template (published: 0.4).
+        shear_scale: Largest random shear of the digit template (published: 0.75).
         seed: Generator seed of the training pool.
         test_seed: Generator seed of the test set (must differ from ``seed``).
     """
@@ -57,13 +61,15 @@ class MNIST1DVariant:
     shuffle_seq: bool = False
     seed: int = 42
     test_seed: int = 43
+    scale_coeff: float = 0.4
+    shear_scale: float = 0.75
 
     def __post_init__(self) -> None:
         for name in ("train_samples", "test_samples"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 10 or v % 10:
                 raise ValueError(f"{name} must be a positive multiple of 10, got {v!r}")
-        for name in ("iid_noise_scale", "corr_noise_scale"):
+        for name in ("iid_noise_scale", "corr_noise_scale", "scale_coeff", "shear_scale"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 100:
                 raise ValueError(f"{name} must be a number in [0, 100), got {v!r}")
@@ -74,8 +80,14 @@ class MNIST1DVariant:
             raise ValueError(f"test_seed must differ from seed, both are {self.seed!r}")
 
     def key(self) -> str:
-        """A short stable hash of the settings (names the cache file)."""
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        """A short stable hash of the settings (names the cache file and the bundle)."""
+        settings = asdict(self)
+        # Fields added later join the hash only when set, so the variants that existed
+        # before them keep their cache files and dataset names.
+        for name, default in _LATER_FIELDS.items():
+            if settings[name] == default:
+                del settings[name]
+        blob = json.dumps(settings, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
 
@@ -107,6 +119,8 @@ def _generate_variant(v: MNIST1DVariant) -> dict[str, np.ndarray]:
         "corr_noise_scale": v.corr_noise_scale,
         "max_translation": v.max_translation,
         "shuffle_seq": v.shuffle_seq,
+        "scale_coeff": v.scale_coeff,
+        "shear_scale": v.shear_scale,
     }
     pool = _make(num_samples=v.train_samples, train_split=1.0, seed=v.seed, **common)
     test = _make(num_samples=v.test_samples, train_split=0.0, seed=v.test_seed, **common)

@@ -15,14 +15,18 @@ from nasflow.supernet._bn import recalibrate_bn
 from nasflow.supernet._elastic import (
     Channels,
     ElasticBatchNorm1d,
+    ElasticBatchNorm2d,
     ElasticConv1d,
+    ElasticConv2d,
     ElasticLinear,
 )
 
 __all__ = [
     "Channels",
     "ElasticBatchNorm1d",
+    "ElasticBatchNorm2d",
     "ElasticConv1d",
+    "ElasticConv2d",
     "ElasticLinear",
     "LayerChoice",
     "Residual",

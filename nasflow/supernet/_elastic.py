@@ -1,8 +1,8 @@
 """Elastic-width layers: smaller widths use leading slices of the largest weights.
 
 Channel counts are read from the path through a ``Channels`` rule, so a width choice is
-one value in the arch, and ``extract`` materialises plain ``nn.Conv1d`` / ``nn.Linear`` /
-``nn.BatchNorm1d`` modules of exactly the chosen size.
+one value in the arch, and ``extract`` materialises plain ``nn.Conv1d``/``nn.Conv2d`` /
+``nn.Linear`` / ``nn.BatchNorm1d``/``nn.BatchNorm2d`` modules of exactly the chosen size.
 """
 
 from __future__ import annotations
@@ -17,52 +17,88 @@ from torch import nn
 from nasflow.supernet._base import Channels, SuperModule
 
 
-class ElasticConv1d(SuperModule):
-    """``nn.Conv1d`` whose input and output widths follow the path.
+class _ElasticConv(SuperModule):
+    """``nn.ConvNd`` whose input and output widths follow the path (``dims`` 1 or 2).
 
     Args:
         in_channels: Input width rule.
         out_channels: Output width rule.
         kernel_size: Odd kernel size ("same" padding).
         bias: Whether the layer has a bias.
+        groups: ``1`` (dense) or ``"depthwise"`` (one filter per channel: the input and
+            output rules must then be the same).
     """
 
+    dims = 1
+    _conv: type[nn.Module] = nn.Conv1d
+
     def __init__(
-        self, in_channels: Channels, out_channels: Channels, kernel_size: int, bias: bool = False
+        self,
+        in_channels: Channels,
+        out_channels: Channels,
+        kernel_size: int,
+        bias: bool = False,
+        groups: int | str = 1,
     ) -> None:
         super().__init__()
         if kernel_size < 1 or kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be a positive odd int, got {kernel_size!r}")
+        if groups not in (1, "depthwise"):
+            raise ValueError(f"groups must be 1 or 'depthwise', got {groups!r}")
+        if groups == "depthwise" and in_channels != out_channels:
+            raise ValueError("a depthwise conv needs the same input and output width rule")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = kernel_size
-        self.conv = nn.Conv1d(
-            in_channels.max, out_channels.max, kernel_size, padding=kernel_size // 2, bias=bias
+        self.depthwise = groups == "depthwise"
+        self.conv = self._conv(
+            in_channels.max,
+            out_channels.max,
+            kernel_size,
+            padding=kernel_size // 2,
+            bias=bias,
+            groups=out_channels.max if self.depthwise else 1,
         )
 
     def _weights(self, arch: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
         cin, cout = self.in_channels(arch), self.out_channels(arch)
-        w = self.conv.weight[:cout, :cin]  # (cout, cin, k)
+        # (cout, cin, *kernel); a depthwise weight is (cout, 1, *kernel)
+        w = self.conv.weight[:cout] if self.depthwise else self.conv.weight[:cout, :cin]
         b = self.conv.bias[:cout] if self.conv.bias is not None else None
         return w, b
 
     def forward(self, x: torch.Tensor, arch: Mapping[str, Any]) -> torch.Tensor:
         w, b = self._weights(arch)
-        return F.conv1d(x, w, b, padding=self.kernel_size // 2)
+        fn = F.conv1d if self.dims == 1 else F.conv2d
+        groups = w.shape[0] if self.depthwise else 1
+        return fn(x, w, b, padding=self.kernel_size // 2, groups=groups)
 
-    def extract(self, arch: Mapping[str, Any]) -> nn.Conv1d:
+    def extract(self, arch: Mapping[str, Any]) -> nn.Module:
         w, b = self._weights(arch)
-        out = nn.Conv1d(
-            w.shape[1],
-            w.shape[0],
+        cout = w.shape[0]
+        out = self._conv(
+            cout if self.depthwise else w.shape[1],
+            cout,
             self.kernel_size,
             padding=self.kernel_size // 2,
             bias=b is not None,
+            groups=cout if self.depthwise else 1,
         )
         with torch.no_grad():
             out.weight.copy_(w)
             if b is not None:
                 out.bias.copy_(b)
         return out.to(w.device)
+
+
+class ElasticConv1d(_ElasticConv):
+    """``nn.Conv1d`` whose input and output widths follow the path (see ``_ElasticConv``)."""
+
+
+class ElasticConv2d(_ElasticConv):
+    """``nn.Conv2d`` whose input and output widths follow the path (see ``_ElasticConv``)."""
+
+    dims = 2
+    _conv = nn.Conv2d
 
 
 class ElasticLinear(SuperModule):
@@ -92,15 +128,17 @@ class ElasticLinear(SuperModule):
         return out.to(w.device)
 
 
-class ElasticBatchNorm1d(nn.BatchNorm1d, SuperModule):
-    """``nn.BatchNorm1d`` over the leading ``channels(arch)`` features.
+class _ElasticBatchNorm(SuperModule):
+    """Batch norm over the leading ``channels(arch)`` features (mixed into ``nn.BatchNormNd``).
 
     Running statistics of a narrower path are slices of the full buffers; BN
     recalibration (``recalibrate_bn``) resets and re-estimates them per path.
     """
 
+    _plain: type[nn.modules.batchnorm._BatchNorm] = nn.BatchNorm1d
+
     def __init__(self, channels: Channels, eps: float = 1e-5, momentum: float = 0.1) -> None:
-        super().__init__(channels.max, eps=eps, momentum=momentum)
+        super().__init__(channels.max, eps=eps, momentum=momentum)  # type: ignore[call-arg]
         self.channels = channels
 
     def forward(self, x: torch.Tensor, arch: Mapping[str, Any]) -> torch.Tensor:  # type: ignore[override]
@@ -124,9 +162,9 @@ class ElasticBatchNorm1d(nn.BatchNorm1d, SuperModule):
             self.eps,
         )
 
-    def extract(self, arch: Mapping[str, Any]) -> nn.BatchNorm1d:
+    def extract(self, arch: Mapping[str, Any]) -> nn.Module:
         c = self.channels(arch)
-        out = nn.BatchNorm1d(c, eps=self.eps, momentum=self.momentum)
+        out = self._plain(c, eps=self.eps, momentum=self.momentum)
         with torch.no_grad():
             out.weight.copy_(self.weight[:c])
             out.bias.copy_(self.bias[:c])
@@ -134,3 +172,13 @@ class ElasticBatchNorm1d(nn.BatchNorm1d, SuperModule):
             out.running_var.copy_(self.running_var[:c])
             out.num_batches_tracked.copy_(self.num_batches_tracked)
         return out.to(self.weight.device)
+
+
+class ElasticBatchNorm1d(_ElasticBatchNorm, nn.BatchNorm1d):
+    """``nn.BatchNorm1d`` over the leading ``channels(arch)`` features."""
+
+
+class ElasticBatchNorm2d(_ElasticBatchNorm, nn.BatchNorm2d):
+    """``nn.BatchNorm2d`` over the leading ``channels(arch)`` channels."""
+
+    _plain = nn.BatchNorm2d

@@ -1,0 +1,17 @@
+"""Generalisation suite, variant ``shift``: larger translations: up to 60 positions (published 48).
+
+The proving-ground study (space, recipes, budget) on MNIST-1D data nobody tuned it for;
+2,000 training sequences unless said otherwise, 10,000 test sequences.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from nasflow.data import MNIST1DVariant
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _variant import variant_study  # noqa: E402
+
+study = variant_study("shift", MNIST1DVariant(train_samples=2000, max_translation=60))

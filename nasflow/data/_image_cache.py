@@ -1,0 +1,136 @@
+"""Images decoded once: an ``ImageFolder`` zip or folder as cached uint8 tensors.
+
+Decoding 60,000 CIFAR-10 JPEGs takes tens of seconds on a CPU core; a study reads the same
+images in every phase and every run. The first load decodes every image of both splits at
+the requested size into one tensor file in the cache folder, named by the archive's
+content hash and the preprocessing; later loads memory-map that file (well under a second).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.utils.data import TensorDataset
+
+from nasflow._files import atomic_write
+
+#: Bump when the decoding or the file's layout changes: old cache files are then ignored.
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ImageTensors:
+    """Both splits of an image dataset as uint8 tensors ``(N, 3, H, W)`` and int64 labels."""
+
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    classes: tuple[str, ...]
+
+
+def content_key(path: Path) -> str:
+    """A hash of the data's content: the bytes of a zip, or the names, sizes and modification
+    times of a folder's files (hashing every image of a folder would cost a full read)."""
+    h = hashlib.sha256()
+    if path.is_file():
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    else:
+        for p in sorted(path.rglob("*")):
+            if p.is_file():
+                st = p.stat()
+                h.update(f"{p.relative_to(path)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def _decode(folder: object, size: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every image of an ``ImageFolder``-like dataset, resized, as uint8 ``(N, 3, H, W)``."""
+    from torchvision.transforms.v2 import functional as TF
+
+    load: Callable = getattr(folder, "load_image", None) or (lambda i: folder[i][0])  # type: ignore[index]
+    images = []
+    for i in range(len(folder)):  # type: ignore[arg-type]
+        img = TF.pil_to_tensor(load(i))  # (3, H0, W0) uint8
+        if size is not None and img.shape[-2:] != (size, size):
+            img = TF.resize(img, [size, size], antialias=True)
+        images.append(img)
+    if len({tuple(t.shape) for t in images}) > 1:
+        raise ValueError("images differ in size; pass image_size to resize them to one")
+    return torch.stack(images), torch.as_tensor(folder.targets, dtype=torch.long)  # type: ignore[attr-defined]
+
+
+def image_tensors(
+    train: object, test: object, source: Path, size: int | None, cache_dir: Path | None
+) -> ImageTensors:
+    """The decoded splits, from the cache file or decoded now and cached.
+
+    Args:
+        train: The training split, an ``ImageFolder`` or ``ZipImageFolder``.
+        test: The test split, the same kind.
+        source: The zip or folder both came from (its content names the cache file).
+        size: Resize to ``size`` x ``size``; ``None`` keeps the stored size.
+        cache_dir: Folder of the cache file; ``None`` decodes without caching.
+    """
+    name = f"images-{content_key(source)}-{size or 'native'}-v{FORMAT}.pt"
+    path = None if cache_dir is None else Path(cache_dir) / name
+    if path is not None and path.is_file():
+        try:
+            blob = torch.load(path, mmap=True, weights_only=True)
+            return ImageTensors(**{**blob, "classes": tuple(blob["classes"])})
+        except Exception:  # truncated or foreign file: decode again and replace it
+            pass
+    train_x, train_y = _decode(train, size)
+    test_x, test_y = _decode(test, size)
+    out = ImageTensors(train_x, train_y, test_x, test_y, tuple(train.classes))  # type: ignore[attr-defined]
+    if path is not None:
+        blob = {**out.__dict__, "classes": list(out.classes)}
+        try:
+            atomic_write(path, lambda f: torch.save(blob, f))
+        except OSError:  # a read-only cache only costs decoding again next time
+            pass
+    return out
+
+
+class ImageTensorDataset(TensorDataset):
+    """Normalized float images ``(N, 3, H, W)`` and labels, with an optional augmentation
+    that ``Batches`` applies to each training batch (on tensors, per sample)."""
+
+    def __init__(
+        self,
+        images: torch.Tensor,
+        labels: torch.Tensor,
+        batch_transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ) -> None:
+        super().__init__(images, labels)
+        self.batch_transform = batch_transform
+
+
+def normalize(images: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ...]) -> torch.Tensor:
+    """uint8 ``(N, 3, H, W)`` -> normalized float32 of the same shape."""
+    m = torch.tensor(mean).view(1, -1, 1, 1)  # (3,) -> (1, 3, 1, 1)
+    s = torch.tensor(std).view(1, -1, 1, 1)
+    return (images.float() / 255.0 - m) / s
+
+
+class CropFlip:
+    """Per-sample random crop (zero padding ``padding``) and horizontal flip of a batch,
+    with torchvision's v2 transforms on tensors; reads the global torch RNG."""
+
+    def __init__(self, size: int, padding: int) -> None:
+        from torchvision.transforms import v2
+
+        self._t = v2.Compose([v2.RandomCrop(size, padding=padding), v2.RandomHorizontalFlip()])
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.stack([self._t(img) for img in x])  # per sample: own crop and flip
+
+
+def is_zip(path: Path) -> bool:
+    return path.is_file() and (path.suffix.lower() == ".zip" or zipfile.is_zipfile(path))

@@ -1,0 +1,57 @@
+"""The image proving ground: CIFAR-10 at 16x16, sized for a CPU, with its own ground truth.
+
+Run with ``nasflow search studies/cifar10_cpu.py`` (or ``nasflow search cifar10_cpu``).
+
+Data: a fixed class-balanced subset of CIFAR-10's training images downsampled to 16x16
+(as NAS-Bench-201's ImageNet16-120 column), 4,000 train / 1,000 validation, and the
+official 10,000 test images. The JPEGs are decoded once into a cached tensor file
+(``$NASFLOW_CACHE`` or ``~/.cache/nasflow``); augmentation (crop, flip) runs on tensors.
+Space: ``CIFARCNNSpace`` (the MNIST-1D proving ground's residual space in 2-D). The
+stand-alone recipe is the one ``benchmarks/data/cifar10_cpu_ground_truth*.csv`` was
+trained with, so a study's winners can be ranked there. Sizes were chosen by a measured
+probe (``benchmarks/RESULTS.md``, "Images").
+
+The data is ``NASFLOW_CIFAR10`` if set (an ``ImageFolder`` folder or zip with ``train/``
+and ``test/``), else ``../shared/data/cifar10-jpg.zip`` beside this repository.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nasflow.data import DataBundle, load_cifar10
+from nasflow.search import StudySpec
+from nasflow.train import SupernetConfig, TrainConfig
+from search_spaces.cifar_cnn import CIFARCNNSpace
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cifar10-jpg.zip"
+GROUND_TRUTH = ROOT / "benchmarks" / "data"
+IMAGE_SIZE = 16
+
+
+def data() -> DataBundle:
+    """5,000 class-balanced training images (4,000 train / 1,000 validation), 16x16."""
+    return load_cifar10(
+        os.environ.get("NASFLOW_CIFAR10") or DEFAULT_DATA,
+        image_size=IMAGE_SIZE,
+        train_limit=5_000,
+        val_fraction=0.2,
+        augment=True,
+    )
+
+
+study = StudySpec(
+    name="cifar10_cpu",
+    space=CIFARCNNSpace(base_channels=16, image_size=IMAGE_SIZE),
+    data=data,
+    objectives=("accuracy", "train_cost"),
+    supernet=SupernetConfig(sampler="fair", epochs=10, batch_size=64, lr=3e-3),
+    n_trials=300,
+    bn_batches=10,
+    train=TrainConfig(epochs=6, batch_size=64, lr=3e-3, weight_decay=1e-2),
+    retrain_top=1,
+    seed=0,
+    baseline=tuple(sorted(GROUND_TRUTH.glob("cifar10_cpu_ground_truth*.csv"))),
+)
