@@ -39,6 +39,7 @@ def data() -> DataBundle:
         train_limit=5_000,
         val_fraction=0.2,
         augment=True,
+        cache=True,
     )
 
 

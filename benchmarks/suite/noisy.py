@@ -1,4 +1,5 @@
-"""Generalisation suite, variant ``noisy``: stronger noise: correlated 0.5 (published 0.25), per-point 0.05 (0.02).
+"""Generalisation suite, variant ``noisy``: stronger noise: correlated 0.5 (published 0.25), per-
+point 0.05 (0.02).
 
 The proving-ground study (space, recipes, budget) on MNIST-1D data nobody tuned it for;
 2,000 training sequences unless said otherwise, 10,000 test sequences.
@@ -12,6 +13,8 @@ from pathlib import Path
 from nasflow.data import MNIST1DVariant
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _variant import variant_study  # noqa: E402
+from _variant import variant_study
 
-study = variant_study("noisy", MNIST1DVariant(train_samples=2000, corr_noise_scale=0.5, iid_noise_scale=0.05))
+study = variant_study(
+    "noisy", MNIST1DVariant(train_samples=2000, corr_noise_scale=0.5, iid_noise_scale=0.05)
+)

@@ -1,4 +1,5 @@
-"""Generalisation suite, variant ``reseeded``: the proving ground's generator settings, drawn with other seeds (7 and 8).
+"""Generalisation suite, variant ``reseeded``: the proving ground's generator settings, drawn with
+other seeds (7 and 8).
 
 The proving-ground study (space, recipes, budget) on MNIST-1D data nobody tuned it for;
 2,000 training sequences unless said otherwise, 10,000 test sequences.
@@ -12,6 +13,6 @@ from pathlib import Path
 from nasflow.data import MNIST1DVariant
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _variant import variant_study  # noqa: E402
+from _variant import variant_study
 
 study = variant_study("reseeded", MNIST1DVariant(train_samples=2000, seed=7, test_seed=8))

@@ -1,4 +1,5 @@
-"""Generalisation suite, variant ``scale``: stronger rescaling and shear of the digit templates: 0.8 and 1.5 (published 0.4, 0.75).
+"""Generalisation suite, variant ``scale``: stronger rescaling and shear of the digit templates:
+0.8 and 1.5 (published 0.4, 0.75).
 
 The proving-ground study (space, recipes, budget) on MNIST-1D data nobody tuned it for;
 2,000 training sequences unless said otherwise, 10,000 test sequences.
@@ -12,6 +13,8 @@ from pathlib import Path
 from nasflow.data import MNIST1DVariant
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _variant import variant_study  # noqa: E402
+from _variant import variant_study
 
-study = variant_study("scale", MNIST1DVariant(train_samples=2000, scale_coeff=0.8, shear_scale=1.5))
+study = variant_study(
+    "scale", MNIST1DVariant(train_samples=2000, scale_coeff=0.8, shear_scale=1.5)
+)

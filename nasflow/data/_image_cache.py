@@ -8,6 +8,7 @@ content hash and the preprocessing; later loads memory-map that file (well under
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import zipfile
 from collections.abc import Callable
@@ -91,10 +92,9 @@ def image_tensors(
     out = ImageTensors(train_x, train_y, test_x, test_y, tuple(train.classes))  # type: ignore[attr-defined]
     if path is not None:
         blob = {**out.__dict__, "classes": list(out.classes)}
-        try:
+        # A read-only cache only costs decoding again next time.
+        with contextlib.suppress(OSError):
             atomic_write(path, lambda f: torch.save(blob, f))
-        except OSError:  # a read-only cache only costs decoding again next time
-            pass
     return out
 
 
@@ -112,7 +112,9 @@ class ImageTensorDataset(TensorDataset):
         self.batch_transform = batch_transform
 
 
-def normalize(images: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ...]) -> torch.Tensor:
+def normalize(
+    images: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ...]
+) -> torch.Tensor:
     """uint8 ``(N, 3, H, W)`` -> normalized float32 of the same shape."""
     m = torch.tensor(mean).view(1, -1, 1, 1)  # (3,) -> (1, 3, 1, 1)
     s = torch.tensor(std).view(1, -1, 1, 1)

@@ -167,7 +167,7 @@ def load_image_folder(
     train_limit: int | None = None,
     test_limit: int | None = None,
     augment: bool = False,
-    cache_dir: os.PathLike | str | None | bool = None,
+    cache: os.PathLike | str | bool = False,
 ) -> DataBundle:
     """Image classification data from an ``ImageFolder`` layout, as a folder or a zip.
 
@@ -183,10 +183,10 @@ def load_image_folder(
         test_limit: The same for the test images.
         augment: Random crop (padding 4, or 2 below 24 pixels) and horizontal flip on the
             train split only.
-        cache_dir: Where the images decoded once are kept (``ImageTensorDataset`` splits
-            held in memory, augmented on tensors): ``None`` is ``$NASFLOW_CACHE`` or
-            ``~/.cache/nasflow``, a path is that folder, ``False`` decodes lazily on every
-            access (no cache, as torchvision's ``ImageFolder``).
+        cache: Decode every image once into a tensor file and hold the splits in memory
+            as ``ImageTensorDataset`` (augmented on tensors): ``True`` keeps the file in
+            ``$NASFLOW_CACHE`` or ``~/.cache/nasflow``, a path in that folder; ``False``
+            (default) decodes lazily on every access, as torchvision's ``ImageFolder``.
 
     Returns:
         A bundle of normalized float tensors ``(3, H, W)`` and int labels.
@@ -219,8 +219,8 @@ def load_image_folder(
     pool = _limited(train_all.targets, train_limit, seed)
     test_idx = _limited(test_all.targets, test_limit, seed)
     tr, va = split_indices(len(pool), val_fraction, seed)
-    if cache_dir is not False:
-        folder = default_cache_dir() if cache_dir in (None, True) else Path(cache_dir)
+    if cache is not False:
+        folder = default_cache_dir() if cache is True else Path(cache)
         return _tensor_bundle(
             image_tensors(train_all, test_all, p, image_size, folder),
             [pool[i] for i in tr],
@@ -282,7 +282,7 @@ def load_cifar10(
     train_limit: int | None = None,
     test_limit: int | None = None,
     augment: bool = False,
-    cache_dir: os.PathLike | str | None | bool = None,
+    cache: os.PathLike | str | bool = False,
 ) -> DataBundle:
     """CIFAR-10 from an ``ImageFolder`` folder or zip (e.g. ``cifar10-jpg.zip``).
 
@@ -293,7 +293,7 @@ def load_cifar10(
         ValueError: Not exactly 10 classes, or as :func:`load_image_folder` raises.
     """
     bundle = load_image_folder(
-        path, image_size, val_fraction, seed, train_limit, test_limit, augment, cache_dir
+        path, image_size, val_fraction, seed, train_limit, test_limit, augment, cache
     )
     if bundle.num_classes != 10:
         raise ValueError(f"CIFAR-10 at {path} must have 10 classes, found {bundle.num_classes}")

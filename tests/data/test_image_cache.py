@@ -1,0 +1,105 @@
+"""Images decoded once: the cached tensor file, its key, reuse, corruption, augmentation."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+
+from nasflow.data import load_image_folder
+from nasflow.data._image_cache import CropFlip, ImageTensorDataset, content_key
+
+COLORS = {"blue": (0, 0, 255), "green": (0, 255, 0), "red": (255, 0, 0)}
+
+
+def _zip(tmp_path: Path, size: int = 8, n: int = 6) -> Path:
+    dest = tmp_path / "colors.zip"
+    with zipfile.ZipFile(dest, "w") as zf:
+        for split in ("train", "test"):
+            for name, rgb in COLORS.items():
+                for i in range(n):
+                    img = Image.new("RGB", (size, size), rgb)
+                    img.putpixel((0, 0), (i * 10, i * 10, i * 10))  # every image differs
+                    p = tmp_path / "png" / f"{split}-{name}-{i}.png"
+                    p.parent.mkdir(exist_ok=True)
+                    img.save(p)
+                    zf.write(p, f"{split}/{name}/{i:03d}.png")
+    return dest
+
+
+def test_the_cached_bundle_matches_the_lazy_one(tmp_path: Path) -> None:
+    src = _zip(tmp_path)
+    lazy = load_image_folder(src, val_fraction=0.25, seed=1)
+    cached = load_image_folder(src, val_fraction=0.25, seed=1, cache=tmp_path / "cache")
+    assert isinstance(cached.train, ImageTensorDataset)
+    assert cached.input_shape == lazy.input_shape == (3, 8, 8)
+    for split in ("train", "val", "test"):
+        a, b = getattr(lazy, split), getattr(cached, split)
+        assert len(a) == len(b)
+        for i in range(len(a)):
+            torch.testing.assert_close(a[i][0], b[i][0], atol=1e-5, rtol=0)
+            assert a[i][1] == int(b[i][1])
+
+
+def test_decoded_once_then_read_from_the_file(tmp_path: Path, monkeypatch) -> None:
+    src, cache = _zip(tmp_path), tmp_path / "cache"
+    load_image_folder(src, image_size=4, val_fraction=0.25, cache=cache)
+    files = list(cache.glob("images-*-4-v*.pt"))
+    assert len(files) == 1 and content_key(src) in files[0].name
+
+    from nasflow.data import _image_cache
+
+    def no_decoding(*args, **kwargs):
+        raise AssertionError("decoded again although the cache file exists")
+
+    monkeypatch.setattr(_image_cache, "_decode", no_decoding)
+    again = load_image_folder(src, image_size=4, val_fraction=0.25, cache=cache)
+    assert again.input_shape == (3, 4, 4)
+
+
+def test_a_changed_archive_or_size_gets_its_own_file(tmp_path: Path) -> None:
+    src, cache = _zip(tmp_path), tmp_path / "cache"
+    load_image_folder(src, val_fraction=0.25, cache=cache)
+    load_image_folder(src, image_size=4, val_fraction=0.25, cache=cache)
+    with zipfile.ZipFile(src, "a") as zf:
+        zf.writestr("README.txt", "changed")
+    load_image_folder(src, val_fraction=0.25, cache=cache)
+    assert len(list(cache.glob("images-*.pt"))) == 3
+
+
+def test_a_corrupt_cache_file_is_decoded_again(tmp_path: Path) -> None:
+    src, cache = _zip(tmp_path), tmp_path / "cache"
+    first = load_image_folder(src, val_fraction=0.25, cache=cache)
+    (f,) = cache.glob("images-*.pt")
+    f.write_bytes(b"not a tensor file")
+    again = load_image_folder(src, val_fraction=0.25, cache=cache)
+    torch.testing.assert_close(first.train.tensors[0], again.train.tensors[0])
+    assert f.stat().st_size > 100  # replaced by a good file
+
+
+def test_a_corrupt_archive_gets_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "cifar.zip"
+    bad.write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(ValueError, match="is not a zip file") as e:
+        load_image_folder(bad, cache=tmp_path / "cache")
+    assert "\n" not in str(e.value)
+
+
+def test_augmentation_only_on_training_batches_and_per_sample() -> None:
+    torch.manual_seed(0)
+    x = torch.arange(2 * 3 * 8 * 8, dtype=torch.float32).view(2, 3, 8, 8).repeat(32, 1, 1, 1)
+    out = CropFlip(8, 2)(x)
+    assert out.shape == x.shape
+    changed = [not torch.equal(out[i], x[i]) for i in range(len(x))]
+    assert any(changed) and not all(changed)  # each sample draws its own crop and flip
+
+    from nasflow.data import Batches
+
+    ds = ImageTensorDataset(x, torch.zeros(len(x), dtype=torch.long), CropFlip(8, 2))
+    ((val_x, _),) = Batches(ds, 64, shuffle=False)
+    assert torch.equal(val_x, x)  # evaluation batches are never augmented
+    ((train_x, _),) = Batches(ds, 64, shuffle=True, seed=0)
+    assert not torch.equal(train_x.sort(0).values, x.sort(0).values)
