@@ -210,6 +210,7 @@ class SupernetTrainer:
             train_set, self.config.batch_size, shuffle=True, seed=self.config.seed, drop_last=True
         )
         self.sampler = make_sampler(self.config.sampler, space, self.config.seed)
+        self.supernet: nn.Module | None = None  # set by ``fit``: the network being trained
 
     def _identity(self) -> str:
         # The plain stack is not recorded: it keeps older checkpoints valid.
@@ -311,6 +312,7 @@ class SupernetTrainer:
             raise ValueError(f"training split has fewer samples than batch_size={cfg.batch_size}")
         torch.manual_seed(cfg.seed)
         supernet = self.space.supernet().to(self.device)
+        self.supernet = supernet  # the network in training, for ``on_epoch`` callbacks
         optimizer = make_optimizer(supernet.parameters(), cfg.lr, cfg.weight_decay)
         scheduler = warmup_cosine(
             optimizer, cfg.epochs * steps_per_epoch, int(cfg.warmup_epochs * steps_per_epoch)

@@ -1,0 +1,273 @@
+"""B5: the generalisation suite — does the supernet rank, and what fixes it, on data it was
+not tuned for?
+
+For every study of the suite (``benchmarks/suite/*.py``, the proving ground, the image
+ground) and every seed, one supernet is trained with the study's own recipe, and every
+architecture of the study's random-architecture tables (``benchmarks/ground_truth.py``)
+is measured the way a study would measure it:
+
+- its supernet score (BN re-estimated on training batches, validation accuracy) after
+  every ``--score-every`` supernet epochs: the Kendall tau against stand-alone test
+  accuracy per epoch shows whether training longer helps, and the tau between successive
+  checkpoints' rankings is the signal a stopping rule can read without a ground truth;
+- fine-tuned from its inherited supernet weights for ``--ft-epochs`` epochs through the
+  study's recipe (cosine schedule over those epochs): validation accuracy after each epoch,
+  test accuracy at the end, CPU-seconds per epoch. Tau of each against the table, and the
+  fine-tuned test accuracy against the same architecture trained from scratch.
+
+From the measured rows it then replays, without training anything more:
+
+- **trust**: ``k`` architectures spread over the supernet's ranking, their fine-tuned
+  validation accuracy after ``e`` epochs as the proxy, a bootstrap interval of
+  tau(supernet score, proxy) — does it contain the tau the table measures?
+- **winner**: the ``K`` best-scored architectures fine-tuned, the one with the best
+  fine-tuned validation accuracy kept — which share of the table does its fine-tuned test
+  accuracy beat, against keeping the best supernet score?
+
+Usage::
+
+    python benchmarks/generalisation.py --studies benchmarks/suite/noisy.py \\
+        studies/mnist1d_front.py --seeds 0 1 --json b5.json
+    python benchmarks/generalisation.py --from-json b5.json   # replay only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from scipy.stats import kendalltau
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ranking import load_ground_truth, merge_ground_truth  # noqa: E402
+
+from nasflow.search import load_study_file  # noqa: E402
+from nasflow.search._trust import bootstrap_tau, spread_over_ranking  # noqa: E402
+from nasflow.supernet import recalibrate_bn  # noqa: E402
+from nasflow.train import EpochTrainer, SupernetTrainer, evaluate  # noqa: E402
+
+
+def tau(a, b) -> float:
+    return float(kendalltau(a, b).statistic)
+
+
+def score_all(supernet, study, archs, train, val) -> list[float]:
+    out = []
+    for arch in archs:
+        net = supernet.extract(study.space.path(arch))
+        recalibrate_bn(net, train.epoch(0), study.bn_batches)
+        out.append(evaluate(net, val)[0])
+    return out
+
+
+def measure(
+    study_path: Path,
+    seed: int,
+    ft_epochs: int,
+    score_every: int,
+    ft_lrs: list[float] | None,
+    limit: int,
+):
+    """Train one supernet, score and fine-tune every table architecture; the raw rows."""
+    study = load_study_file(study_path)
+    tables = [load_ground_truth(Path(p), limit) for p in study.baseline]
+    archs, gt_val, gt_test = merge_ground_truth(tables)
+    data = study.data()
+    train = data.batches("train", study.train.batch_size, seed)
+    val, test = data.batches("val"), data.batches("test")
+    cfg = replace(study.supernet, seed=seed)
+    trainer = SupernetTrainer(study.space, data.train, cfg)
+    by_epoch: dict[int, list[float]] = {}
+
+    def on_epoch(epoch: int, _loss: float) -> None:
+        if epoch % score_every == 0 or epoch == cfg.epochs:
+            by_epoch[epoch] = score_all(trainer.supernet, study, archs, train, val)
+            trainer.supernet.train()
+
+    c0 = time.process_time()
+    result = trainer.fit(on_epoch=on_epoch)
+    supernet_cpu = time.process_time() - c0
+    scores = by_epoch[cfg.epochs]
+    fine_tuned = {}
+    for lr in ft_lrs or [study.train.lr]:
+        recipe = replace(
+            study.train,
+            epochs=ft_epochs,
+            warmup_epochs=min(study.train.warmup_epochs, 0.5),
+            lr=lr,
+        )
+        ft_val, ft_test, ft_cpu = [], [], []
+        for i, arch in enumerate(archs):
+            net = result.supernet.extract(study.space.path(arch))
+            recalibrate_bn(net, train.epoch(0), study.bn_batches)
+            batches = data.batches("train", recipe.batch_size, seed * 7919 + i)
+            ep = EpochTrainer(net, batches, recipe)
+            vals, cpus = [], []
+            for _ in range(ft_epochs):
+                c = time.process_time()
+                ep.run_epoch()
+                cpus.append(time.process_time() - c)
+                vals.append(evaluate(net, val)[0])
+            ft_val.append(vals)
+            ft_cpu.append(cpus)
+            ft_test.append(evaluate(net, test)[0])
+        fine_tuned[f"{lr:g}"] = {"ft_val": ft_val, "ft_test": ft_test, "ft_cpu": ft_cpu}
+    return {
+        "study": str(study_path),
+        "seed": seed,
+        "n_archs": len(archs),
+        "gt_tables": len(tables),
+        "gt_val": gt_val,
+        "gt_test": gt_test,
+        "gt_cpu": [
+            float(np.mean([float(r) for r in row]))
+            for row in zip(*[[_cpu(p, i) for i in range(len(archs))] for p in study.baseline])
+        ],
+        "scores_by_epoch": {str(k): v for k, v in by_epoch.items()},
+        "supernet_cpu": supernet_cpu,
+        "fine_tuned": fine_tuned,
+    }
+
+
+def _cpu(path, i: int) -> float:
+    import csv
+
+    with open(path, newline="") as f:
+        rows = {int(r["index"]): r for r in csv.DictReader(f)}
+    return float(rows[sorted(rows)[i]]["train_cpu_seconds"])
+
+
+def beats(value: float, table: list[float]) -> float:
+    """Share of the table's architectures strictly below ``value``."""
+    return float(np.mean(np.asarray(table) < value))
+
+
+def replay(run: dict, k: int, top: int, proxy_epochs: int, lr: str, boot: int = 1000) -> dict:
+    """Trust coverage and winner choice from one run's measured rows (fine-tuned at ``lr``)."""
+    if "fine_tuned" not in run:  # runs measured before several fine-tuning lrs
+        run["fine_tuned"] = {"0.003": {k: run[k] for k in ("ft_val", "ft_test", "ft_cpu")}}
+    run = {**run, **run["fine_tuned"][lr]}
+    gt = run["gt_test"]
+    epochs = sorted(int(e) for e in run["scores_by_epoch"])
+    scores = run["scores_by_epoch"][str(epochs[-1])]
+    proxy = [v[proxy_epochs - 1] for v in run["ft_val"]]
+    scored = list(zip(range(len(scores)), scores, strict=True))
+    picks = spread_over_ranking(scored, k)
+    t, lo, hi = bootstrap_tau([scores[i] for i in picks], [proxy[i] for i in picks], boot, 0)
+    true_tau = tau(scores, gt)
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    finalists = order[:top]
+    pick = max(finalists, key=lambda i: proxy[i])
+    return {
+        "tau_supernet": true_tau,
+        "tau_by_epoch": {e: tau(run["scores_by_epoch"][str(e)], gt) for e in epochs},
+        "tau_between_checkpoints": [
+            tau(run["scores_by_epoch"][str(a)], run["scores_by_epoch"][str(b)])
+            for a, b in zip(epochs, epochs[1:])
+        ],
+        "tau_ft": [tau([v[e] for v in run["ft_val"]], gt) for e in range(len(run["ft_val"][0]))],
+        "tau_ft_test": tau(run["ft_test"], gt),
+        "tau_val_test_table": tau(run["gt_val"], gt),
+        "ft_minus_scratch": float(np.mean(np.subtract(run["ft_test"], gt))),
+        "ft_cpu_per_epoch": float(np.mean(run["ft_cpu"])),
+        "scratch_cpu": float(np.mean(run["gt_cpu"])),
+        "probe_tau": t,
+        "probe_interval": [lo, hi],
+        "covered": bool(lo <= true_tau <= hi),
+        "winner_ft_beats": beats(run["ft_test"][pick], gt),
+        "winner_scratch_beats": beats(gt[pick], gt),
+        "top1_supernet_beats": beats(gt[order[0]], gt),
+        "top1_supernet_ft_beats": beats(run["ft_test"][order[0]], gt),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--studies", type=Path, nargs="+", default=[])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--ft-epochs", type=int, default=4)
+    p.add_argument(
+        "--ft-lr", type=float, nargs="+", help="fine-tuning peak lrs (default: the recipe's)"
+    )
+    p.add_argument("--score-every", type=int, default=3, help="score every N supernet epochs")
+    p.add_argument("--k", type=int, nargs="+", default=[6, 8, 10], help="trust probe sizes")
+    p.add_argument("--top", type=int, nargs="+", default=[1, 3, 5, 8], help="finalists")
+    p.add_argument("--proxy-epochs", type=int, nargs="+", default=[1, 2, 4])
+    p.add_argument("--json", type=Path, help="append measured runs here (JSON lines)")
+    p.add_argument("--from-json", type=Path, nargs="+", help="replay these runs only")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--limit", type=int, default=40, help="the first N table architectures")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    runs = []
+    if args.from_json:
+        for path in args.from_json:
+            runs += [json.loads(line) for line in path.read_text().splitlines() if line]
+    for study in args.studies:
+        for seed in args.seeds:
+            t0 = time.perf_counter()
+            run = measure(study, seed, args.ft_epochs, args.score_every, args.ft_lr, args.limit)
+            print(f"measured {study} seed {seed} in {time.perf_counter() - t0:.0f}s", flush=True)
+            runs.append(run)
+            if args.json:
+                with args.json.open("a") as f:
+                    f.write(json.dumps(run) + "\n")
+    lrs = [f"{v:g}" for v in args.ft_lr] if args.ft_lr else ["0.003"]
+    for run, lr in [(run, lr) for run in runs for lr in lrs]:
+        r = replay(run, args.k[0], args.top[0], args.proxy_epochs[-1], lr)
+        name = Path(run["study"]).stem
+        print(
+            f"{name:<14} seed {run['seed']} lr {lr} n={run['n_archs']} "
+            f"tau supernet {r['tau_supernet']:+.2f} by epoch "
+            + " ".join(f"{e}:{t:+.2f}" for e, t in r["tau_by_epoch"].items())
+            + " | ckpt-vs-ckpt "
+            + " ".join(f"{t:+.2f}" for t in r["tau_between_checkpoints"])
+            + " | ft val tau by epoch "
+            + " ".join(f"{t:+.2f}" for t in r["tau_ft"])
+            + f" ft test {r['tau_ft_test']:+.2f} | table val-test {r['tau_val_test_table']:+.2f}"
+            + f" | ft-scratch test {r['ft_minus_scratch'] * 100:+.1f} pts,"
+            f" ft {r['ft_cpu_per_epoch']:.2f} CPU-s/epoch vs scratch {r['scratch_cpu']:.1f}"
+        )
+    for lr in lrs:
+        summarize(runs, args, lr)
+    return 0
+
+
+def summarize(runs: list[dict], args: argparse.Namespace, lr: str) -> None:
+    print(f"\nfine-tuning lr {lr}; trust coverage (interval contains the table's tau):")
+    for k in args.k:
+        for e in args.proxy_epochs:
+            rs = [replay(run, k, 1, e, lr) for run in runs]
+            cov = np.mean([r["covered"] for r in rs])
+            width = np.mean([r["probe_interval"][1] - r["probe_interval"][0] for r in rs])
+            err = np.mean([r["probe_tau"] - r["tau_supernet"] for r in rs])
+            print(f"  k={k:<3} proxy {e} ft epochs: {cov:.0%} of {len(rs)}, width {width:.2f},"
+                  f" bias {err:+.2f}")
+    print("\nwinner (median share of the table beaten; per run):")
+    for top in args.top:
+        for e in args.proxy_epochs:
+            rs = [replay(run, args.k[0], top, e, lr) for run in runs]
+            ft = [r["winner_ft_beats"] for r in rs]
+            sc = [r["winner_scratch_beats"] for r in rs]
+            print(
+                f"  top {top:<2} picked by {e}-epoch ft val: fine-tuned {np.median(ft):.0%}"
+                f" (min {min(ft):.0%}), same arch from scratch {np.median(sc):.0%} | "
+                + " ".join(f"{v:.0%}" for v in ft)
+            )
+    rs = [replay(run, args.k[0], 1, 1, lr) for run in runs]
+    print(
+        "  top supernet score alone: from scratch "
+        f"{np.median([r['top1_supernet_beats'] for r in rs]):.0%}, fine-tuned "
+        f"{np.median([r['top1_supernet_ft_beats'] for r in rs]):.0%}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,355 @@
+"""Fine-tuning phase: ready models along the front, from inherited supernet weights.
+
+After screening, the finalists (the screened Pareto set and the best-scored candidates) are
+extracted from the supernet with their inherited weights, their batch-norm statistics
+re-estimated, and fine-tuned through the study's speedup stack a rung of epochs at a time
+under successive halving: after each rung only the best ``keep`` share goes on — by
+validation accuracy with one objective, by non-dominated rank (validation accuracy up,
+measured training time down) and then validation accuracy with several, as the Pareto
+successive-halving pruner promotes. The learning-rate schedule spans the last rung, as in
+ASHA, so a candidate stopped early trained exactly the first epochs of the full schedule.
+
+Every fine-tuned candidate is a ready model: its weights (``model.safetensors``) and a
+record (validation accuracy after every epoch, test accuracy of the final weights, every
+epoch's measured training seconds) are saved under ``RUNS/NAME/finetune/trial-N/``.
+Progress is checkpointed after every epoch, so a killed study loses at most the epoch in
+flight, and a resumed one never fine-tunes a candidate twice. A candidate whose loss turns
+NaN or infinite is dropped (recorded as diverged) and the phase goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from nasflow._checks import check_fraction, check_int
+from nasflow._files import atomic_write
+from nasflow.data import DataBundle
+from nasflow.search._pareto import non_dominated_sort
+from nasflow.search._winners import save_winner
+from nasflow.space import Arch, SearchSpace
+from nasflow.supernet import Supernet, recalibrate_bn
+from nasflow.train import (
+    EpochTrainer,
+    NonFiniteLossError,
+    TrainConfig,
+    evaluate,
+    list_checkpoints,
+    load_latest,
+    save_checkpoint,
+)
+from nasflow.train.stack import Stack
+
+PROGRESS_FILE = "progress.json"
+
+
+@dataclass(frozen=True)
+class FineTuning:
+    """How the fine-tuning phase spends its budget.
+
+    Attributes:
+        finalists: Screened candidates that enter the first rung (the screened Pareto set
+            first, then the best supernet scores).
+        rungs: Cumulative epochs at each rung, increasing (``(1, 2, 4)``: one epoch for
+            every finalist, a second for the survivors, two more for the last ones).
+        keep: Share of a rung's candidates promoted to the next (at least one).
+        lr: Peak learning rate of the fine-tuning schedule; ``None`` is the study recipe's.
+        warmup_epochs: Linear warm-up before the cosine decay.
+    """
+
+    finalists: int = 8
+    rungs: tuple[int, ...] = (1, 2, 4)
+    keep: float = 0.5
+    lr: float | None = None
+    warmup_epochs: float = 0.5
+
+    def __post_init__(self) -> None:
+        check_int("FineTuning.finalists", self.finalists, 1)
+        rungs = tuple(self.rungs)
+        if (
+            not rungs
+            or any(isinstance(r, bool) or not isinstance(r, int) or r < 1 for r in rungs)
+            or list(rungs) != sorted(set(rungs))
+        ):
+            raise ValueError(
+                f"FineTuning.rungs must be increasing positive epoch counts, got {self.rungs!r}"
+            )
+        object.__setattr__(self, "rungs", rungs)
+        check_fraction("FineTuning.keep", self.keep, one=True)
+        if self.lr is not None and not (isinstance(self.lr, float | int) and 0 < self.lr < 10):
+            raise ValueError(f"FineTuning.lr must be in (0, 10) or None, got {self.lr!r}")
+        if not 0 <= self.warmup_epochs <= rungs[-1]:
+            raise ValueError(
+                f"FineTuning.warmup_epochs must be in [0, {rungs[-1]}], got {self.warmup_epochs!r}"
+            )
+
+    def recipe(self, base: TrainConfig) -> TrainConfig:
+        """The fine-tuning recipe: ``base`` with the last rung's epochs, this lr and warm-up."""
+        return replace(
+            base,
+            epochs=self.rungs[-1],
+            lr=base.lr if self.lr is None else float(self.lr),
+            warmup_epochs=self.warmup_epochs,
+        )
+
+
+@dataclass(frozen=True)
+class Finalist:
+    """A screened candidate chosen for fine-tuning."""
+
+    trial: int
+    arch: Arch
+    supernet_accuracy: float
+
+
+@dataclass
+class FineTuned:
+    """One fine-tuned candidate: what it scored after each epoch and what it cost.
+
+    Attributes:
+        trial: The screening trial it came from.
+        arch: Its architecture (JSON).
+        supernet_accuracy: Its screening score (supernet weights, validation split).
+        val_curve: Validation accuracy of the fine-tuned weights after each epoch.
+        epoch_seconds: Measured training seconds of each epoch (device-synchronised clock).
+        test_accuracy: Test accuracy of the final weights (reported, never used to choose).
+        status: ``"ready"`` (reached the last rung), ``"stopped"`` (not promoted; its
+            weights are still a ready model of fewer epochs) or ``"diverged"``.
+    """
+
+    trial: int
+    arch: str
+    supernet_accuracy: float
+    val_curve: list[float] = field(default_factory=list)
+    epoch_seconds: list[float] = field(default_factory=list)
+    test_accuracy: float | None = None
+    status: str = "running"
+
+    @property
+    def epochs(self) -> int:
+        return len(self.val_curve)
+
+    @property
+    def val_accuracy(self) -> float:
+        return self.val_curve[-1] if self.val_curve else float("nan")
+
+    @property
+    def train_seconds(self) -> float:
+        return float(sum(self.epoch_seconds))
+
+
+@dataclass
+class FineTuneResult:
+    """The phase's outcome: every candidate, and what the early stopping saved."""
+
+    candidates: list[FineTuned]
+    full_epochs: int
+
+    @property
+    def ready(self) -> list[FineTuned]:
+        """Candidates with weights (every one that did not diverge)."""
+        return [c for c in self.candidates if c.status != "diverged" and c.val_curve]
+
+    def best(self) -> FineTuned | None:
+        """The most accurate on validation among those trained the most epochs."""
+        ready = self.ready
+        if not ready:
+            return None
+        most = max(c.epochs for c in ready)
+        return max((c for c in ready if c.epochs == most), key=lambda c: c.val_accuracy)
+
+    def early_stopping_multiplier(self) -> tuple[float, float, float]:
+        """``(multiplier, seconds spent, seconds at full rungs)``: what fine-tuning every
+        finalist for every epoch would have taken (each candidate's untrained epochs at its
+        own measured epoch time) over the seconds measured."""
+        spent = sum(c.train_seconds for c in self.candidates)
+        full = sum(
+            c.train_seconds + (self.full_epochs - c.epochs) * np.mean(c.epoch_seconds)
+            for c in self.candidates
+            if c.epoch_seconds
+        )
+        return (full / spent if spent > 0 else float("nan")), spent, float(full)
+
+
+def weights_label(rec: FineTuned) -> str:
+    """What a fine-tuned candidate's weights are, in words."""
+    return f"inherited from the supernet, fine-tuned {rec.epochs} epochs"
+
+
+def _load_progress(folder: Path) -> FineTuned | None:
+    path = folder / PROGRESS_FILE
+    if not path.is_file():
+        return None
+    try:
+        return FineTuned(**json.loads(path.read_text()))
+    except (ValueError, TypeError):
+        return None  # a foreign or damaged file: fine-tune this candidate again
+
+
+def _save_progress(folder: Path, rec: FineTuned) -> None:
+    text = json.dumps(asdict(rec), indent=1) + "\n"
+    atomic_write(folder / PROGRESS_FILE, lambda f: f.write(text), mode="w")
+
+
+@dataclass
+class _Candidate:
+    finalist: Finalist
+    record: FineTuned
+    folder: Path
+    trainer: EpochTrainer | None = None
+
+
+def promote(
+    candidates: Sequence[FineTuned], keep: float, multi_objective: bool
+) -> list[FineTuned]:
+    """The ``ceil(keep * n)`` candidates that go on: by validation accuracy, or with
+    several objectives by non-dominated rank of (validation accuracy up, measured epoch
+    time down) and then validation accuracy."""
+    n = max(1, math.ceil(keep * len(candidates)))
+    if not multi_objective:
+        return sorted(candidates, key=lambda c: -c.val_accuracy)[:n]
+    points = [[c.val_accuracy, float(np.mean(c.epoch_seconds))] for c in candidates]
+    ranks = non_dominated_sort(points, ["maximize", "minimize"])
+    order = sorted(range(len(candidates)), key=lambda i: (ranks[i], -candidates[i].val_accuracy))
+    return [candidates[i] for i in order[:n]]
+
+
+def run_finetuning(
+    finalists: Sequence[Finalist],
+    supernet: Supernet,
+    space: SearchSpace,
+    data: DataBundle,
+    recipe: TrainConfig,
+    config: FineTuning,
+    bn_batches: int,
+    folder: Path,
+    stack: Stack | None = None,
+    multi_objective: bool = True,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+    log: Callable[[str], None] | None = None,
+    on_epoch: Callable[[], None] | None = None,
+) -> FineTuneResult:
+    """Fine-tune ``finalists`` from their inherited weights under successive halving.
+
+    Args:
+        finalists: The screened candidates to fine-tune (order breaks ties).
+        supernet: The trained supernet (never modified: candidates are extracted copies).
+        space: The study's space.
+        data: The study's data (training split trains, validation chooses, test reports).
+        recipe: The study's stand-alone recipe (batch size, weight decay, smoothing).
+        config: Finalists, rungs, promotion share, learning rate.
+        bn_batches: Training batches that re-estimate batch norm before the first epoch.
+        folder: ``RUNS/NAME/finetune``: one sub-folder per candidate.
+        stack: The speedup stack every epoch trains through.
+        multi_objective: Promote on (accuracy, time) fronts rather than accuracy alone.
+        device: Where to train.
+        seed: Seeds each candidate's batch order.
+        log: Line logger.
+        on_epoch: Called after every epoch trained (progress bars).
+    """
+    say = log or (lambda _msg: None)
+    ft_recipe = config.recipe(recipe)
+    val, test = data.batches("val"), data.batches("test")
+    alive: list[_Candidate] = []
+    for f in finalists:
+        sub = folder / f"trial-{f.trial}"
+        rec = _load_progress(sub)
+        if rec is None or rec.arch != f.arch.to_json():
+            rec = FineTuned(f.trial, f.arch.to_json(), f.supernet_accuracy)
+        alive.append(_Candidate(f, rec, sub))
+    every = list(alive)
+
+    def trainer_for(c: _Candidate) -> EpochTrainer:
+        """The candidate's trainer: from its newest checkpoint (which holds its record, so
+        a kill between the two writes loses nothing), else from the inherited weights."""
+        if c.trainer is not None:
+            return c.trainer
+        net = supernet.extract(space.path(c.finalist.arch))
+        batches = data.batches("train", ft_recipe.batch_size, seed * 1_000_003 + c.record.trial)
+        recalibrate_bn(net, batches.epoch(0), bn_batches, device=device)
+        c.trainer = EpochTrainer(net, batches, ft_recipe, device, stack)
+        found = load_latest(c.folder, on_bad=lambda e: say(f"fine-tuning: {e}"))
+        if found is not None and found[1].get("arch") == c.record.arch:
+            c.trainer.load_state_dict(found[1]["trainer"])
+            c.record = FineTuned(**json.loads(found[1]["record"]))
+        else:
+            c.record.val_curve, c.record.epoch_seconds = [], []
+        return c.trainer
+
+    for r, epochs in enumerate(config.rungs):
+        for c in alive:
+            if c.record.status == "diverged":
+                continue
+            while c.record.epochs < epochs:
+                tr = trainer_for(c)
+                if c.record.epochs >= epochs:  # the checkpoint was ahead of progress.json
+                    break
+                before = tr.seconds
+                try:
+                    tr.run_epoch()
+                except NonFiniteLossError as e:
+                    c.record.status = "diverged"
+                    _save_progress(c.folder, c.record)
+                    say(f"fine-tuning: trial {c.record.trial} diverged ({e}); dropped")
+                    break
+                acc, _ = evaluate(tr.model, val, device=device)
+                c.record.val_curve.append(acc)
+                c.record.epoch_seconds.append(tr.seconds - before)
+                state = {"arch": c.record.arch, "record": json.dumps(asdict(c.record))}
+                state["trainer"] = tr.state_dict()
+                save_checkpoint(c.folder / f"epoch-{tr.epoch}.pt", state)
+                for _, old in list_checkpoints(c.folder)[2:]:
+                    old.unlink(missing_ok=True)
+                _save_progress(c.folder, c.record)
+                if on_epoch is not None:
+                    on_epoch()
+        survivors = [c for c in alive if c.record.status != "diverged" and c.record.val_curve]
+        if r + 1 < len(config.rungs):
+            promoted = promote([c.record for c in survivors], config.keep, multi_objective)
+            kept = {id(rec) for rec in promoted}
+            for c in survivors:
+                if id(c.record) not in kept and c.record.status == "running":
+                    c.record.status = "stopped"
+            alive = [c for c in survivors if id(c.record) in kept]
+            say(
+                f"fine-tuning rung {r + 1}/{len(config.rungs)} ({epochs} epochs): "
+                f"{len(alive)} of {len(survivors)} go on to {config.rungs[r + 1]} epochs"
+            )
+    for c in every:
+        if c.record.status == "running" and c.record.val_curve:
+            c.record.status = "ready"
+        if c.record.status != "diverged" and c.record.val_curve and c.record.test_accuracy is None:
+            tr = trainer_for(c)
+            c.record.test_accuracy = evaluate(tr.model, test, device=device)[0]
+            save_winner(
+                c.folder, tr.model, {"weights_origin": weights_label(c.record), **asdict(c.record)}
+            )
+        _save_progress(c.folder, c.record)
+        c.trainer = None  # free the weights
+    return FineTuneResult([c.record for c in every], config.rungs[-1])
+
+
+def summary_lines(result: FineTuneResult, seconds: float) -> list[str]:
+    """The phase's lines in the study summary; every figure says which weights."""
+    lines = []
+    mult, spent, full = result.early_stopping_multiplier()
+    ready = result.ready
+    lines.append(
+        f"fine-tuning: {len(result.candidates)} finalists fine-tuned from inherited supernet "
+        f"weights ({sum(c.epochs for c in result.candidates)} epochs in all, {seconds:.0f}s); "
+        f"{len(ready)} ready models"
+    )
+    if ready and not math.isnan(mult):
+        lines.append(
+            f"early stopping x{mult:.2f} MEASURED: {spent:.1f}s trained against {full:.1f}s "
+            f"for every finalist to {result.full_epochs} epochs (each epoch timed; the "
+            f"epochs not trained at each candidate's measured epoch time)"
+        )
+    return lines
