@@ -34,6 +34,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -46,12 +47,12 @@ from scipy.stats import kendalltau
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ranking import load_ground_truth, merge_ground_truth  # noqa: E402
+from ranking import load_ground_truth, merge_ground_truth
 
-from nasflow.search import load_study_file  # noqa: E402
-from nasflow.search._trust import bootstrap_tau, spread_over_ranking  # noqa: E402
-from nasflow.supernet import recalibrate_bn  # noqa: E402
-from nasflow.train import EpochTrainer, SupernetTrainer, evaluate  # noqa: E402
+from nasflow.search import load_study_file
+from nasflow.search._trust import bootstrap_tau, spread_over_ranking
+from nasflow.supernet import recalibrate_bn
+from nasflow.train import EpochTrainer, SupernetTrainer, evaluate
 
 
 def tau(a, b) -> float:
@@ -93,8 +94,7 @@ def measure(
 
     c0 = time.process_time()
     result = trainer.fit(on_epoch=on_epoch)
-    supernet_cpu = time.process_time() - c0
-    scores = by_epoch[cfg.epochs]
+    supernet_cpu = time.process_time() - c0  # includes scoring at the checkpoints
     fine_tuned = {}
     for lr in ft_lrs or [study.train.lr]:
         recipe = replace(
@@ -128,7 +128,9 @@ def measure(
         "gt_test": gt_test,
         "gt_cpu": [
             float(np.mean([float(r) for r in row]))
-            for row in zip(*[[_cpu(p, i) for i in range(len(archs))] for p in study.baseline])
+            for row in zip(
+                *[[_cpu(p, i) for i in range(len(archs))] for p in study.baseline], strict=True
+            )
         ],
         "scores_by_epoch": {str(k): v for k, v in by_epoch.items()},
         "supernet_cpu": supernet_cpu,
@@ -170,7 +172,7 @@ def replay(run: dict, k: int, top: int, proxy_epochs: int, lr: str, boot: int = 
         "tau_by_epoch": {e: tau(run["scores_by_epoch"][str(e)], gt) for e in epochs},
         "tau_between_checkpoints": [
             tau(run["scores_by_epoch"][str(a)], run["scores_by_epoch"][str(b)])
-            for a, b in zip(epochs, epochs[1:])
+            for a, b in itertools.pairwise(epochs)
         ],
         "tau_ft": [tau([v[e] for v in run["ft_val"]], gt) for e in range(len(run["ft_val"][0]))],
         "tau_ft_test": tau(run["ft_test"], gt),
@@ -248,8 +250,10 @@ def summarize(runs: list[dict], args: argparse.Namespace, lr: str) -> None:
             cov = np.mean([r["covered"] for r in rs])
             width = np.mean([r["probe_interval"][1] - r["probe_interval"][0] for r in rs])
             err = np.mean([r["probe_tau"] - r["tau_supernet"] for r in rs])
-            print(f"  k={k:<3} proxy {e} ft epochs: {cov:.0%} of {len(rs)}, width {width:.2f},"
-                  f" bias {err:+.2f}")
+            print(
+                f"  k={k:<3} proxy {e} ft epochs: {cov:.0%} of {len(rs)}, width {width:.2f},"
+                f" bias {err:+.2f}"
+            )
     print("\nwinner (median share of the table beaten; per run):")
     for top in args.top:
         for e in args.proxy_epochs:

@@ -13,9 +13,9 @@ from torch.utils.data import TensorDataset
 from nasflow.data import DataBundle
 from nasflow.search._finetune import (
     PROGRESS_FILE,
+    Finalist,
     FineTuned,
     FineTuning,
-    Finalist,
     promote,
     run_finetuning,
 )
