@@ -47,8 +47,6 @@ from nasflow.train.stack import Stack
 
 #: Key of the PostgreSQL advisory lock that serialises creating the table.
 _SCHEMA_LOCK_KEY = 0x6E66737461636B  # "nfstack"
-#: Environment variable that forces a fresh calibration (``1``, ``true`` or ``yes``).
-RECALIBRATE_ENV = "NASFLOW_RECALIBRATE_STACK"
 #: The table's name.
 TABLE = "nasflow_stack_calibrations"
 
@@ -72,11 +70,6 @@ class StackCalibrationRow(_Base):
     context: Mapped[str] = mapped_column(sa.Text)
     record: Mapped[str] = mapped_column(sa.Text)
     measured_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=_now)
-
-
-def recalibration_requested() -> bool:
-    """Whether ``$NASFLOW_RECALIBRATE_STACK`` asks for a fresh calibration."""
-    return os.environ.get(RECALIBRATE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from nasflow import settings
 from nasflow._urls import redact
 from nasflow.cost._fingerprint import DeviceFingerprint
 from nasflow.cost._measure import OpTiming
@@ -42,7 +43,7 @@ _SCHEMA_LOCK_KEY = 0x6E6673636F7374  # "nfscost"
 _CHUNK = 500
 #: Environment variable naming the shared cost table: a file path, ``sqlite:///FILE`` or
 #: ``postgresql://...``; ``off`` shares nothing.
-SHARED_ENV = "NASFLOW_COST_CACHE"
+SHARED_ENV = settings.SHARED_TABLE_ENV
 
 
 def _now() -> datetime:
@@ -127,13 +128,9 @@ class Calibration:
 
 
 def default_cache_path() -> Path:
-    """``$NASFLOW_CACHE/cost.db`` (the cache folder MNIST-1D uses too), else
-    ``$XDG_CACHE_HOME/nasflow/cost.db``, else ``~/.cache/nasflow/cost.db``."""
-    root = os.environ.get("NASFLOW_CACHE")
-    if root:
-        return Path(root) / "cost.db"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "nasflow" / "cost.db"
+    """``cost.db`` in the cache folder (``nasflow.settings.cache_dir``, the one the data
+    caches use too)."""
+    return settings.cache_dir() / "cost.db"
 
 
 def shared_table_url() -> str | None:
@@ -141,10 +138,10 @@ def shared_table_url() -> str | None:
     ``$NASFLOW_COST_CACHE`` (a file path, ``sqlite:///FILE`` or ``postgresql://...``, so a
     team's machines can share one), else ``default_cache_path()``; ``None`` when the
     variable is ``off`` (nothing is shared)."""
-    value = os.environ.get(SHARED_ENV, "").strip()
-    if value.lower() == "off":
+    value = settings.shared_table_setting()
+    if value == settings.OFF:
         return None
-    return resolve_url(value or None)
+    return resolve_url(value)
 
 
 def resolve_url(url: str | os.PathLike | None) -> str:

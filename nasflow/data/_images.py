@@ -184,8 +184,8 @@ def load_image_folder(
         augment: Random crop (padding 4, or 2 below 24 pixels) and horizontal flip on the
             train split only.
         cache_dir: Where the images decoded once are kept (``ImageTensorDataset`` splits
-            held in memory, augmented on tensors): ``None`` is ``$NASFLOW_CACHE`` or
-            ``~/.cache/nasflow``, a path is that folder, ``False`` decodes lazily on every
+            held in memory, augmented on tensors): ``None`` is the cache folder
+            (``nasflow.settings.cache_dir``), a path is that folder, ``False`` decodes lazily on every
             access (no cache, as torchvision's ``ImageFolder``).
 
     Returns:
