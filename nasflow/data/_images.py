@@ -185,8 +185,8 @@ def load_image_folder(
             train split only.
         cache_dir: Where the images decoded once are kept (``ImageTensorDataset`` splits
             held in memory, augmented on tensors): ``None`` is the cache folder
-            (``nasflow.settings.cache_dir``), a path is that folder, ``False`` decodes lazily on every
-            access (no cache, as torchvision's ``ImageFolder``).
+            (``nasflow.settings.cache_dir``), a path is that folder, ``False`` decodes
+            lazily on every access (no cache, as torchvision's ``ImageFolder``).
 
     Returns:
         A bundle of normalized float tensors ``(3, H, W)`` and int labels.
