@@ -19,7 +19,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from nasflow import settings
 from nasflow._compat import retry_callback_kwargs
-from nasflow.record import STOPS_KEY
+from nasflow.record import PER_ATTEMPT_ATTRS, STOPS_KEY
 from nasflow.storage import GRACE_PERIOD, HEARTBEAT_INTERVAL
 from nasflow.train import TrainingInterrupted
 
@@ -28,7 +28,7 @@ ENV_HEARTBEAT_INTERVAL = settings.HEARTBEAT_INTERVAL_ENV
 ENV_GRACE_PERIOD = settings.GRACE_PERIOD_ENV
 
 #: User attributes of a finished attempt that must not leak into its retry.
-_PER_ATTEMPT_ATTRS = ("fail_reason", "traceback")
+_PER_ATTEMPT_ATTRS = PER_ATTEMPT_ATTRS
 
 
 class TrialInterrupted(TrainingInterrupted):
