@@ -49,7 +49,7 @@ def test_the_key_check_finds_keys_and_ignores_prose() -> None:
     found = key_literals(
         '"""nasflow: a docstring naming ``"nasflow:space"``."""\n'
         'A = "nasflow:space"\n'
-        "B = f\"nasflow:retrain:{n}\"\n"
+        'B = f"nasflow:retrain:{n}"\n'
         'C = "nasflow:"\n'
         "D = f\"space: {attrs.get('nasflow:fingerprint', '?')}\"\n"
         'E = ("No record (study user attribute "\n     "nasflow:stack). Prose around.")\n'
@@ -113,9 +113,10 @@ def trial_attr_literals(source: str, keys: tuple[str, ...]) -> list[str]:
     for node in ast.walk(ast.parse(source)):
         found = None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
-            if node.func.attr == "set_user_attr":
-                found = key(node.args[0])
-            elif node.func.attr in ("get", "pop") and _is_user_attrs(node.func.value):
+            attr = node.func.attr
+            if attr == "set_user_attr" or (
+                attr in ("get", "pop") and _is_user_attrs(node.func.value)
+            ):
                 found = key(node.args[0])
         elif isinstance(node, ast.Subscript) and _is_user_attrs(node.value):
             found = key(node.slice)
