@@ -36,6 +36,7 @@ from nasflow.record import (
     set_constraints,
 )
 from nasflow.search._cost import COST_ESTIMATORS
+from nasflow.search._costtable import remeasure_requested
 from nasflow.search._pareto_pruner import promoted
 from nasflow.search._recovery import TrialInterrupted, original_number
 from nasflow.search._retrain import recipe_for
@@ -137,18 +138,34 @@ class CandidateScorer:
             self.device,
             self.spec.stack if isinstance(self.spec.stack, Stack) else None,
             storage=self.cost_storage,
-            remeasure=self.remeasure_costs,
+            remeasure=self.remeasure_costs or remeasure_requested(),
             log=self._log,
         )
+        #: Batch sizes whose estimator set-up ran (once per study and batch size).
+        self._prepared: set[int] = set()
+
+    def setup(self, study: optuna.Study) -> None:
+        """Once per study, before its first trial: set the cost estimator up for the
+        study's batch size (where the space does not search the batch size; else each
+        batch size is set up at its first use)."""
+        if "batch_size" not in self.spec.space.labels:
+            self._prepare(study, self.spec.train.batch_size)
+
+    def _prepare(self, study: optuna.Study, batch_size: int) -> None:
+        if batch_size not in self._prepared:
+            self.estimator.prepare(study, batch_size)
+            self._prepared.add(batch_size)
 
     def _steps(self, recipe: TrainConfig) -> int:
         return len(self.train.dataset) // recipe.batch_size * recipe.epochs  # type: ignore[arg-type]
 
-    def predicted_cost(self, arch: Arch, recipe: TrainConfig) -> tuple[float, int]:
-        """``(training cost in seconds, parameter count)`` of ``arch``, before any training:
-        the estimator's step time (``spec.cost``: predicted or measured) times the
-        recipe's number of steps."""
-        step, params = self.estimator.step(arch, recipe.batch_size)
+    def predicted_cost(
+        self, arch: Arch, recipe: TrainConfig, path: Arch | None = None
+    ) -> tuple[float, int]:
+        """``(training cost in seconds, parameter count)`` of ``arch`` (its supernet
+        ``path`` where known), before any training: the estimator's step time
+        (``spec.cost``: predicted or measured) times the recipe's number of steps."""
+        step, params = self.estimator.step(arch, recipe.batch_size, path)
         return step * self._steps(recipe), params
 
     def values(self, acc: float, cost: float, params: int, loss: float) -> list[float]:
@@ -200,8 +217,9 @@ class CandidateScorer:
     def _score(self, trial: optuna.Trial, arch: Arch, folder: Path | None) -> float | list[float]:
         spec = self.spec
         recipe = recipe_for(arch, spec.train)
-        self.estimator.prepare(trial.study, recipe.batch_size)
-        cost, params = self.predicted_cost(arch, recipe)
+        path = spec.space.path(arch)  # once per candidate: cost and score share it
+        self._prepare(trial.study, recipe.batch_size)
+        cost, params = self.predicted_cost(arch, recipe, path)
         trial.set_user_attr(PARAMS_ATTR, params)
         trial.set_user_attr(TRAIN_COST_ATTR, cost)
         violations = spec.budget.violations(params, cost)
@@ -214,7 +232,7 @@ class CandidateScorer:
                 raise optuna.TrialPruned(f"over budget: {why}")
         # The one-shot score: extract the path's weights, re-estimate BN, validate.
         t0 = time.perf_counter()
-        net = self.supernet.extract(spec.space.path(arch)).to(self.device)
+        net = self.supernet.extract(path).to(self.device)
         recalibrate_bn(net, self.train.epoch(0), spec.bn_batches, device=self.device)
         acc, loss = evaluate(net, self.val, device=self.device)
         trial.set_user_attr(SCORE_SECONDS_ATTR, time.perf_counter() - t0)

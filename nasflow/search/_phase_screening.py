@@ -51,6 +51,9 @@ def run_screening(ctx: RunContext) -> ScreeningPhaseResult:
     if todo == 0:
         return ScreeningPhaseResult((), time.perf_counter() - t0)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    setup = getattr(scorer, "setup", None)
+    if setup is not None:  # per-study set-up, out of the per-trial scoring path
+        setup(study)
 
     def after_trial(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         ctx.ran_trials.append(trial.number)
