@@ -136,10 +136,10 @@ def search_multipliers(
         and ``end_to_end`` (the measured wall time of the search and of the run).
     """
     finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-    records = {t.number: TrialRecord.from_trial(t) for t in finished}
-    skipped = [t for t in finished if records[t.number].skipped is not None]
-    evaluated = [t for t in finished if records[t.number].skipped is None]
-    predicted = sum(records[t.number].train_cost or 0.0 for t in evaluated)
+    records = {id(t): TrialRecord.from_trial(t) for t in finished}  # (numbers may repeat)
+    skipped = [t for t in finished if records[id(t)].skipped is not None]
+    evaluated = [t for t in finished if records[id(t)].skipped is None]
+    predicted = sum(records[id(t)].train_cost or 0.0 for t in evaluated)
     actual = float(seconds.get("supernet", 0.0)) + float(seconds.get("search", 0.0))
     one_shot_m = _ratio(predicted, actual) if evaluated else None
     one_shot = {
@@ -152,7 +152,7 @@ def search_multipliers(
         "note": f"estimated from {_ONE_SHOT_SOURCE}, vs the measured supernet + search time",
     }
     # Candidates scored once each: a duplicate (``duplicate_of``) reused an earlier score.
-    distinct = len({records[t.number].arch or t.number for t in evaluated})
+    distinct = len({records[id(t)].arch or t.number for t in evaluated})
     without = None
     if measured_standalone and evaluated:
         per = statistics.median(float(v) for v in measured_standalone)
@@ -179,7 +179,7 @@ def search_multipliers(
             }
         )
     planned = finetune_epochs * len(evaluated)
-    trained = sum(records[t.number].epochs_trained or 0 for t in evaluated)
+    trained = sum(records[id(t)].epochs_trained or 0 for t in evaluated)
     early_m = _ratio(planned, trained) if planned else None
     early = {
         "multiplier": early_m,
@@ -195,7 +195,7 @@ def search_multipliers(
             else "no fine-tuning: nothing to stop early"
         ),
     }
-    skipped_cost = sum(records[t.number].train_cost or 0.0 for t in skipped)
+    skipped_cost = sum(records[id(t)].train_cost or 0.0 for t in skipped)
     gate_m = _ratio(predicted + skipped_cost, predicted) if evaluated else None
     gate = {
         "multiplier": gate_m,
