@@ -123,9 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="plain log lines, no bars")
 
     p = sub.add_parser("studies", help="list the studies in a storage")
-    p.add_argument(
-        "--storage", required=True, help=STORAGE_HELP
-    )
+    p.add_argument("--storage", required=True, help=STORAGE_HELP)
 
     p = sub.add_parser("show", help="print the Pareto set of a study, with a header row")
     p.add_argument("name", help="study name")
@@ -282,15 +280,16 @@ def _show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
     """
     import json
 
-    from nasflow.record import RunFolder, retrain_key, study_objectives
+    from nasflow.record import RunFolder, TrialRecord, retrain_key, study_objectives
     from nasflow.search import pareto_trials
 
     attrs = study.user_attrs
     names = study_objectives(study)
     rows = []
     for t in pareto_trials(study):
-        epochs = t.user_attrs.get("epochs_trained")
-        if "supernet_accuracy" not in t.user_attrs:
+        trial = TrialRecord.from_trial(t)
+        epochs = trial.epochs_trained
+        if trial.supernet_accuracy is None:
             scored = "table look-up"
         elif isinstance(epochs, int) and epochs > 0:
             scored = f"fine-tuned {epochs} ep"
@@ -306,7 +305,7 @@ def _show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
                     for i, v in enumerate(t.values)
                 },
                 "scored_with": scored,
-                "supernet_val_accuracy": t.user_attrs.get("supernet_accuracy"),
+                "supernet_val_accuracy": trial.supernet_accuracy,
                 "retrained": (
                     {
                         k: retrain.get(k)
@@ -316,7 +315,7 @@ def _show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
                     if isinstance(retrain, dict)
                     else None
                 ),
-                "arch": json.loads(t.user_attrs.get("arch", "{}")),
+                "arch": json.loads(trial.arch or "{}"),
             }
         )
     return rows

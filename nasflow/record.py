@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -86,10 +86,49 @@ DIGEST_KEY = "nasflow:sha256"
 #: Checkpoint field holding the supernet identity (see :func:`supernet_identity`).
 CHECKPOINT_IDENTITY = "identity"
 
+# Trial user attributes nasflow writes (read them through :class:`TrialRecord`).
+#: The trial's architecture, as ``Arch.to_json()``.
+ARCH_ATTR = "arch"
+#: Parameter count of the stand-alone network.
+PARAMS_ATTR = "params"
+#: Predicted (or measured) seconds to train the candidate stand-alone for the budget.
+TRAIN_COST_ATTR = "train_cost"
+#: Validation accuracy at the supernet's weights (BN recalibrated).
+SUPERNET_ACCURACY_ATTR = "supernet_accuracy"
+#: Why a candidate over the budget was not scored (pruned without training).
+SKIPPED_ATTR = "skipped"
+#: Seconds the one-shot score took (extract, BN recalibration, validation).
+SCORE_SECONDS_ATTR = "score_seconds"
+#: Fine-tuning epochs trained so far.
+EPOCHS_TRAINED_ATTR = "epochs_trained"
+#: Why screening stopped a candidate before fine-tuning.
+SCREENED_OUT_ATTR = "screened_out"
+#: Why an attempt failed or was pruned, and its traceback.
+FAIL_REASON_ATTR = "fail_reason"
+TRACEBACK_ATTR = "traceback"
+#: ``[epoch, batch]`` a fine-tuning resumed from.
+RESUMED_AT_ATTR = "resumed_at"
 #: Trial user attribute of a trial whose architecture was already scored: the earlier trial.
 DUPLICATE_KEY = "duplicate_of"
+#: Every trial user attribute nasflow writes besides its ``nasflow:`` keys.
+TRIAL_ATTRS = (
+    ARCH_ATTR,
+    PARAMS_ATTR,
+    TRAIN_COST_ATTR,
+    SUPERNET_ACCURACY_ATTR,
+    SKIPPED_ATTR,
+    SCORE_SECONDS_ATTR,
+    EPOCHS_TRAINED_ATTR,
+    SCREENED_OUT_ATTR,
+    FAIL_REASON_ATTR,
+    TRACEBACK_ATTR,
+    RESUMED_AT_ATTR,
+    DUPLICATE_KEY,
+)
+#: Trial user attributes of a finished attempt that must not leak into its retry.
+PER_ATTEMPT_ATTRS = (FAIL_REASON_ATTR, TRACEBACK_ATTR)
 #: Trial user attributes that describe one attempt, not the architecture's score.
-_ATTEMPT_KEYS = frozenset({"arch", "traceback", "fail_reason", "resumed_at", DUPLICATE_KEY})
+_ATTEMPT_KEYS = frozenset({ARCH_ATTR, *PER_ATTEMPT_ATTRS, RESUMED_AT_ATTR, DUPLICATE_KEY})
 
 #: What the supernet identity of a tabular study (scored from its table) says.
 NO_SUPERNET = "none: scored from a table"
@@ -426,7 +465,7 @@ def scored_trial(study: optuna.Study, arch: Arch) -> FrozenTrial | None:
     """The earliest COMPLETE trial of ``study`` whose ``arch`` user attribute is ``arch``."""
     key = arch.to_json()
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        if t.user_attrs.get("arch") == key:
+        if t.user_attrs.get(ARCH_ATTR) == key:
             return t
     return None
 
@@ -501,3 +540,272 @@ def sampler_constraints_kwargs() -> dict[str, Callable[[FrozenTrial], Sequence[f
     if OPTUNA_MAJOR >= 5:
         return {}
     return {"constraints_func": _constraints_func}  # pragma: no cover
+
+
+# ---------------------------------------------------------------------- typed records
+# One frozen dataclass per record nasflow writes, each with one ``from_dict`` (which reads
+# every version written so far) and one ``to_dict`` (the current version, as stored).
+# A new record (a fine-tuned model, a screening batch, a trust verdict) is added the same
+# way: its keys as fields, its older versions migrated in ``from_dict``.
+
+
+def _opt_float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _opt_int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """What nasflow recorded on one trial (its user attributes), typed.
+
+    Attributes:
+        number: The trial's number (-1 when read from bare attributes).
+        arch: The architecture as ``Arch.to_json()`` (``None``: not suggested yet).
+        params: Parameter count.
+        train_cost: Predicted training seconds.
+        supernet_accuracy: Validation accuracy at the supernet's weights.
+        skipped: Why it was not scored (over budget).
+        score_seconds: Seconds the one-shot score took.
+        epochs_trained: Fine-tuning epochs trained.
+        screened_out: Why screening stopped it.
+        fail_reason: Why the attempt failed or was pruned.
+        traceback: The failure's traceback.
+        resumed_at: ``(epoch, batch)`` the fine-tuning resumed from.
+        duplicate_of: The earlier trial whose score it reused.
+    """
+
+    number: int = -1
+    arch: str | None = None
+    params: int | None = None
+    train_cost: float | None = None
+    supernet_accuracy: float | None = None
+    skipped: str | None = None
+    score_seconds: float | None = None
+    epochs_trained: int | None = None
+    screened_out: str | None = None
+    fail_reason: str | None = None
+    traceback: str | None = None
+    resumed_at: tuple[int, int] | None = None
+    duplicate_of: int | None = None
+
+    @classmethod
+    def from_dict(cls, attrs: Mapping[str, Any], number: int = -1) -> TrialRecord:
+        """From a trial's user attributes (other keys are ignored)."""
+        resumed = attrs.get(RESUMED_AT_ATTR)
+        return cls(
+            number=number,
+            arch=_opt_str(attrs.get(ARCH_ATTR)),
+            params=_opt_int(attrs.get(PARAMS_ATTR)),
+            train_cost=_opt_float(attrs.get(TRAIN_COST_ATTR)),
+            supernet_accuracy=_opt_float(attrs.get(SUPERNET_ACCURACY_ATTR)),
+            skipped=_opt_str(attrs.get(SKIPPED_ATTR)),
+            score_seconds=_opt_float(attrs.get(SCORE_SECONDS_ATTR)),
+            epochs_trained=_opt_int(attrs.get(EPOCHS_TRAINED_ATTR)),
+            screened_out=_opt_str(attrs.get(SCREENED_OUT_ATTR)),
+            fail_reason=_opt_str(attrs.get(FAIL_REASON_ATTR)),
+            traceback=_opt_str(attrs.get(TRACEBACK_ATTR)),
+            resumed_at=(
+                (int(resumed[0]), int(resumed[1]))
+                if isinstance(resumed, list | tuple) and len(resumed) == 2
+                else None
+            ),
+            duplicate_of=_opt_int(attrs.get(DUPLICATE_KEY)),
+        )
+
+    @classmethod
+    def from_trial(cls, trial: FrozenTrial | optuna.Trial) -> TrialRecord:
+        """From a (frozen or running) trial's user attributes."""
+        return cls.from_dict(trial.user_attrs, trial.number)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The user attributes, as stored (unset fields left out)."""
+        values = {
+            ARCH_ATTR: self.arch,
+            PARAMS_ATTR: self.params,
+            TRAIN_COST_ATTR: self.train_cost,
+            SUPERNET_ACCURACY_ATTR: self.supernet_accuracy,
+            SKIPPED_ATTR: self.skipped,
+            SCORE_SECONDS_ATTR: self.score_seconds,
+            EPOCHS_TRAINED_ATTR: self.epochs_trained,
+            SCREENED_OUT_ATTR: self.screened_out,
+            FAIL_REASON_ATTR: self.fail_reason,
+            TRACEBACK_ATTR: self.traceback,
+            RESUMED_AT_ATTR: list(self.resumed_at) if self.resumed_at is not None else None,
+            DUPLICATE_KEY: self.duplicate_of,
+        }
+        return {k: v for k, v in values.items() if v is not None}
+
+    @property
+    def screened(self) -> bool:
+        """Whether it was scored from the supernet (an architecture and its accuracy)."""
+        return self.arch is not None and self.supernet_accuracy is not None
+
+    def get_arch(self) -> Arch:
+        """The architecture (raises ``KeyError`` when the trial records none)."""
+        from nasflow.space import Arch
+
+        if self.arch is None:
+            raise KeyError(f"trial {self.number} records no {ARCH_ATTR!r}")
+        return Arch.from_json(self.arch)
+
+
+#: The current version of the ``nasflow:stack`` record (1: ``layers`` and ``end_to_end``
+#: described the chosen stack only, and ``end_to_end`` was its multiplier).
+STACK_SCHEMA = 2
+
+
+@dataclass(frozen=True)
+class StackRecord:
+    """The ``nasflow:stack`` record (``stack="auto"``'s calibration), typed.
+
+    The fields are the keys every reader uses; the record's other keys (the calibration's
+    details: ``product``, ``interaction``, ``noise``, ``candidates``, ``calibration``...)
+    stay in ``extra`` and come back with :meth:`to_dict`.
+
+    Attributes:
+        schema: The version written (``from_dict`` reads 1 and 2).
+        stack: The ``Stack.to_dict()`` trained with (``None``: none recorded).
+        chosen: The layers kept.
+        chosen_multiplier: The chosen stack's measured multiplier against the baseline
+            (schema 1 kept it in ``end_to_end``).
+        layers: Per-layer rows (``name``, ``alone``, ``cumulative``, ``kept``); in schema 1
+            the chosen layers only.
+        end_to_end: Every candidate layer stacked, against the baseline (schema 2).
+        skipped: Why the calibration did not run (trained with the baseline).
+        origin: Where the numbers come from (``kind``: reused, calibrated, skipped).
+        extra: Every other key, as stored.
+    """
+
+    schema: int = STACK_SCHEMA
+    stack: dict[str, Any] | None = None
+    chosen: tuple[str, ...] = ()
+    chosen_multiplier: float | None = None
+    layers: tuple[dict[str, Any], ...] = ()
+    end_to_end: float | None = None
+    skipped: str | None = None
+    origin: dict[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    _FIELDS = ("schema", "stack", "chosen", "chosen_multiplier", "layers", "end_to_end",
+               "skipped", "origin")  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> StackRecord:
+        """From a stored record of any schema (a schema 1 record is migrated: its
+        ``end_to_end`` is the chosen multiplier, and no all-layers figure exists)."""
+        schema = int(record.get("schema", 1))
+        e2e = _opt_float(record.get("end_to_end"))
+        if schema >= 2:
+            mult, end_to_end = _opt_float(record.get("chosen_multiplier")), e2e
+        else:
+            mult, end_to_end = e2e, None
+        chosen = record.get("chosen")
+        stack = record.get("stack")
+        origin = record.get("origin")
+        skipped = record.get("skipped")
+        return cls(
+            schema=schema,
+            stack=dict(stack) if isinstance(stack, Mapping) else None,
+            chosen=tuple(str(c) for c in chosen) if isinstance(chosen, list | tuple) else (),
+            chosen_multiplier=mult,
+            layers=tuple(dict(x) for x in record.get("layers") or () if isinstance(x, Mapping)),
+            end_to_end=end_to_end,
+            skipped=str(skipped) if skipped else None,
+            origin=dict(origin) if isinstance(origin, Mapping) else None,
+            extra={k: v for k, v in record.items() if k not in cls._FIELDS},
+        )
+
+    @property
+    def all_layers(self) -> bool:
+        """Whether ``layers`` and ``end_to_end`` describe every candidate layer (schema 2),
+        not only the chosen ones."""
+        return self.schema >= 2
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as stored, in its own schema (``None`` fields left out)."""
+        out: dict[str, Any] = {"schema": self.schema, **self.extra}
+        if self.schema >= 2:
+            out["chosen_multiplier"] = self.chosen_multiplier
+            out["end_to_end"] = self.end_to_end
+        else:
+            out["end_to_end"] = self.chosen_multiplier
+        values = {
+            "stack": self.stack,
+            "chosen": list(self.chosen),
+            "layers": [dict(x) for x in self.layers],
+            "skipped": self.skipped,
+            "origin": self.origin,
+        }
+        out.update({k: v for k, v in values.items() if v is not None})
+        return out
+
+
+#: The identity keys of a winner's record: they must equal what a run would train for a
+#: saved winner to be reused.
+WINNER_IDENTITY = ("space", "fingerprint", "arch", "recipe", "seed", "stack", "data")
+
+
+@dataclass(frozen=True)
+class WinnerRecord:
+    """A retrained winner's ``record.json`` (``RunFolder.winner(n) / "record.json"``), typed.
+
+    Attributes:
+        identity: What was trained (``WINNER_IDENTITY`` keys: space, fingerprint, arch as a
+            dict, recipe, seed, stack, data).
+        study: The study's name.
+        trial: The trial's number.
+        test_accuracy: Accuracy of the retrained weights on the test split.
+        val_accuracy: The same on the validation split.
+        measured_train_cost: Measured seconds of the from-scratch training.
+        predicted_train_cost: The search's predicted seconds.
+        params: Parameter count.
+        device: Where it trained.
+        extra: Every other key as stored (format, checksum of the weights...).
+    """
+
+    identity: Mapping[str, Any]
+    study: str | None = None
+    trial: int | None = None
+    test_accuracy: float | None = None
+    val_accuracy: float | None = None
+    measured_train_cost: float | None = None
+    predicted_train_cost: float | None = None
+    params: int | None = None
+    device: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    _FIELDS = ("study", "trial", "test_accuracy", "val_accuracy", "measured_train_cost",
+               "predicted_train_cost", "params", "device")  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> WinnerRecord:
+        """From a stored ``record.json``."""
+        known = set(WINNER_IDENTITY) | set(cls._FIELDS)
+        return cls(
+            identity={k: record[k] for k in WINNER_IDENTITY if k in record},
+            study=_opt_str(record.get("study")),
+            trial=_opt_int(record.get("trial")),
+            test_accuracy=_opt_float(record.get("test_accuracy")),
+            val_accuracy=_opt_float(record.get("val_accuracy")),
+            measured_train_cost=_opt_float(record.get("measured_train_cost")),
+            predicted_train_cost=_opt_float(record.get("predicted_train_cost")),
+            params=_opt_int(record.get("params")),
+            device=_opt_str(record.get("device")),
+            extra={k: v for k, v in record.items() if k not in known},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as written (identity keys first; ``None`` fields left out)."""
+        values = {k: getattr(self, k) for k in self._FIELDS}
+        return {
+            **self.identity,
+            **{k: v for k, v in values.items() if v is not None},
+            **self.extra,
+        }

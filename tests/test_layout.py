@@ -49,7 +49,7 @@ def test_the_key_check_finds_keys_and_ignores_prose() -> None:
     found = key_literals(
         '"""nasflow: a docstring naming ``"nasflow:space"``."""\n'
         'A = "nasflow:space"\n'
-        "B = f\"nasflow:retrain:{n}\"\n"
+        'B = f"nasflow:retrain:{n}"\n'
         'C = "nasflow:"\n'
         "D = f\"space: {attrs.get('nasflow:fingerprint', '?')}\"\n"
         'E = ("No record (study user attribute "\n     "nasflow:stack). Prose around.")\n'
@@ -92,3 +92,64 @@ def test_no_private_search_module_is_imported_from_outside_search() -> None:
         if hits:
             outside[str(path.relative_to(ROOT))] = sorted(set(hits))
     assert not outside, f"private nasflow.search modules imported outside it: {outside}"
+
+
+def _is_user_attrs(node: ast.AST) -> bool:
+    """``x.user_attrs`` (a trial's or a study's user attributes)."""
+    return isinstance(node, ast.Attribute) and node.attr == "user_attrs"
+
+
+def trial_attr_literals(source: str, keys: tuple[str, ...]) -> list[str]:
+    """Bare literals of the trial user attributes ``keys`` used as attribute keys in
+    ``source``: ``set_user_attr("k", ...)``, ``x.user_attrs["k"]``,
+    ``x.user_attrs.get("k")`` and ``"k" in x.user_attrs``. (The same words name other
+    things, an objective ``"train_cost"`` or an optimizer group's ``"params"``: only their
+    use as a trial attribute key counts.)"""
+    hits = []
+
+    def key(node: ast.AST) -> str | None:
+        return node.value if isinstance(node, ast.Constant) and node.value in keys else None
+
+    for node in ast.walk(ast.parse(source)):
+        found = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            attr = node.func.attr
+            if attr == "set_user_attr" or (
+                attr in ("get", "pop") and _is_user_attrs(node.func.value)
+            ):
+                found = key(node.args[0])
+        elif isinstance(node, ast.Subscript) and _is_user_attrs(node.value):
+            found = key(node.slice)
+        elif isinstance(node, ast.Compare) and any(_is_user_attrs(c) for c in node.comparators):
+            found = key(node.left)
+        if found is not None:
+            hits.append(found)
+    return hits
+
+
+def test_the_trial_attribute_check_finds_uses_as_keys_only() -> None:
+    found = trial_attr_literals(
+        't.set_user_attr("arch", a)\n'
+        'x = t.user_attrs["train_cost"]\n'
+        'y = t.user_attrs.get("params", 0)\n'
+        'z = "skipped" in t.user_attrs\n'
+        'p = [q for g in opt.param_groups for q in g["params"]]\n'
+        'objectives = ("accuracy", "train_cost")\n',
+        ("arch", "train_cost", "params", "skipped"),
+    )
+    assert sorted(found) == ["arch", "params", "skipped", "train_cost"]
+
+
+def test_trial_attributes_are_read_and_written_through_the_record_module() -> None:
+    from nasflow.record import TRIAL_ATTRS
+
+    outside = {
+        str(path.relative_to(ROOT)): hits
+        for path in _sources("nasflow")
+        if path != RECORD
+        and (hits := trial_attr_literals(path.read_text(encoding="utf-8"), TRIAL_ATTRS))
+    }
+    assert not outside, (
+        f"trial attribute keys as bare literals outside nasflow/record.py (use its "
+        f"*_ATTR constants or TrialRecord): {outside}"
+    )

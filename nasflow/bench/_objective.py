@@ -9,7 +9,7 @@ import optuna
 from optuna.trial import TrialState
 
 from nasflow.bench._table import TabularBenchmark
-from nasflow.record import reuse_score
+from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, reuse_score
 
 
 class TabularObjective:
@@ -34,13 +34,13 @@ class TabularObjective:
     def __call__(self, trial: optuna.Trial) -> float:
         table = self.table
         arch = table.space.suggest(trial)
-        trial.set_user_attr("arch", arch.to_json())
+        trial.set_user_attr(ARCH_ATTR, arch.to_json())
         trial.set_user_attr("table_key", table.key(arch))
         reused = reuse_score(trial, arch)
         if reused is not None:  # already scored in this study
             return reused  # type: ignore[return-value]
         if arch not in table:
-            trial.set_user_attr("fail_reason", f"no row in {table.path.name}")
+            trial.set_user_attr(FAIL_REASON_ATTR, f"no row in {table.path.name}")
             return math.nan
         if table.report_metric != table.metric:
             trial.set_user_attr(table.report_metric, table.lookup(arch, table.report_metric))

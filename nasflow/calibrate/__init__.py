@@ -26,12 +26,11 @@ from nasflow.calibrate._command import run_bench_stack
 from nasflow.calibrate._interleave import RunConfig, VariantRecord, run_interleaved
 from nasflow.calibrate._overhead import format_overhead, trainer_overhead
 from nasflow.calibrate._store import (
-    RECALIBRATE_ENV,
     DeviceStack,
     StackCalibrationTable,
     device_stack,
-    recalibration_requested,
 )
+from nasflow.settings import RECALIBRATE_ENV, recalibration_requested
 
 __all__ = [
     "AUTO_LAYERS",

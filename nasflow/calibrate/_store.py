@@ -10,8 +10,10 @@ context is what the measurement depends on besides the device: the space (name a
 fingerprint), the input shape, the batch size, the candidate the calibration trains, the
 recipe (learning rate, weight decay, planned batches) and the calibration's own settings.
 
-A study with the same device and context reuses the record stored in its own database,
-else the shared one (copied into its database), and trains nothing; anything else
+The table is a measurement store (``nasflow.cost._store.DeviceStore``: one declarative
+base, one schema lock, one load/replace and one own -> shared -> copy-back policy with the
+op-latency table). A study with the same device and context reuses the record stored in
+its own database, else the shared one (copied into its database), and trains nothing; anything else
 (another machine, torch version, thread count, batch size or space) calibrates, and so
 does an explicit refresh
 (``StudySpec(recalibrate_stack=True)``, ``nasflow search --recalibrate-stack`` or
@@ -26,12 +28,12 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 import torch
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from nasflow.calibrate._auto import (
     SCHEMA,
@@ -40,28 +42,23 @@ from nasflow.calibrate._auto import (
     calibration_candidate,
     study_candidates,
 )
-from nasflow.cost import DeviceFingerprint, open_tables, resolve_url, shared_table_url
+from nasflow.cost import (
+    DeviceFingerprint,
+    DeviceStore,
+    MeasurementBase,
+    from_shared,
+    measured_now,
+    store_everywhere,
+)
 from nasflow.space import Arch, SearchSpace
 from nasflow.train import Batches
 from nasflow.train.stack import Stack
 
-#: Key of the PostgreSQL advisory lock that serialises creating the table.
-_SCHEMA_LOCK_KEY = 0x6E66737461636B  # "nfstack"
-#: Environment variable that forces a fresh calibration (``1``, ``true`` or ``yes``).
-RECALIBRATE_ENV = "NASFLOW_RECALIBRATE_STACK"
 #: The table's name.
 TABLE = "nasflow_stack_calibrations"
 
 
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-class _Base(DeclarativeBase):
-    pass
-
-
-class StackCalibrationRow(_Base):
+class StackCalibrationRow(MeasurementBase):
     __tablename__ = TABLE
     __table_args__ = (sa.UniqueConstraint("device_key", "context_key"),)
 
@@ -71,12 +68,7 @@ class StackCalibrationRow(_Base):
     fingerprint: Mapped[str] = mapped_column(sa.Text)
     context: Mapped[str] = mapped_column(sa.Text)
     record: Mapped[str] = mapped_column(sa.Text)
-    measured_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=_now)
-
-
-def recalibration_requested() -> bool:
-    """Whether ``$NASFLOW_RECALIBRATE_STACK`` asks for a fresh calibration."""
-    return os.environ.get(RECALIBRATE_ENV, "").strip().lower() in ("1", "true", "yes")
+    measured_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=measured_now)
 
 
 @dataclass(frozen=True)
@@ -124,7 +116,7 @@ class StoredCalibration:
     measured_at: datetime
 
 
-class StackCalibrationTable:
+class StackCalibrationTable(DeviceStore):
     """Stored ``stack="auto"`` calibrations of any number of devices, in one database.
 
     Args:
@@ -136,34 +128,16 @@ class StackCalibrationTable:
             password redacted).
     """
 
-    def __init__(self, url: str | os.PathLike | None = None) -> None:
-        self.url = resolve_url(url)
-        self.engine = open_tables(
-            self.url, _Base.metadata, _SCHEMA_LOCK_KEY, "the stack calibration table"
-        )
-
-    def close(self) -> None:
-        self.engine.dispose()
-
-    def __enter__(self) -> StackCalibrationTable:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    what = "the stack calibration table"
 
     def load(
         self, device: DeviceFingerprint, context: CalibrationContext
     ) -> StoredCalibration | None:
         """The stored record of ``context`` on ``device``, if any."""
-        stmt = sa.select(StackCalibrationRow).where(
-            StackCalibrationRow.device_key == device.key,
-            StackCalibrationRow.context_key == context.key,
-        )
-        with Session(self.engine) as s:
-            row = s.scalars(stmt).first()
-            if row is None:
-                return None
-            return StoredCalibration(json.loads(row.record), row.measured_at)
+        row = self.load_row(StackCalibrationRow, device.key, context.key)
+        if row is None:
+            return None
+        return StoredCalibration(json.loads(row.record), row.measured_at)
 
     def store(
         self,
@@ -174,26 +148,16 @@ class StackCalibrationTable:
     ) -> None:
         """Store (or replace) the record of ``context`` on ``device``, measured at
         ``measured_at`` (default: now; a record copied from another table keeps its own)."""
-        try:
-            with Session(self.engine) as s, s.begin():
-                s.execute(
-                    sa.delete(StackCalibrationRow).where(
-                        StackCalibrationRow.device_key == device.key,
-                        StackCalibrationRow.context_key == context.key,
-                    )
-                )
-                s.add(
-                    StackCalibrationRow(
-                        device_key=device.key,
-                        context_key=context.key,
-                        fingerprint=device.to_json(),
-                        context=context.to_json(),
-                        record=json.dumps(record),
-                        measured_at=measured_at or _now(),
-                    )
-                )
-        except sa.exc.IntegrityError:
-            pass  # another process stored its calibration of this context at the same moment
+        self.replace_row(
+            StackCalibrationRow(
+                device_key=device.key,
+                context_key=context.key,
+                fingerprint=device.to_json(),
+                context=context.to_json(),
+                record=json.dumps(record),
+                measured_at=measured_at or measured_now(),
+            )
+        )
 
     def count(self) -> int:
         """Stored records, of every device and context."""
@@ -299,18 +263,25 @@ def device_stack(
         "context_key": context.key,
         "table": TABLE,
     }
-    with StackCalibrationTable(storage_url) as table:
-        shared_url = shared_table_url()
-        if shared_url is not None and resolve_url(shared_url) == table.url:
-            shared_url = None  # the study's own table is the shared one
+    table = StackCalibrationTable(storage_url)
+    shared = StackCalibrationTable.shared_for(table)  # None: the study's own is the shared one
+    try:
         found = None if refresh else table.load(fingerprint, context)
-        if not refresh and shared_url is not None and not (found and usable(found.record)):
-            with StackCalibrationTable(shared_url) as shared:
-                found = shared.load(fingerprint, context)
-            if found is not None and usable(found.record):
+        if not refresh and not (found and usable(found.record)):
+            from_table = from_shared(
+                table,
+                shared,
+                lambda t: t.load(fingerprint, context),
+                copy=(
+                    (lambda t, f: t.store(fingerprint, context, f.record, f.measured_at))
+                    if store
+                    else None
+                ),
+                usable=lambda f: usable(f.record),
+            )
+            if from_table is not None:
+                found = from_table
                 origin["source"] = "the table shared by this user's studies"
-                if store:
-                    table.store(fingerprint, context, found.record, found.measured_at)
         if found is not None and usable(found.record):
             origin.update(kind="reused", measured_at=found.measured_at.isoformat())
             record = {**found.record, "origin": origin}
@@ -331,15 +302,16 @@ def device_stack(
             arch=arch,
         )
         record = dict(result.record)
-        when = _now()
-        if store and not record.get("skipped"):
-            table.store(fingerprint, context, record, when)
-            if shared_url is not None:  # the next study on this device reuses it
-                with StackCalibrationTable(shared_url) as shared:
-                    shared.store(fingerprint, context, record, when)
+        when = measured_now()
+        if store and not record.get("skipped"):  # the next study on this device reuses it
+            store_everywhere(table, shared, lambda t: t.store(fingerprint, context, record, when))
         origin.update(
             kind="skipped" if record.get("skipped") else "calibrated",
             measured_at=when.isoformat(),
         )
         record["origin"] = origin
         return DeviceStack(result.stack, record, False, time.perf_counter() - t0)
+    finally:
+        table.close()
+        if shared is not None:
+            shared.close()

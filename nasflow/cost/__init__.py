@@ -25,6 +25,9 @@ from nasflow.cost._measure import (
     time_steps,
 )
 from nasflow.cost._model import CostModel, CostStats, LoadedMachineWarning, MissingLatencyError
+from nasflow.cost._store import Base as MeasurementBase
+from nasflow.cost._store import DeviceStore, from_shared, store_everywhere
+from nasflow.cost._store import now as measured_now
 from nasflow.cost._table import (
     Calibration,
     LatencyTable,
@@ -43,9 +46,11 @@ __all__ = [
     "CostModel",
     "CostStats",
     "DeviceFingerprint",
+    "DeviceStore",
     "FlopCount",
     "LatencyTable",
     "LoadedMachineWarning",
+    "MeasurementBase",
     "MissingLatencyError",
     "OpInstance",
     "OpMeasurement",
@@ -60,12 +65,15 @@ __all__ = [
     "default_cache_path",
     "evaluate_accuracy",
     "fit_line",
+    "from_shared",
     "kendall_tau_b",
     "measure_ops",
+    "measured_now",
     "open_tables",
     "resolve_url",
     "robust_seconds",
     "shared_table_url",
+    "store_everywhere",
     "time_ops",
     "time_steps",
 ]

@@ -57,7 +57,8 @@ from nasflow.cost._measure import (
     time_steps,
     timer_name,
 )
-from nasflow.cost._table import Calibration, LatencyTable, resolve_url, shared_table_url
+from nasflow.cost._store import from_shared, store_everywhere
+from nasflow.cost._table import Calibration, LatencyTable
 from nasflow.cost._trace import PathTracer, meta_supernet
 from nasflow.cost._units import OpInstance, null_optimizer_unit, null_unit
 from nasflow.errors import NasflowError
@@ -197,10 +198,7 @@ class CostModel:
                     f"space {space.name!r} has no config['input_shape']; pass input_shape"
                 )
         table = LatencyTable(storage_url)
-        shared_url = shared_table_url() if share else None
-        shared = None
-        if shared_url is not None and resolve_url(shared_url) != table.url:
-            shared = LatencyTable(shared_url)
+        shared = LatencyTable.shared_for(table) if share else None
         return cls(
             space, input_shape, batch_size, table, device, precision, shared=shared, **kwargs
         )
@@ -267,10 +265,14 @@ class CostModel:
         if missing and not remeasure:
             self._timings.update(self.table.lookup(self.fingerprint, [u.key for u in missing]))
             missing = [u for u in missing if u.key not in self._timings]
-        if missing and not remeasure and self.shared is not None:
-            found = self.shared.lookup(self.fingerprint, [u.key for u in missing])
+        if missing and not remeasure:
+            found = from_shared(
+                self.table,
+                self.shared,
+                lambda t: t.lookup(self.fingerprint, [u.key for u in missing]),
+                copy=lambda t, rows: t.store(self.fingerprint, rows),
+            )
             if found:
-                self.table.store(self.fingerprint, found)
                 self._timings.update(found)
                 self._reused += len(found)
                 missing = [u for u in missing if u.key not in self._timings]
@@ -300,9 +302,9 @@ class CostModel:
                 f"{u.name} in={list(u.input_shape)} grad={int(u.input_requires_grad)}: "
                 f"{u.module!r}"[:2000],
             )
-        self.table.store(self.fingerprint, rows, replace=remeasure)
-        if self.shared is not None:
-            self.shared.store(self.fingerprint, rows, replace=remeasure)
+        store_everywhere(
+            self.table, self.shared, lambda t: t.store(self.fingerprint, rows, replace=remeasure)
+        )
         self._timings.update(rows)
         self.stats.measured_ops += len(missing)
         self.stats.seconds_measuring += time.perf_counter() - t0
@@ -413,9 +415,12 @@ class CostModel:
             for a, o, m in zip(picked, ops, measured, strict=True)
         )
         self.calibration = Calibration(slope, intercept, points)
-        self.table.store_calibration(self.fingerprint, self.context_key, self.calibration)
-        if self.shared is not None:
-            self.shared.store_calibration(self.fingerprint, self.context_key, self.calibration)
+        calibration = self.calibration
+        store_everywhere(
+            self.table,
+            self.shared,
+            lambda t: t.store_calibration(self.fingerprint, self.context_key, calibration),
+        )
         return self.calibration
 
     def fit(
@@ -453,11 +458,16 @@ class CostModel:
         before = self._reused
         measured = self.measure_space(remeasure=remeasure)
         source = MEASURED if measured else SHARED if self._reused > before else STORED
-        if self.calibration is None and self.shared is not None and not remeasure:
-            found = self.shared.load_calibration(self.fingerprint, self.context_key)
+        if self.calibration is None and not remeasure:
+            found = from_shared(
+                self.table,
+                self.shared,
+                lambda t: t.load_calibration(self.fingerprint, self.context_key),
+                copy=lambda t, c: t.store_calibration(self.fingerprint, self.context_key, c),
+                usable=lambda _c: True,
+            )
             if found is not None:
                 self.calibration = found
-                self.table.store_calibration(self.fingerprint, self.context_key, found)
                 source = SHARED if source == STORED else source
         if self.calibration is None or recalibrate or remeasure:
             self.calibrate(n=n, rounds=rounds, iters=iters)
@@ -506,9 +516,10 @@ class CostModel:
             }
         )
         self.stability = record
-        self.table.store_stability(fp, ctx, record)
-        if source == MEASURED and self.shared is not None:
-            self.shared.store_stability(fp, ctx, record)
+        if source == MEASURED:
+            store_everywhere(self.table, self.shared, lambda t: t.store_stability(fp, ctx, record))
+        else:
+            self.table.store_stability(fp, ctx, record)
         if source == MEASURED and record.get("loaded"):
             warnings.warn(
                 f"cost table: the machine looked loaded while it was measured (reference "

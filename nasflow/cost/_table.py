@@ -17,7 +17,9 @@ replaced in one transaction, and so are op rows measured again on request.
 A study keeps its table in its own database. Besides it, a *shared* table
 (``shared_table_url``: ``$NASFLOW_COST_CACHE``, else the local cache file) holds every
 device's rows for every later study on the same fingerprint, so that a fresh study
-reuses them instead of timing the ops again under whatever load is present then.
+reuses them instead of timing the ops again under whatever load is present then. The
+tables, their creation and that sharing policy are the measurement store's
+(``nasflow.cost._store``), which the ``stack="auto"`` calibration table shares.
 """
 
 from __future__ import annotations
@@ -26,34 +28,45 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from pathlib import Path
+from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from nasflow._urls import redact
+from nasflow import settings
 from nasflow.cost._fingerprint import DeviceFingerprint
 from nasflow.cost._measure import OpTiming
+from nasflow.cost._store import (
+    Base,
+    DeviceStore,
+    default_cache_path,
+    open_tables,
+    resolve_url,
+    shared_table_url,
+)
+from nasflow.cost._store import now as _now
 
-#: Key of the PostgreSQL advisory lock that serialises creating these tables.
-_SCHEMA_LOCK_KEY = 0x6E6673636F7374  # "nfscost"
+__all__ = [
+    "SHARED_ENV",
+    "Calibration",
+    "CalibrationRow",
+    "DeviceRow",
+    "LatencyTable",
+    "OpRow",
+    "StabilityRow",
+    "default_cache_path",
+    "open_tables",
+    "resolve_url",
+    "shared_table_url",
+]
 #: Keys per ``IN (...)`` query.
 _CHUNK = 500
 #: Environment variable naming the shared cost table: a file path, ``sqlite:///FILE`` or
 #: ``postgresql://...``; ``off`` shares nothing.
-SHARED_ENV = "NASFLOW_COST_CACHE"
+SHARED_ENV = settings.SHARED_TABLE_ENV
 
 
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-class _Base(DeclarativeBase):
-    pass
-
-
-class DeviceRow(_Base):
+class DeviceRow(Base):
     __tablename__ = "nasflow_cost_devices"
 
     key: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
@@ -61,7 +74,7 @@ class DeviceRow(_Base):
     created_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=_now)
 
 
-class OpRow(_Base):
+class OpRow(Base):
     __tablename__ = "nasflow_cost_ops"
     __table_args__ = (sa.UniqueConstraint("device_key", "op_key"),)
 
@@ -80,7 +93,7 @@ class OpRow(_Base):
     measured_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=_now)
 
 
-class CalibrationRow(_Base):
+class CalibrationRow(Base):
     __tablename__ = "nasflow_cost_calibrations"
     __table_args__ = (sa.UniqueConstraint("device_key", "context_key"),)
 
@@ -95,7 +108,7 @@ class CalibrationRow(_Base):
     fitted_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), default=_now)
 
 
-class StabilityRow(_Base):
+class StabilityRow(Base):
     __tablename__ = "nasflow_cost_stability"
     __table_args__ = (sa.UniqueConstraint("device_key", "context_key"),)
 
@@ -126,84 +139,7 @@ class Calibration:
         return self.slope * op_seconds + self.intercept
 
 
-def default_cache_path() -> Path:
-    """``$NASFLOW_CACHE/cost.db`` (the cache folder MNIST-1D uses too), else
-    ``$XDG_CACHE_HOME/nasflow/cost.db``, else ``~/.cache/nasflow/cost.db``."""
-    root = os.environ.get("NASFLOW_CACHE")
-    if root:
-        return Path(root) / "cost.db"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "nasflow" / "cost.db"
-
-
-def shared_table_url() -> str | None:
-    """Where the cost table shared by every study of this user lives:
-    ``$NASFLOW_COST_CACHE`` (a file path, ``sqlite:///FILE`` or ``postgresql://...``, so a
-    team's machines can share one), else ``default_cache_path()``; ``None`` when the
-    variable is ``off`` (nothing is shared)."""
-    value = os.environ.get(SHARED_ENV, "").strip()
-    if value.lower() == "off":
-        return None
-    return resolve_url(value or None)
-
-
-def resolve_url(url: str | os.PathLike | None) -> str:
-    """A SQLAlchemy URL for the table.
-
-    Args:
-        url: ``None`` (the local cache file), a file path (SQLite),
-            ``sqlite:///FILE`` or ``postgresql://...`` (a study's database).
-
-    Raises:
-        ValueError: Any other scheme (a journal file holds no tables), naming it.
-    """
-    if url is None:
-        url = default_cache_path()
-    if isinstance(url, os.PathLike) or "://" not in str(url):
-        path = Path(url)
-        if not str(path) or str(path) == ".":
-            raise ValueError(f"cost table path {str(url)!r} is not a file path")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return f"sqlite:///{path}"
-    text = str(url)
-    scheme = text.split("://", 1)[0].split("+", 1)[0]
-    if scheme not in ("sqlite", "postgresql"):
-        raise ValueError(
-            f"cost table storage {redact(text)!r} is not a database; use None (a local "
-            "cache file), a file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB"
-        )
-    if scheme == "sqlite" and text.startswith("sqlite:///") and len(text) > len("sqlite:///"):
-        Path(text[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
-    return text
-
-
-def open_tables(url: str, metadata: sa.MetaData, lock_key: int, what: str) -> sa.Engine:
-    """An engine on ``url`` with ``metadata``'s tables created (once, under a PostgreSQL
-    advisory lock ``lock_key``, so concurrent processes do not race to create them).
-
-    Raises:
-        ValueError: The database cannot be opened; names ``what`` and the URL, password
-            redacted (also where the driver echoes it).
-    """
-    kwargs: dict = {}
-    if url.startswith("postgresql"):
-        kwargs = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
-    try:
-        engine = sa.create_engine(url, **kwargs)
-        with engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                # Released at commit: one process creates the tables, the others find them.
-                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock_key})
-            metadata.create_all(conn)
-    except sa.exc.SQLAlchemyError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(
-            f"cannot open {what} {redact(url)!r}: {redact(first, url)[:300]}"
-        ) from None
-    return engine
-
-
-class LatencyTable:
+class LatencyTable(DeviceStore):
     """Measured op latencies of any number of devices, in one database.
 
     Args:
@@ -215,23 +151,11 @@ class LatencyTable:
             password redacted).
     """
 
+    what = "cost table"
+
     def __init__(self, url: str | os.PathLike | None = None) -> None:
-        self.url = resolve_url(url)
-        self.engine = open_tables(self.url, _Base.metadata, _SCHEMA_LOCK_KEY, "cost table")
+        super().__init__(url)
         self._known_devices: set[str] = set()
-
-    @property
-    def safe_url(self) -> str:
-        return redact(self.url)
-
-    def close(self) -> None:
-        self.engine.dispose()
-
-    def __enter__(self) -> LatencyTable:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ inserts
     def _insert_ignore(self, session: Session, table: sa.Table, rows: list[dict]) -> int:
@@ -344,14 +268,10 @@ class LatencyTable:
     # ------------------------------------------------------------------ calibrations
     def load_calibration(self, device: DeviceFingerprint, context: str) -> Calibration | None:
         """The stored calibration of a context on a device, if any."""
-        stmt = sa.select(CalibrationRow).where(
-            CalibrationRow.device_key == device.key, CalibrationRow.context_key == context
-        )
-        with Session(self.engine) as s:
-            row = s.scalars(stmt).first()
-            if row is None:
-                return None
-            return Calibration(row.slope, row.intercept, tuple(json.loads(row.points)))
+        row = self.load_row(CalibrationRow, device.key, context)
+        if row is None:
+            return None
+        return Calibration(row.slope, row.intercept, tuple(json.loads(row.points)))
 
     def store_calibration(
         self, device: DeviceFingerprint, context: str, calibration: Calibration
@@ -371,28 +291,14 @@ class LatencyTable:
     def _replace(self, device: DeviceFingerprint, row: CalibrationRow | StabilityRow) -> None:
         """Store ``row`` in place of its device's row of the same context."""
         self.register(device)
-        cls = type(row)
-        try:
-            with Session(self.engine) as s, s.begin():
-                s.execute(
-                    sa.delete(cls).where(
-                        cls.device_key == device.key, cls.context_key == row.context_key
-                    )
-                )
-                s.add(row)
-        except sa.exc.IntegrityError:
-            pass  # another worker stored its row of this context at the same moment
+        self.replace_row(row)
 
     # ------------------------------------------------------------------ stability
     def load_stability(self, device: DeviceFingerprint, context: str) -> dict | None:
         """The stored stability record of a context on a device (``Stability.to_dict()``
         plus where the table came from), if any."""
-        stmt = sa.select(StabilityRow).where(
-            StabilityRow.device_key == device.key, StabilityRow.context_key == context
-        )
-        with Session(self.engine) as s:
-            row = s.scalars(stmt).first()
-            return None if row is None else json.loads(row.record)
+        row = self.load_row(StabilityRow, device.key, context)
+        return None if row is None else json.loads(row.record)
 
     def store_stability(self, device: DeviceFingerprint, context: str, record: dict) -> None:
         """Store (or replace) the stability record of a context on a device."""

@@ -185,8 +185,8 @@ def load_image_folder(
             train split only.
         cache: Decode every image once into a tensor file and hold the splits in memory
             as ``ImageTensorDataset`` (augmented on tensors): ``True`` keeps the file in
-            ``$NASFLOW_CACHE`` or ``~/.cache/nasflow``, a path in that folder; ``False``
-            (default) decodes lazily on every access, as torchvision's ``ImageFolder``.
+            the cache folder (``nasflow.settings.cache_dir``), a path in that folder;
+            ``False`` (default) decodes lazily on every access, as ``ImageFolder``.
 
     Returns:
         A bundle of normalized float tensors ``(3, H, W)`` and int labels.

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import TensorDataset
 
+from nasflow import settings
 from nasflow._checks import check_fraction, check_int
 from nasflow._files import atomic_write
 from nasflow.data._base import DataBundle, split_train_val
@@ -27,8 +28,9 @@ _LATER_FIELDS = {"scale_coeff": 0.4, "shear_scale": 0.75}
 
 
 def default_cache_dir() -> Path:
-    """The cache folder: ``$NASFLOW_CACHE`` if set, else ``~/.cache/nasflow``."""
-    return Path(os.environ.get("NASFLOW_CACHE") or Path.home() / ".cache" / "nasflow")
+    """The cache folder (``nasflow.settings.cache_dir``): ``$NASFLOW_CACHE``, else
+    ``$XDG_CACHE_HOME/nasflow``, else ``~/.cache/nasflow``."""
+    return settings.cache_dir()
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,7 @@ def load_mnist1d(
 
     Args:
         cache_dir: Folder of the ``mnist1d.npz`` cache; ``None`` means
-            ``$NASFLOW_CACHE`` or ``~/.cache/nasflow``.
+            the cache folder (``nasflow.settings.cache_dir``).
         val_fraction: Share of the training sequences held out for validation, in (0, 1).
         seed: Seed of the train/validation split.
         variant: Other generator settings and sizes (:class:`MNIST1DVariant`); ``None``

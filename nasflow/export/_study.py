@@ -29,19 +29,21 @@ from nasflow.export._writer import (
 )
 from nasflow.record import (
     RunFolder,
+    TrialRecord,
     checkpoint_fingerprint,
     open_stored_study,
     stored_space,
     study_objectives,
     study_stack_dict,
 )
-from nasflow.space import Arch, SearchSpace
+from nasflow.space import SearchSpace
 from nasflow.supernet import Supernet
 
 if TYPE_CHECKING:
     import optuna
 
     from nasflow.search import StudySpec
+
 
 def load_supernet(
     space: SearchSpace, folder: Path, log: Callable[[str], None] = print
@@ -93,7 +95,7 @@ def select_trials(study: optuna.Study, which: str | int) -> list[optuna.trial.Fr
         if which not in trials:
             raise ExportError(f"study {study.study_name!r} has no trial {which}")
         t = trials[which]
-        if t.state != TrialState.COMPLETE or "arch" not in t.user_attrs:
+        if t.state != TrialState.COMPLETE or TrialRecord.from_trial(t).arch is None:
             raise ExportError(
                 f"trial {which} of study {study.study_name!r} is {t.state.name.lower()}; "
                 "only completed trials can be exported"
@@ -110,10 +112,10 @@ def select_trials(study: optuna.Study, which: str | int) -> list[optuna.trial.Fr
 def search_record(trial: optuna.trial.FrozenTrial) -> dict[str, float]:
     """What the search predicted or counted for a trial's architecture (not its weights):
     ``params`` and ``train_cost_predicted_s`` (the cost model's training seconds)."""
+    rec = TrialRecord.from_trial(trial)
     out: dict[str, float] = {}
-    for key, name in (("params", "params"), ("train_cost", "train_cost_predicted_s")):
-        value = trial.user_attrs.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
+    for name, value in (("params", rec.params), ("train_cost_predicted_s", rec.train_cost)):
+        if value is not None:
             out[name] = value
     return out
 
@@ -142,7 +144,7 @@ def retrained_winner(
             f"`nasflow search` on study {name!r} again to retrain it, or pass --weights supernet"
         ) from None
     if record.get("fingerprint") != space.fingerprint() or record.get("arch") != json.loads(
-        json.dumps(Arch.from_json(trial.user_attrs["arch"]).to_dict())
+        json.dumps(TrialRecord.from_trial(trial).get_arch().to_dict())
     ):
         raise ExportError(
             f"{str(folder / WINNER_RECORD_FILE)!r} records another space or architecture than "
@@ -314,7 +316,7 @@ def _prepare_winner(
     how = f"phase 3 of study {name!r}"
     net, info = prepare_retrained(
         space,
-        Arch.from_json(t.user_attrs["arch"]),
+        TrialRecord.from_trial(t).get_arch(),
         state,
         metrics={
             "test_accuracy": float(record["test_accuracy"]),
@@ -378,7 +380,7 @@ def _prepare_supernet(
         net, info = prepare_export(
             space,
             supernet,
-            Arch.from_json(t.user_attrs["arch"]),
+            TrialRecord.from_trial(t).get_arch(),
             study={
                 **base,
                 "trial": t.number,

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import optuna
 
-from nasflow.record import STACK_KEY, SUPERNET_KEY, retrain_records
+from nasflow.record import STACK_KEY, SUPERNET_KEY, StackRecord, retrain_records
 
 
 # ---------------------------------------------------------------------- fairness
@@ -236,7 +236,8 @@ def stack_data(study: optuna.Study) -> StackData:
     e2e = rec.get("end_to_end")
     chosen = rec.get("chosen")
     chosen = [str(c) for c in chosen] if isinstance(chosen, list) else None
-    mult = rec.get("chosen_multiplier") if rec.get("schema", 1) >= 2 else None
+    typed = StackRecord.from_dict(rec)
+    mult = typed.chosen_multiplier if typed.all_layers else None
     return StackData(
         True,
         baseline,

@@ -7,6 +7,7 @@ from typing import NamedTuple
 import optuna
 import plotly.graph_objects as go
 
+from nasflow.record import PARAMS_ATTR, TRAIN_COST_ATTR
 from nasflow.report._figures import (
     plot_budget,
     plot_costmodel,
@@ -64,8 +65,8 @@ def report_data(study: optuna.Study, space: SearchSpace | None = None) -> Report
     """
     summarize = summarizer(study, space)
     return ReportData(
-        pareto=tradeoff_data(study, "train_cost", summarize),
-        params=tradeoff_data(study, "params", summarize),
+        pareto=tradeoff_data(study, TRAIN_COST_ATTR, summarize),
+        params=tradeoff_data(study, PARAMS_ATTR, summarize),
         history=history_data(study),
         budget=budget_data(study),
         fairness=fairness_data(study),

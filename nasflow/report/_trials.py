@@ -14,7 +14,14 @@ from optuna.trial import FrozenTrial, TrialState
 
 from nasflow import names
 from nasflow._checks import check_choice
-from nasflow.record import get_constraints, retrain_records, study_metric_names
+from nasflow.record import (
+    PARAMS_ATTR,
+    TRAIN_COST_ATTR,
+    TrialRecord,
+    get_constraints,
+    retrain_records,
+    study_metric_names,
+)
 from nasflow.report._study import Summarizer, generic_summary
 from nasflow.search import non_dominated_sort, pareto_trials
 
@@ -22,7 +29,7 @@ from nasflow.search import non_dominated_sort, pareto_trials
 FRONT, DOMINATED, INFEASIBLE, OVER_BUDGET = "front", "dominated", "infeasible", "over budget"
 
 #: Trade-off axes: trial user attribute -> axis title.
-AXES = {"train_cost": names.PREDICTED_COST, "params": names.PARAMS}
+AXES = {TRAIN_COST_ATTR: names.PREDICTED_COST, PARAMS_ATTR: names.PARAMS}
 
 
 class TrialPoint(NamedTuple):
@@ -68,12 +75,12 @@ def _violates(trial: FrozenTrial) -> bool:
 
 
 def _arch(trial: FrozenTrial, summarize: Summarizer) -> str:
-    raw = trial.user_attrs.get("arch")
-    return summarize(raw) if isinstance(raw, str) else ""
+    raw = TrialRecord.from_trial(trial).arch
+    return summarize(raw) if raw is not None else ""
 
 
 def tradeoff_data(
-    study: optuna.Study, x_attr: str = "train_cost", summarize: Summarizer = generic_summary
+    study: optuna.Study, x_attr: str = TRAIN_COST_ATTR, summarize: Summarizer = generic_summary
 ) -> TradeoffData:
     """Completed trials (and over-budget skipped ones) on the accuracy vs ``x_attr`` plane.
 
@@ -91,7 +98,7 @@ def tradeoff_data(
     left_out = 0
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
         x = t.user_attrs.get(x_attr)
-        skipped = t.user_attrs.get("skipped")
+        skipped = TrialRecord.from_trial(t).skipped
         if t.state == TrialState.PRUNED and not skipped:
             continue  # stopped early by the pruner: shown in the budget figure
         if not isinstance(x, (int, float)) or (t.state == TrialState.COMPLETE and not t.values):
@@ -153,13 +160,14 @@ def budget_data(study: optuna.Study) -> BudgetData:
     numbers, epochs, labels = [], [], []
     for t in sorted(study.get_trials(deepcopy=False, states=states), key=lambda t: t.number):
         numbers.append(t.number)
-        epochs.append(int(t.user_attrs.get("epochs_trained", 0)))
+        rec = TrialRecord.from_trial(t)
+        epochs.append(rec.epochs_trained or 0)
         if t.state == TrialState.COMPLETE:
             labels.append(COMPLETED)
         elif t.state == TrialState.FAIL:
             labels.append(FAILED)
         else:
-            labels.append(SKIPPED if t.user_attrs.get("skipped") else PRUNED)
+            labels.append(SKIPPED if rec.skipped else PRUNED)
     return BudgetData(numbers, epochs, labels)
 
 
@@ -193,7 +201,8 @@ def pareto_table(study: optuna.Study, summarize: Summarizer = generic_summary) -
     rows = []
     for t in pareto_trials(study):
         rec = records.get(t.number, {})
-        cost, params = t.user_attrs.get("train_cost"), t.user_attrs.get("params")
+        trial = TrialRecord.from_trial(t)
+        cost, params = trial.train_cost, trial.params
         rows.append(
             ParetoRow(
                 t.number,

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import optuna
 
+from nasflow.record import TrialRecord
+
 
 def screening_record(study: optuna.Study) -> dict[str, float] | None:
     """How many candidates were scored from the supernet and the median time of one score
     (path extraction, BN recalibration and validation; cost prediction excluded)."""
-    times = [
-        float(t.user_attrs["score_seconds"])
-        for t in study.get_trials(deepcopy=False)
-        if "score_seconds" in t.user_attrs
-    ]
+    records = (TrialRecord.from_trial(t) for t in study.get_trials(deepcopy=False))
+    times = [r.score_seconds for r in records if r.score_seconds is not None]
     if not times:
         return None
     times.sort()

@@ -18,7 +18,7 @@ import torch
 
 from nasflow.cost import CostModel
 from nasflow.record import COST_TABLE_KEY
-from nasflow.search._costtable import format_cost_table, remeasure_requested
+from nasflow.search._costtable import format_cost_table
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet
 from nasflow.train import measure_step_time
@@ -37,7 +37,8 @@ class CostEstimator(abc.ABC):
         device: Where candidates train.
         stack: The study's speedup stack (``None``: plain fp32 eager).
         storage: The cost model's table (see ``CandidateScorer.cost_storage``).
-        remeasure: Measure the cost table again (see ``CandidateScorer.remeasure_costs``).
+        remeasure: Measure the cost table again (see ``CandidateScorer.remeasure_costs``;
+            the scorer folds ``$NASFLOW_REMEASURE_COSTS`` in once, at its construction).
         log: Line logger.
     """
 
@@ -54,11 +55,13 @@ class CostEstimator(abc.ABC):
     log: Callable[[str], None] = lambda _m: None
 
     def prepare(self, study: optuna.Study, batch_size: int) -> None:  # noqa: B027
-        """Called before the first estimate of each trial (nothing by default)."""
+        """Set-up for estimates at ``batch_size`` in ``study``: called once per study and
+        batch size, before its first estimate (nothing by default)."""
 
     @abc.abstractmethod
-    def step(self, arch: Arch, batch_size: int) -> tuple[float, int]:
-        """``(seconds of one training step of batch_size samples, parameter count)``."""
+    def step(self, arch: Arch, batch_size: int, path: Arch | None = None) -> tuple[float, int]:
+        """``(seconds of one training step of batch_size samples, parameter count)``;
+        ``path`` is ``arch``'s supernet path where the caller has it already."""
 
 
 @dataclass
@@ -92,7 +95,7 @@ class PredictedCost(CostEstimator):
         if batch_size in self.models:
             return
         stored = study.user_attrs.get(COST_TABLE_KEY)
-        wanted = self.remeasure or remeasure_requested()
+        wanted = self.remeasure
         if wanted and isinstance(stored, dict):
             self.log("cost table: not re-measured (a study keeps the table it started with)")
         model = self.model(batch_size, remeasure=wanted and not isinstance(stored, dict))
@@ -102,9 +105,9 @@ class PredictedCost(CostEstimator):
         for line in format_cost_table(record):
             self.log(line)
 
-    def step(self, arch: Arch, batch_size: int) -> tuple[float, int]:
+    def step(self, arch: Arch, batch_size: int, path: Arch | None = None) -> tuple[float, int]:
         model = self.model(batch_size)
-        path = self.space.path(arch)
+        path = self.space.path(arch) if path is None else path
         return model.predict_step_seconds(path), model.params(path)
 
 
@@ -114,8 +117,9 @@ class MeasuredCost(CostEstimator):
 
     kind = "measure"
 
-    def step(self, arch: Arch, batch_size: int) -> tuple[float, int]:
-        net = self.supernet.extract(self.space.path(arch)).to(self.device)
+    def step(self, arch: Arch, batch_size: int, path: Arch | None = None) -> tuple[float, int]:
+        path = self.space.path(arch) if path is None else path
+        net = self.supernet.extract(path).to(self.device)
         x, y = self.batch
         seconds = measure_step_time(net, x[:batch_size], y[:batch_size], stack=self.stack)
         return seconds, sum(p.numel() for p in net.parameters())

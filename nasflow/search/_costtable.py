@@ -7,17 +7,11 @@ user attribute ``nasflow:cost_table``; the summary and the scorer's log print it
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-#: Environment variable that forces the cost table to be measured again (``1``, ``true``
-#: or ``yes``), like ``nasflow search --remeasure-costs``.
-REMEASURE_ENV = "NASFLOW_REMEASURE_COSTS"
+from nasflow.settings import REMEASURE_ENV, remeasure_requested
 
-
-def remeasure_requested() -> bool:
-    """Whether ``$NASFLOW_REMEASURE_COSTS`` asks for a fresh cost table."""
-    return os.environ.get(REMEASURE_ENV, "").strip().lower() in ("1", "true", "yes")
+__all__ = ["REMEASURE_ENV", "format_cost_table", "remeasure_requested"]
 
 
 def format_cost_table(record: Any) -> list[str]:

@@ -21,6 +21,8 @@ from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
+from nasflow.record import StackRecord, TrialRecord
+
 _ONE_SHOT_SOURCE = (
     "the predicted stand-alone training cost (trial user attribute 'train_cost': the "
     "study's training budget, from the cost model) of every evaluated candidate"
@@ -55,9 +57,7 @@ def stack_origin(record: Mapping[str, Any]) -> str:
 
 def chosen_multiplier(record: Mapping[str, Any]) -> float | None:
     """The chosen stack's measured multiplier (schema 1 records kept it in ``end_to_end``)."""
-    if record.get("schema", 1) >= 2:
-        return record.get("chosen_multiplier")
-    return record.get("end_to_end")
+    return StackRecord.from_dict(record).chosen_multiplier
 
 
 def _stack_part(record: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -82,7 +82,7 @@ def _stack_part(record: Mapping[str, Any] | None) -> dict[str, Any]:
         alone = ", ".join(
             f"{x['name']} {_x(x.get('alone'), 'failed')}"
             for x in record.get("layers") or []
-            if isinstance(x, Mapping) and record.get("schema", 1) >= 2
+            if isinstance(x, Mapping) and StackRecord.from_dict(record).all_layers
         )
         gain = (record.get("calibration") or {}).get("min_gain")
         need = f"; needed {_x(gain)}" if gain else ""
@@ -136,9 +136,10 @@ def search_multipliers(
         and ``end_to_end`` (the measured wall time of the search and of the run).
     """
     finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-    skipped = [t for t in finished if "skipped" in t.user_attrs]
-    evaluated = [t for t in finished if "skipped" not in t.user_attrs]
-    predicted = sum(float(t.user_attrs.get("train_cost", 0.0)) for t in evaluated)
+    records = {id(t): TrialRecord.from_trial(t) for t in finished}  # (numbers may repeat)
+    skipped = [t for t in finished if records[id(t)].skipped is not None]
+    evaluated = [t for t in finished if records[id(t)].skipped is None]
+    predicted = sum(records[id(t)].train_cost or 0.0 for t in evaluated)
     actual = float(seconds.get("supernet", 0.0)) + float(seconds.get("search", 0.0))
     one_shot_m = _ratio(predicted, actual) if evaluated else None
     one_shot = {
@@ -151,7 +152,7 @@ def search_multipliers(
         "note": f"estimated from {_ONE_SHOT_SOURCE}, vs the measured supernet + search time",
     }
     # Candidates scored once each: a duplicate (``duplicate_of``) reused an earlier score.
-    distinct = len({t.user_attrs.get("arch", t.number) for t in evaluated})
+    distinct = len({records[id(t)].arch or t.number for t in evaluated})
     without = None
     if measured_standalone and evaluated:
         per = statistics.median(float(v) for v in measured_standalone)
@@ -178,7 +179,7 @@ def search_multipliers(
             }
         )
     planned = finetune_epochs * len(evaluated)
-    trained = sum(int(t.user_attrs.get("epochs_trained", 0)) for t in evaluated)
+    trained = sum(records[id(t)].epochs_trained or 0 for t in evaluated)
     early_m = _ratio(planned, trained) if planned else None
     early = {
         "multiplier": early_m,
@@ -194,7 +195,7 @@ def search_multipliers(
             else "no fine-tuning: nothing to stop early"
         ),
     }
-    skipped_cost = sum(float(t.user_attrs.get("train_cost", 0.0)) for t in skipped)
+    skipped_cost = sum(records[id(t)].train_cost or 0.0 for t in skipped)
     gate_m = _ratio(predicted + skipped_cost, predicted) if evaluated else None
     gate = {
         "multiplier": gate_m,
@@ -328,7 +329,7 @@ def format_stack(record: Mapping[str, Any] | None) -> list[str]:
         f"speedup stack (stack='auto'), vs {record.get('baseline', 'the baseline')} on "
         f"{record.get('device', '?')}; {stack_origin(record)}:"
     ]
-    if record.get("schema", 1) < 2:  # the chosen layers only
+    if not StackRecord.from_dict(record).all_layers:  # the chosen layers only
         lines.append(
             f"  trained with: {'+'.join(record.get('chosen') or []) or 'baseline'} "
             f"{_x(chosen_multiplier(record))} MEASURED"

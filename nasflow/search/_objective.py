@@ -19,8 +19,24 @@ from torch import nn
 
 from nasflow.data import Batches, DataBundle
 from nasflow.errors import NasflowError
-from nasflow.record import SCREEN_KEY, reuse_score, set_constraints
+from nasflow.record import (
+    ARCH_ATTR,
+    EPOCHS_TRAINED_ATTR,
+    FAIL_REASON_ATTR,
+    PARAMS_ATTR,
+    RESUMED_AT_ATTR,
+    SCORE_SECONDS_ATTR,
+    SCREEN_KEY,
+    SCREENED_OUT_ATTR,
+    SKIPPED_ATTR,
+    SUPERNET_ACCURACY_ATTR,
+    TRACEBACK_ATTR,
+    TRAIN_COST_ATTR,
+    reuse_score,
+    set_constraints,
+)
 from nasflow.search._cost import COST_ESTIMATORS
+from nasflow.search._costtable import remeasure_requested
 from nasflow.search._pareto_pruner import promoted
 from nasflow.search._recovery import TrialInterrupted, original_number
 from nasflow.search._retrain import recipe_for
@@ -122,18 +138,34 @@ class CandidateScorer:
             self.device,
             self.spec.stack if isinstance(self.spec.stack, Stack) else None,
             storage=self.cost_storage,
-            remeasure=self.remeasure_costs,
+            remeasure=self.remeasure_costs or remeasure_requested(),
             log=self._log,
         )
+        #: Batch sizes whose estimator set-up ran (once per study and batch size).
+        self._prepared: set[int] = set()
+
+    def setup(self, study: optuna.Study) -> None:
+        """Once per study, before its first trial: set the cost estimator up for the
+        study's batch size (where the space does not search the batch size; else each
+        batch size is set up at its first use)."""
+        if "batch_size" not in self.spec.space.labels:
+            self._prepare(study, self.spec.train.batch_size)
+
+    def _prepare(self, study: optuna.Study, batch_size: int) -> None:
+        if batch_size not in self._prepared:
+            self.estimator.prepare(study, batch_size)
+            self._prepared.add(batch_size)
 
     def _steps(self, recipe: TrainConfig) -> int:
         return len(self.train.dataset) // recipe.batch_size * recipe.epochs  # type: ignore[arg-type]
 
-    def predicted_cost(self, arch: Arch, recipe: TrainConfig) -> tuple[float, int]:
-        """``(training cost in seconds, parameter count)`` of ``arch``, before any training:
-        the estimator's step time (``spec.cost``: predicted or measured) times the
-        recipe's number of steps."""
-        step, params = self.estimator.step(arch, recipe.batch_size)
+    def predicted_cost(
+        self, arch: Arch, recipe: TrainConfig, path: Arch | None = None
+    ) -> tuple[float, int]:
+        """``(training cost in seconds, parameter count)`` of ``arch`` (its supernet
+        ``path`` where known), before any training: the estimator's step time
+        (``spec.cost``: predicted or measured) times the recipe's number of steps."""
+        step, params = self.estimator.step(arch, recipe.batch_size, path)
         return step * self._steps(recipe), params
 
     def values(self, acc: float, cost: float, params: int, loss: float) -> list[float]:
@@ -144,7 +176,7 @@ class CandidateScorer:
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
         spec = self.spec
         arch = spec.space.suggest(trial)
-        trial.set_user_attr("arch", arch.to_json())
+        trial.set_user_attr(ARCH_ATTR, arch.to_json())
         reused = reuse_score(trial, arch)
         if reused is not None:  # already scored in this study: nothing is trained again
             return reused
@@ -157,17 +189,17 @@ class CandidateScorer:
             self.interrupted = e.trial_number
             raise
         except NonFiniteLossError as e:
-            trial.set_user_attr("fail_reason", f"non-finite loss: {e}")
+            trial.set_user_attr(FAIL_REASON_ATTR, f"non-finite loss: {e}")
             raise optuna.TrialPruned(f"non-finite loss: {e}") from None
         except optuna.TrialPruned:
             raise
         except Exception as e:
             # Optuna keeps no reason for a failed trial: store it, with the traceback.
-            trial.set_user_attr("traceback", traceback.format_exc()[-8000:])
+            trial.set_user_attr(TRACEBACK_ATTR, traceback.format_exc()[-8000:])
             if is_out_of_memory(e):
-                trial.set_user_attr("fail_reason", f"out of memory: {str(e)[:300]}")
+                trial.set_user_attr(FAIL_REASON_ATTR, f"out of memory: {str(e)[:300]}")
                 raise CandidateError(f"trial {trial.number}: out of memory: {e}") from None
-            trial.set_user_attr("fail_reason", f"{type(e).__name__}: {str(e)[:500]}")
+            trial.set_user_attr(FAIL_REASON_ATTR, f"{type(e).__name__}: {str(e)[:500]}")
             raise
         finally:
             if folder is not None and not keep:
@@ -185,25 +217,26 @@ class CandidateScorer:
     def _score(self, trial: optuna.Trial, arch: Arch, folder: Path | None) -> float | list[float]:
         spec = self.spec
         recipe = recipe_for(arch, spec.train)
-        self.estimator.prepare(trial.study, recipe.batch_size)
-        cost, params = self.predicted_cost(arch, recipe)
-        trial.set_user_attr("params", params)
-        trial.set_user_attr("train_cost", cost)
+        path = spec.space.path(arch)  # once per candidate: cost and score share it
+        self._prepare(trial.study, recipe.batch_size)
+        cost, params = self.predicted_cost(arch, recipe, path)
+        trial.set_user_attr(PARAMS_ATTR, params)
+        trial.set_user_attr(TRAIN_COST_ATTR, cost)
         violations = spec.budget.violations(params, cost)
         if violations:
             set_constraints(trial, violations)
             over = {k: v for k, v in violations.items() if v > 0}
             if over:
                 why = ", ".join(f"{k} {v:+.0%} over the limit" for k, v in over.items())
-                trial.set_user_attr("skipped", f"over budget: {why}")
+                trial.set_user_attr(SKIPPED_ATTR, f"over budget: {why}")
                 raise optuna.TrialPruned(f"over budget: {why}")
         # The one-shot score: extract the path's weights, re-estimate BN, validate.
         t0 = time.perf_counter()
-        net = self.supernet.extract(spec.space.path(arch)).to(self.device)
+        net = self.supernet.extract(path).to(self.device)
         recalibrate_bn(net, self.train.epoch(0), spec.bn_batches, device=self.device)
         acc, loss = evaluate(net, self.val, device=self.device)
-        trial.set_user_attr("score_seconds", time.perf_counter() - t0)
-        trial.set_user_attr("supernet_accuracy", acc)
+        trial.set_user_attr(SCORE_SECONDS_ATTR, time.perf_counter() - t0)
+        trial.set_user_attr(SUPERNET_ACCURACY_ATTR, acc)
         values = self.values(acc, cost, params, loss)
         if spec.finetune_epochs:
             if spec.screen_keep < 1:
@@ -237,7 +270,7 @@ class CandidateScorer:
             if scored >= factor
             else f"screened out: fewer than {factor} candidates scored yet to rank it among"
         )
-        trial.set_user_attr("screened_out", why)
+        trial.set_user_attr(SCREENED_OUT_ATTR, why)
         raise optuna.TrialPruned(why)
 
     def _finetune(
@@ -268,7 +301,7 @@ class CandidateScorer:
             acc, loss = evaluate(net, self.val, device=self.device)
             history.append(self.values(acc, cost, params, loss))
             self._save(folder, trainer, arch, history)
-            trial.set_user_attr("epochs_trained", trainer.epoch)
+            trial.set_user_attr(EPOCHS_TRAINED_ATTR, trainer.epoch)
             self._log(f"trial {trial.number}: fine-tuned epoch {trainer.epoch}/{ft.epochs}")
             self.report(trial, history[-1], trainer.epoch)
             if trainer.epoch < ft.epochs and stop():
@@ -284,7 +317,7 @@ class CandidateScorer:
         folder: Path | None,
     ) -> TrialInterrupted:
         path = self._save(folder, trainer, arch, history)
-        trial.set_user_attr("fail_reason", "stopped on request; queued to be resumed")
+        trial.set_user_attr(FAIL_REASON_ATTR, "stopped on request; queued to be resumed")
         where = f"epoch {trainer.epoch + 1}, batch {trainer.batch}"
         return TrialInterrupted(trial.number, f"trial {trial.number} fine-tuning at {where}", path)
 
@@ -315,7 +348,7 @@ class CandidateScorer:
             self._log(f"trial {trial.number}: ignoring {folder}: it is for another architecture")
             return []
         trainer.load_state_dict(state["trainer"])
-        trial.set_user_attr("resumed_at", [at.epoch, at.batch])
+        trial.set_user_attr(RESUMED_AT_ATTR, [at.epoch, at.batch])
         self._log(
             f"trial {trial.number}: resumed fine-tuning from {folder.name} at epoch "
             f"{at.epoch}, batch {at.batch}"

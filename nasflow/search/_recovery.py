@@ -10,7 +10,6 @@ and resumes from its fine-tuning checkpoint, which is keyed by the original numb
 from __future__ import annotations
 
 import datetime
-import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -18,17 +17,18 @@ from pathlib import Path
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from nasflow import settings
 from nasflow._compat import retry_callback_kwargs
-from nasflow.record import STOPS_KEY
+from nasflow.record import PER_ATTEMPT_ATTRS, STOPS_KEY
 from nasflow.storage import GRACE_PERIOD, HEARTBEAT_INTERVAL
 from nasflow.train import TrainingInterrupted
 
 #: Environment variables that override the heartbeat settings of a run.
-ENV_HEARTBEAT_INTERVAL = "NASFLOW_HEARTBEAT_INTERVAL"
-ENV_GRACE_PERIOD = "NASFLOW_GRACE_PERIOD"
+ENV_HEARTBEAT_INTERVAL = settings.HEARTBEAT_INTERVAL_ENV
+ENV_GRACE_PERIOD = settings.GRACE_PERIOD_ENV
 
 #: User attributes of a finished attempt that must not leak into its retry.
-_PER_ATTEMPT_ATTRS = ("fail_reason", "traceback")
+_PER_ATTEMPT_ATTRS = PER_ATTEMPT_ATTRS
 
 
 class TrialInterrupted(TrainingInterrupted):
@@ -58,7 +58,8 @@ def heartbeat_settings(
         (interval, ENV_HEARTBEAT_INTERVAL, HEARTBEAT_INTERVAL),
         (grace_period, ENV_GRACE_PERIOD, GRACE_PERIOD),
     ):
-        raw = given if given is not None else os.environ.get(env, default)
+        stored = settings.raw(env)
+        raw = given if given is not None else (stored if stored is not None else default)
         try:
             value = int(raw)
         except (TypeError, ValueError):

@@ -14,6 +14,7 @@ from nasflow.record import (
     SCREENING_KEY,
     STACK_KEY,
     TRUST_KEY,
+    TrialRecord,
 )
 from nasflow.search._baseline import read_baseline
 from nasflow.search._costtable import format_cost_table
@@ -23,7 +24,6 @@ from nasflow.search._runner import RunResult
 from nasflow.search._spec import StudySpec
 from nasflow.search._trust import format_trust
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
-from nasflow.space import Arch
 
 
 def baseline_line(winner_test: float, paths: tuple[str | os.PathLike, ...]) -> str:
@@ -60,12 +60,13 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     header = "  ".join(f"{n:>{w}}" for n, w in cols) + "  arch"
 
     def row(t: optuna.trial.FrozenTrial) -> str:
-        arch = Arch.from_json(t.user_attrs["arch"])
-        cells = [str(t.number), f"{t.user_attrs['supernet_accuracy']:.4f}"]
+        rec = TrialRecord.from_trial(t)
+        arch = rec.get_arch()
+        cells = [str(t.number), f"{rec.supernet_accuracy:.4f}"]
         if finetuned:
-            out = "screened out" if "screened_out" in t.user_attrs else "pruned"
+            out = "screened out" if rec.screened_out is not None else "pruned"
             cells.append(f"{t.values[0]:.4f}" if t.values else out)
-        cells += [f"{t.user_attrs['train_cost']:.1f}", f"{t.user_attrs['params']:,}"]
+        cells += [f"{rec.train_cost:.1f}", f"{rec.params:,}"]
         w = retrained.get(t.number)
         cells.append(f"{w.test_accuracy:.4f}" if w is not None else "-")
         return (
@@ -76,12 +77,16 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     scored = [
         t
         for t in result.study.get_trials(deepcopy=False)
-        if "supernet_accuracy" in t.user_attrs and "train_cost" in t.user_attrs
+        if (rec := TrialRecord.from_trial(t)).supernet_accuracy is not None
+        and rec.train_cost is not None
     ]
     first = names.FINETUNED_ACCURACY if finetuned else names.SUPERNET_SCORE
     # Ranked by the searched objective (pruned fine-tunings last), the winners always shown.
     scored.sort(
-        key=lambda t: (not t.values, -(t.values or [t.user_attrs["supernet_accuracy"]])[0])
+        key=lambda t: (
+            not t.values,
+            -(t.values or [TrialRecord.from_trial(t).supernet_accuracy])[0],  # type: ignore[list-item]
+        )
     )
     top = scored[:10] + [t for t in scored[10:] if t.number in retrained]
     meaning = [f"{names.SUPERNET_SCORE}: {names.MEANINGS[names.SUPERNET_SCORE]}"]

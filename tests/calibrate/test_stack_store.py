@@ -16,15 +16,14 @@ import torch
 from torch.utils.data import TensorDataset
 
 from nasflow.calibrate._store import (
-    RECALIBRATE_ENV,
     TABLE,
     StackCalibrationTable,
     calibration_context,
     device_stack,
-    recalibration_requested,
     usable,
 )
 from nasflow.cost import DeviceFingerprint
+from nasflow.settings import RECALIBRATE_ENV, recalibration_requested
 from nasflow.space import Arch
 from nasflow.train import Batches
 from nasflow.train.stack import Stack

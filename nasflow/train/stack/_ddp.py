@@ -28,6 +28,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow import settings
 from nasflow._checks import check_int
 from nasflow._loss import flat_logits
 from nasflow.space import Arch
@@ -230,7 +231,7 @@ def init_from_env(backend: str | None = None) -> tuple[int, int]:
         ``(rank, world_size)``; ``(0, 1)`` without initialising anything when the process
         was not started by ``torchrun`` (no ``WORLD_SIZE`` or ``WORLD_SIZE=1``).
     """
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = settings.world_size()
     if world <= 1:
         return 0, 1
     if not dist.is_initialized():

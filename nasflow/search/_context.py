@@ -1,0 +1,156 @@
+"""The state a study run's phases share (:class:`RunContext`) and what each returns.
+
+The study runner (``nasflow.search._runner``) builds one :class:`RunContext` and hands it
+to each phase in turn; a phase is a module with one entry point ``run_<phase>(ctx)`` that
+returns its result record (a frozen dataclass below). Phases so far:
+
+- ``_phase_supernet.run_supernet``: resolve the speedup stack, train the supernet (1);
+- ``_phase_screening.run_screening``: the Optuna study proposing and scoring candidates (2);
+- ``_phase_trust.run_trust``: how far the supernet's ranking can be trusted (2b);
+- ``_phase_winners.run_winners``: retrain the best Pareto trials from scratch (3).
+
+A new phase (fine-tuning, a trust verdict) adds a module with its ``run_<phase>(ctx)`` and
+result record here, and one line in ``StudyRunner.run``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import optuna
+
+from nasflow.data import DataBundle
+from nasflow.record import RunFolder
+from nasflow.storage import StorageSpec
+from nasflow.train.stack import Stack
+
+if TYPE_CHECKING:
+    from nasflow.search._phase_winners import Winner
+    from nasflow.search._spec import StudySpec
+    from nasflow.supernet import Supernet
+
+
+@dataclass
+class RunContext:
+    """What every phase of one run reads, and the state the runner passes between them.
+
+    Attributes:
+        spec: The study.
+        folder: The run's folder (checkpoints, winners, locks).
+        storage: Where the study lives.
+        study: The opened study.
+        device: Training device.
+        log: Line logger.
+        progress: Show progress bars (then per-step lines are quiet).
+        stop: Set to stop gracefully (see ``StudyRunner``).
+        checkpoint_every: Supernet checkpoints every this many steps inside an epoch.
+        worker: A worker process (skips the study-level records and phase 3).
+        n_trials: Total finished trials wanted (``None``: the spec's).
+        timeout: Seconds the search may take.
+        data: The study's data (``None`` in tabular mode).
+        stack: The speedup stack every phase trains with (``"auto"`` resolved by phase 1).
+        supernet: Phase 1's supernet (``None`` in tabular mode).
+        ran_trials: Numbers of the trials this process ran (phase 2 appends).
+    """
+
+    spec: StudySpec
+    folder: RunFolder
+    storage: StorageSpec
+    study: optuna.Study
+    device: str
+    log: Callable[[str], None]
+    progress: bool
+    stop: threading.Event
+    checkpoint_every: int = 0
+    worker: bool = False
+    n_trials: int | None = None
+    timeout: float | None = None
+    data: DataBundle | None = None
+    stack: Stack | None = None
+    supernet: Supernet | None = None
+    ran_trials: list[int] = field(default_factory=list)
+
+    @property
+    def out(self) -> Path:
+        """The run's folder (``RUNS/NAME``)."""
+        return self.folder.root
+
+    @property
+    def tables_url(self) -> str | None:
+        """The database holding the cost model's and the stack's tables beside the study
+        (``None``: the per-user cache; journal files and in-memory studies have none)."""
+        s = self.storage
+        return s.url if s.kind != "journal" and s.url else None
+
+    # ------------------------------------------------------------------ progress
+    def quiet_log(self, msg: str) -> None:
+        """Log ``msg`` unless progress bars are shown."""
+        if not self.progress:
+            self.log(msg)
+
+    def bar(self, total: int, desc: str) -> Any:
+        """A progress bar of ``total`` epochs (``None`` without progress bars)."""
+        if not self.progress:
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=desc, unit="epoch", leave=True)
+
+    @staticmethod
+    def advance(bar: Any, epoch: int, loss: float) -> None:
+        if bar is not None:
+            bar.n = epoch
+            bar.set_postfix(loss=f"{loss:.3f}")
+            bar.refresh()
+
+    @staticmethod
+    def close_bar(bar: Any) -> None:
+        if bar is not None:
+            bar.close()
+
+
+@dataclass(frozen=True)
+class SupernetPhaseResult:
+    """Phase 1: the stack resolved and the supernet trained.
+
+    Attributes:
+        stack: The speedup stack every phase trains with.
+        supernet: The trained supernet.
+        info: The supernet record (``nasflow:supernet``).
+        calibration_seconds: Seconds spent calibrating the stack (0: none ran).
+        seconds: Seconds training the supernet took (calibration excluded).
+    """
+
+    stack: Stack | None
+    supernet: Supernet
+    info: dict[str, Any]
+    calibration_seconds: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ScreeningPhaseResult:
+    """Phase 2: the trials this process ran, and how long the search took."""
+
+    ran_trials: tuple[int, ...]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class TrustPhaseResult:
+    """Phase 2b: whether the probe ran (a stored record is kept) and how long it took."""
+
+    ran: bool
+    seconds: float
+
+
+@dataclass(frozen=True)
+class WinnersPhaseResult:
+    """Phase 3: the retrained (or reused) winners, and how long it took."""
+
+    winners: tuple[Winner, ...]
+    seconds: float

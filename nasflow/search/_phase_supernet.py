@@ -1,0 +1,103 @@
+"""Phase 1: resolve the speedup stack and train the supernet (entry point
+:func:`run_supernet`)."""
+
+from __future__ import annotations
+
+import time
+
+from nasflow._files import file_lock
+from nasflow.data import DataBundle
+from nasflow.record import STACK_KEY, SUPERNET_KEY, study_stack_dict
+from nasflow.search._context import RunContext, SupernetPhaseResult
+from nasflow.search._multipliers import stack_line
+from nasflow.settings import recalibration_requested
+from nasflow.train import SupernetTrainer
+from nasflow.train.stack import Stack, is_rank_zero
+
+
+def run_supernet(ctx: RunContext) -> SupernetPhaseResult:
+    """Phase 1: resolve ``ctx``'s stack (``stack="auto"``), then train the supernet
+    (resumable; concurrent workers wait for the one that trains) and record it on the
+    study (not from a worker)."""
+    data = ctx.data
+    assert data is not None, "phase 1 needs the study's data"
+    calibration = resolve_stack(ctx, data)
+    t = time.perf_counter()
+    spec = ctx.spec
+    bar = ctx.bar(spec.supernet.epochs, "phase 1: supernet")
+    with file_lock(ctx.folder.supernet_lock):
+        trainer = SupernetTrainer(
+            spec.space,
+            data.train,
+            spec.supernet,
+            ctx.folder.supernet,
+            ctx.device,
+            log=ctx.quiet_log,
+            checkpoint_every=ctx.checkpoint_every,
+            should_stop=ctx.stop.is_set,
+            stack=ctx.stack,
+        )
+        result = trainer.fit(on_epoch=lambda e, loss: ctx.advance(bar, e, loss))
+    ctx.close_bar(bar)
+    info = {
+        "sampler": spec.supernet.sampler,
+        "epochs": result.epochs_done,
+        "paths_per_step": trainer.sampler.paths_per_step,
+        "seconds": result.seconds,
+        "resumed_from": result.resumed_from,
+        "losses": result.losses,
+        "op_counts": result.op_counts.as_rows(),
+    }
+    seconds = time.perf_counter() - t
+    if not ctx.worker:
+        ctx.study.set_user_attr(SUPERNET_KEY, info)
+    return SupernetPhaseResult(ctx.stack, result.supernet, info, calibration, seconds)
+
+
+def resolve_stack(ctx: RunContext, data: DataBundle) -> float:
+    """Set ``ctx.stack`` from the spec. For ``"auto"``: keep the record stored on the
+    study (a resumed study trains on with the stack its checkpoints were written with),
+    else reuse this device's record from the database's stack calibration table (nothing
+    trains), else calibrate within ``spec.stack_budget`` and store the record there (rank
+    0); the record is copied to the study either way. Returns the seconds spent
+    calibrating (0 when nothing was calibrated or probed).
+
+    A fixed stack or ``None`` measures and stores nothing (the report says "not
+    measured"). Concurrent workers wait for the one that calibrates, then reuse its
+    choice, so every process (and the supernet checkpoints) trains with one stack.
+    """
+    spec, study = ctx.spec, ctx.study
+    if spec.stack != "auto":
+        return 0.0
+    from nasflow.calibrate import device_stack
+
+    refresh = spec.recalibrate_stack or recalibration_requested()
+    with file_lock(ctx.folder.stack_lock):
+        stored = study.user_attrs.get(STACK_KEY)
+        resumed = study_stack_dict(study)
+        if resumed is not None:
+            ctx.stack = Stack.from_dict(resumed)
+            again = " (not recalibrated: a study keeps the stack it started with)"
+            ctx.log(f"{stack_line(stored)}; stored with this study{again * refresh}")
+            return 0.0
+        train = data.batches("train", spec.train.batch_size, spec.seed)
+        res = device_stack(
+            spec.space,
+            train,
+            data.batches("val"),
+            spec.train.lr,
+            spec.train.weight_decay,
+            planned_batches=spec.train.epochs * len(train),
+            storage_url=ctx.tables_url,
+            device=ctx.device,
+            seed=spec.seed,
+            budget=spec.stack_budget,
+            refresh=refresh,
+            store=is_rank_zero(),
+            log=ctx.quiet_log,
+        )
+        ctx.stack = res.stack
+        if is_rank_zero():
+            study.set_user_attr(STACK_KEY, res.record)
+        ctx.log(stack_line(res.record))
+        return 0.0 if res.reused else res.seconds

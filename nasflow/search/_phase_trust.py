@@ -1,0 +1,46 @@
+"""Phase 2b: how far the supernet's ranking can be trusted on this space (entry point
+:func:`run_trust`)."""
+
+from __future__ import annotations
+
+import time
+
+from nasflow.record import TRUST_KEY, TrialRecord
+from nasflow.search._context import RunContext, TrustPhaseResult
+from nasflow.search._trust import run_trust_probe, trust_record
+from nasflow.space import Arch
+
+
+def run_trust(ctx: RunContext) -> TrustPhaseResult:
+    """Probe the supernet's ranking once per study: a stored record is kept while no new
+    candidate was screened."""
+    t0 = time.perf_counter()
+    spec, study, data = ctx.spec, ctx.study, ctx.data
+    assert data is not None and spec.trust is not None, "the trust probe needs data and spec.trust"
+    scored: dict[Arch, float] = {}
+    for t in study.get_trials(deepcopy=False):
+        rec = TrialRecord.from_trial(t)
+        if rec.screened:
+            scored.setdefault(rec.get_arch(), rec.supernet_accuracy)  # type: ignore[arg-type]
+    stored = study.user_attrs.get(TRUST_KEY)
+    if isinstance(stored, dict) and stored.get("screened") == len(scored):
+        return TrustPhaseResult(False, time.perf_counter() - t0)
+    if len(scored) < spec.trust.archs:
+        ctx.log(
+            f"trust probe skipped: {len(scored)} screened architectures, fewer than "
+            f"its {spec.trust.archs}"
+        )
+        return TrustPhaseResult(False, time.perf_counter() - t0)
+    result = run_trust_probe(
+        spec.space,
+        list(scored.items()),
+        data.batches("train", spec.train.batch_size, spec.seed),
+        data.batches("val"),
+        spec.train,
+        spec.trust,
+        seed=spec.seed,
+        device=ctx.device,
+        log=ctx.quiet_log,
+    )
+    study.set_user_attr(TRUST_KEY, {**trust_record(result), "screened": len(scored)})
+    return TrustPhaseResult(True, time.perf_counter() - t0)

@@ -1,0 +1,164 @@
+"""Phase 3: retrain the best Pareto trials from scratch, score them on the test split and
+measure their training cost (entry point :func:`run_winners`)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from nasflow.data import DataBundle
+from nasflow.record import DUPLICATE_KEY, TrialRecord, WinnerRecord, retrain_key
+from nasflow.search._context import RunContext, WinnersPhaseResult
+from nasflow.search._retrain import recipe_for, retrain_arch
+from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
+from nasflow.search._winners import find_winner, save_winner
+from nasflow.space import Arch
+from nasflow.train.stack import Stack, is_rank_zero
+
+
+@dataclass
+class Winner:
+    """A retrained winner (phase 3): trial ``number``'s architecture trained from scratch.
+
+    Attributes:
+        number: The trial.
+        arch: Its architecture.
+        val_accuracy: Accuracy of the retrained weights on the validation split.
+        test_accuracy: Accuracy of the retrained weights on the test split.
+        predicted_train_cost: The cost model's predicted training seconds (search).
+        measured_train_cost: Measured seconds of the from-scratch training.
+        params: Parameter count.
+        weights: The folder holding the retrained weights and their record
+            (``OUT/NAME/winners/trial-N``), or ``None`` when they were not saved.
+        reused: Taken from an earlier run's saved winner instead of retrained now.
+    """
+
+    number: int
+    arch: Arch
+    val_accuracy: float
+    test_accuracy: float
+    predicted_train_cost: float
+    measured_train_cost: float
+    params: int
+    weights: Path | None = None
+    reused: bool = False
+
+
+def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """The study's Pareto set, best accuracy first.
+
+    Optuna's ``study.best_trials`` (completed, feasible where trials carry constraints,
+    non-dominated) less the trials that reused an earlier trial's score
+    (``user_attrs["duplicate_of"]``): such a trial is the same architecture as its first
+    trial, which has the same values and constraints and so is in the set already.
+    """
+    front = [t for t in study.best_trials if DUPLICATE_KEY not in t.user_attrs]
+    return sorted(front, key=lambda t: -t.values[0])
+
+
+def run_winners(ctx: RunContext) -> WinnersPhaseResult:
+    """Phase 3: retrain the best Pareto trials from scratch; test accuracy + real cost.
+
+    Each winner's weights and record (recipe, seed, test and validation accuracy,
+    measured training time) are saved in ``OUT/NAME/winners/trial-N/``, atomically and
+    checksummed. A winner saved there by an earlier run with the same space,
+    architecture, recipe, seed, speedup stack and data (name and split sizes) is
+    reused instead of retrained.
+    """
+    t0 = time.perf_counter()
+    spec, study, data = ctx.spec, ctx.study, ctx.data
+    assert data is not None, "phase 3 needs the study's data"
+    winners = []
+    splits = (data.train, data.val, data.test)
+    for t in pareto_trials(study)[: spec.retrain_top]:
+        trial = TrialRecord.from_trial(t)
+        arch = trial.get_arch()
+        recipe = recipe_for(arch, spec.train)
+        folder = ctx.folder.winner(t.number)
+        identity = {
+            "space": spec.space.name,
+            "fingerprint": spec.space.fingerprint(),
+            "arch": arch.to_dict(),
+            "recipe": asdict(recipe),
+            "seed": spec.seed,
+            "stack": (ctx.stack or Stack()).to_dict(),
+            "data": {
+                "name": data.name,
+                "sizes": [getattr(d, "__len__", lambda: None)() for d in splits],
+            },
+        }
+        saved, why = find_winner(folder, identity)
+        if saved is not None:
+            ctx.log(f"phase 3: trial {t.number} was retrained by an earlier run: {folder}")
+            record = WinnerRecord.from_dict(saved)
+            w = Winner(
+                t.number,
+                arch,
+                float(record.val_accuracy),  # type: ignore[arg-type]
+                float(record.test_accuracy),  # type: ignore[arg-type]
+                float(trial.train_cost),  # type: ignore[arg-type]
+                float(record.measured_train_cost),  # type: ignore[arg-type]
+                int(trial.params),  # type: ignore[arg-type]
+                folder,
+                reused=True,
+            )
+        else:
+            if why:
+                ctx.log(f"phase 3: retraining trial {t.number}: {why}")
+            w = _retrain_one(ctx, trial, arch, recipe.epochs, data, folder, identity)
+        winners.append(w)
+        entry = {k: v for k, v in asdict(w).items() if k not in ("arch", "weights", "reused")}
+        if w.weights is not None:
+            entry["weights"] = str(w.weights.relative_to(ctx.out) / WINNER_WEIGHTS)
+        study.set_user_attr(retrain_key(t.number), entry)
+    return WinnersPhaseResult(tuple(winners), time.perf_counter() - t0)
+
+
+def _retrain_one(
+    ctx: RunContext,
+    trial: TrialRecord,
+    arch: Arch,
+    epochs: int,
+    data: DataBundle,
+    folder: Path,
+    identity: dict[str, Any],
+) -> Winner:
+    """Train one winner from scratch, score it, and save its weights (rank 0)."""
+    bar = ctx.bar(epochs, f"phase 3: retrain trial {trial.number}")
+    net, _, res = retrain_arch(
+        ctx.spec,
+        arch,
+        data,
+        ctx.stack,
+        ctx.device,
+        on_epoch=lambda e, loss, b=bar: ctx.advance(b, e, loss),
+    )
+    ctx.close_bar(bar)
+    w = Winner(
+        trial.number,
+        arch,
+        res.val_accuracy,
+        float(res.test_accuracy or 0.0),
+        float(trial.train_cost),  # type: ignore[arg-type]
+        res.seconds,
+        int(trial.params),  # type: ignore[arg-type]
+    )
+    if is_rank_zero():
+        record = WinnerRecord(
+            identity=identity,
+            study=ctx.spec.name,
+            trial=trial.number,
+            test_accuracy=w.test_accuracy,
+            val_accuracy=w.val_accuracy,
+            measured_train_cost=w.measured_train_cost,
+            predicted_train_cost=w.predicted_train_cost,
+            params=w.params,
+            device=str(ctx.device),
+        )
+        save_winner(folder, net, record.to_dict())
+        w.weights = folder
+    return w
