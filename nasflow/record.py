@@ -68,6 +68,8 @@ MULTIPLIERS_KEY = "nasflow:multipliers"
 TRUST_KEY = "nasflow:trust"
 #: Study user attribute holding the cost table's stability record.
 COST_TABLE_KEY = "nasflow:cost_table"
+#: Study user attribute holding the fine-tuning phase's record (every fine-tuned finalist).
+FINETUNED_KEY = "nasflow:finetuned"
 #: Prefix of the per-winner records written by phase 3 (``nasflow:retrain:<trial number>``).
 RETRAIN_PREFIX = "nasflow:retrain:"
 
@@ -189,6 +191,11 @@ class RunFolder:
     def finetune(self) -> Path:
         """Phase 2's fine-tuning checkpoints, one folder per trial."""
         return self.root / "finetune"
+
+    @property
+    def ready(self) -> Path:
+        """The fine-tuning phase's ready models, one ``trial-N`` folder each."""
+        return self.root / "ready"
 
     @property
     def winners(self) -> Path:

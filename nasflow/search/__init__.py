@@ -5,6 +5,7 @@ from __future__ import annotations
 from nasflow.record import StudyMismatchError
 from nasflow.search._baseline import read_baseline
 from nasflow.search._evolution import RegularizedEvolutionSampler
+from nasflow.search._finetune import FineTuned, FineTuning
 from nasflow.search._objective import CandidateError, arch_summary
 from nasflow.search._optuna import study_sampler
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
@@ -23,6 +24,8 @@ __all__ = [
     "WINNER_RECORD_FILE",
     "Budget",
     "CandidateError",
+    "FineTuned",
+    "FineTuning",
     "ParetoSuccessiveHalvingPruner",
     "RegularizedEvolutionSampler",
     "RunResult",

@@ -7,6 +7,7 @@ returns its result record (a frozen dataclass below). Phases so far:
 - ``_phase_supernet.run_supernet``: resolve the speedup stack, train the supernet (1);
 - ``_phase_screening.run_screening``: the Optuna study proposing and scoring candidates (2);
 - ``_phase_trust.run_trust``: how far the supernet's ranking can be trusted (2b);
+- ``_phase_finetune.run_finetune``: the finalists fine-tuned into ready models (2c);
 - ``_phase_winners.run_winners``: retrain the best Pareto trials from scratch (3).
 
 A new phase (fine-tuning, a trust verdict) adds a module with its ``run_<phase>(ctx)`` and
@@ -29,6 +30,7 @@ from nasflow.storage import StorageSpec
 from nasflow.train.stack import Stack
 
 if TYPE_CHECKING:
+    from nasflow.search._finetune import FineTuneResult
     from nasflow.search._phase_winners import Winner
     from nasflow.search._spec import StudySpec
     from nasflow.supernet import Supernet
@@ -55,6 +57,7 @@ class RunContext:
         stack: The speedup stack every phase trains with (``"auto"`` resolved by phase 1).
         supernet: Phase 1's supernet (``None`` in tabular mode).
         ran_trials: Numbers of the trials this process ran (phase 2 appends).
+        finetuned: The fine-tuning phase's result (``None``: it did not run).
     """
 
     spec: StudySpec
@@ -73,6 +76,7 @@ class RunContext:
     stack: Stack | None = None
     supernet: Supernet | None = None
     ran_trials: list[int] = field(default_factory=list)
+    finetuned: FineTuneResult | None = None
 
     @property
     def out(self) -> Path:
@@ -137,6 +141,14 @@ class ScreeningPhaseResult:
     """Phase 2: the trials this process ran, and how long the search took."""
 
     ran_trials: tuple[int, ...]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class FineTunePhaseResult:
+    """The fine-tuning phase: every fine-tuned finalist, and how long it took."""
+
+    result: FineTuneResult
     seconds: float
 
 

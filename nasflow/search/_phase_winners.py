@@ -60,6 +60,18 @@ def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     return sorted(front, key=lambda t: -t.values[0])
 
 
+def winner_trials(ctx: RunContext) -> list[optuna.trial.FrozenTrial]:
+    """The trials phase 3 retrains, best first: after a fine-tuning phase its candidates
+    by fine-tuned validation accuracy (those fine-tuned the most epochs first), else the
+    screened Pareto set by supernet accuracy."""
+    if ctx.finetuned is None or not ctx.finetuned.ready:
+        return pareto_trials(ctx.study)
+    ranked = sorted(ctx.finetuned.ready, key=lambda c: (-c.epochs, -c.val_accuracy))
+    trials = ctx.study.get_trials(deepcopy=False)
+    by_number = {t.number: t for t in trials}
+    return [by_number[c.trial] for c in ranked if c.trial in by_number]
+
+
 def run_winners(ctx: RunContext) -> WinnersPhaseResult:
     """Phase 3: retrain the best Pareto trials from scratch; test accuracy + real cost.
 
@@ -74,7 +86,7 @@ def run_winners(ctx: RunContext) -> WinnersPhaseResult:
     assert data is not None, "phase 3 needs the study's data"
     winners = []
     splits = (data.train, data.val, data.test)
-    for t in pareto_trials(study)[: spec.retrain_top]:
+    for t in winner_trials(ctx)[: spec.retrain_top]:
         trial = TrialRecord.from_trial(t)
         arch = trial.get_arch()
         recipe = recipe_for(arch, spec.train)

@@ -33,6 +33,7 @@ from nasflow.search._baseline import read_baseline, screening_record
 from nasflow.search._context import RunContext
 from nasflow.search._multipliers import search_multipliers
 from nasflow.search._optuna import sampler_seed, study_pruner, study_sampler
+from nasflow.search._phase_finetune import run_finetune
 from nasflow.search._phase_screening import run_screening
 from nasflow.search._phase_supernet import run_supernet
 from nasflow.search._phase_trust import run_trust
@@ -246,6 +247,9 @@ class StudyRunner:
                 raise TrainingInterrupted("the search, between trials")
             if spec.trust is not None and not worker and ctx.data is not None and is_rank_zero():
                 seconds["trust"] = run_trust(ctx).seconds
+            if spec.finetuning is not None and not worker and ctx.data and is_rank_zero():
+                phase = run_finetune(ctx)
+                ctx.finetuned, seconds["finetune"] = phase.result, phase.seconds
             winners: list[Winner] = []
             if retrain and not worker and ctx.data is not None:
                 phase3 = run_winners(ctx)

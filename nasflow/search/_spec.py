@@ -18,6 +18,7 @@ from nasflow.bench import TabularBenchmark
 from nasflow.data import DataBundle
 from nasflow.errors import NasflowError
 from nasflow.search._cost import COST_ESTIMATORS
+from nasflow.search._finetune import FineTuning
 from nasflow.search._trust import TrustProbe
 from nasflow.space import SearchSpace
 from nasflow.train import SupernetConfig, TrainConfig
@@ -191,6 +192,12 @@ class StudySpec:
             supernet's ranking stand-alone with a short recipe and report how well the
             supernet's ranking agrees (Kendall tau with a bootstrap interval, and a
             verdict); ``None`` skips it. See :class:`~nasflow.search.TrustProbe`.
+        finetuning: After screening, fine-tune the finalists (the screened Pareto set, then
+            the best supernet scores) from their inherited supernet weights under
+            successive halving, each a ready model with its weights and measured cost
+            (``RUNS/NAME/ready/trial-N``); phase 3 then retrains the finalist with the best
+            fine-tuned validation accuracy rather than the best supernet score. ``None``
+            (default) skips it. See :class:`~nasflow.search.FineTuning`.
         baseline: CSV files of random architectures of this space trained stand-alone with
             this study's recipe (``benchmarks/ground_truth.py`` writes them; a column
             ``test_accuracy``): the summary says how much better the retrained winner is
@@ -222,6 +229,7 @@ class StudySpec:
     recalibrate_stack: bool = False
     remeasure_costs: bool = False
     trust: TrustProbe | None = None
+    finetuning: FineTuning | None = None
     baseline: tuple[str | os.PathLike, ...] = ()
 
     def __post_init__(self) -> None:
@@ -316,6 +324,11 @@ class StudySpec:
             raise StudyFileError(
                 f"study {self.name!r}: trust must be a TrustProbe or None, got {self.trust!r}"
             )
+        if self.finetuning is not None and not isinstance(self.finetuning, FineTuning):
+            raise StudyFileError(
+                f"study {self.name!r}: finetuning must be a FineTuning or None, "
+                f"got {self.finetuning!r}"
+            )
         if self.table is not None:
             self._check_tabular()
         else:
@@ -409,11 +422,12 @@ class StudySpec:
                 f"study {self.name!r}: a tabular study has one objective, ('accuracy',) "
                 f"(the table's {table.metric!r}), got {self.objectives!r}"
             )
-        if self.finetune is not None:
-            raise StudyFileError(
-                f"study {self.name!r}: finetune={self.finetune!r}, but a tabular study trains "
-                "nothing; use None"
-            )
+        for name in ("finetune", "finetuning"):
+            if getattr(self, name) is not None:
+                raise StudyFileError(
+                    f"study {self.name!r}: {name}={getattr(self, name)!r}, but a tabular "
+                    "study trains nothing; use None"
+                )
         if self.stack is not None:
             raise StudyFileError(
                 f"study {self.name!r}: stack={self.stack!r}, but a tabular study trains "

@@ -1,0 +1,57 @@
+"""The fine-tuning phase inside a study: ready models, records, the winner it picks."""
+
+from __future__ import annotations
+
+import json
+
+from nasflow.record import FINETUNED_KEY
+from nasflow.search import StudyRunner, load_study_file
+from tests._study_template import write_study
+
+EXTRA = """
+from nasflow.search import FineTuning
+study = study.replace(finetuning=FineTuning(finalists=4, rungs=(1, 2), keep=0.5))
+"""
+
+
+def _run(tmp_path, **kw):
+    spec = load_study_file(write_study(tmp_path, finetune=0, n_trials=8, extra=EXTRA, **kw))
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lambda _: None)
+    return spec, runner
+
+
+def test_finalists_become_ready_models_and_phase_3_retrains_the_best(tmp_path) -> None:
+    spec, runner = _run(tmp_path)
+    result = runner.run()
+    record = result.study.user_attrs[FINETUNED_KEY]
+    cands = record["candidates"]
+    assert len(cands) == 4 and record["rungs"] == [1, 2]
+    assert sorted(len(c["val_curve"]) for c in cands) == [1, 1, 2, 2]
+    ready = tmp_path / "runs" / "tiny" / "ready"
+    for c in cands:
+        saved = json.loads((ready / f"trial-{c['trial']}" / "record.json").read_text())
+        assert saved["weights_origin"].startswith("inherited from the supernet, fine-tuned")
+        assert saved["test_accuracy"] == c["test_accuracy"]
+    best = max((c for c in cands if len(c["val_curve"]) == 2), key=lambda c: c["val_curve"][-1])
+    assert [w.number for w in result.winners] == [best["trial"]]
+    assert record["early_stopping"]["multiplier"] > 1
+    assert "finetune" in result.seconds
+
+
+def test_a_rerun_reuses_the_ready_models(tmp_path, monkeypatch) -> None:
+    _, runner = _run(tmp_path)
+    first = runner.run().study.user_attrs[FINETUNED_KEY]["candidates"]
+    from nasflow.train import EpochTrainer
+
+    calls = []
+    original = EpochTrainer.run_epoch
+
+    def counted(self, *a, **k):
+        calls.append(1)
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(EpochTrainer, "run_epoch", counted)
+    _, runner = _run(tmp_path)
+    again = runner.run().study.user_attrs[FINETUNED_KEY]["candidates"]
+    assert again == first
+    assert calls == []  # neither fine-tuned again nor retrained (the winner is reused)
