@@ -21,7 +21,7 @@ def _run(tmp_path, **kw):
 
 
 def test_finalists_become_ready_models_and_phase_3_retrains_the_best(tmp_path) -> None:
-    spec, runner = _run(tmp_path)
+    _, runner = _run(tmp_path)
     result = runner.run()
     record = result.study.user_attrs[FINETUNED_KEY]
     cands = record["candidates"]
