@@ -41,6 +41,8 @@ def run_trust(ctx: RunContext) -> TrustPhaseResult:
         seed=spec.seed,
         device=ctx.device,
         log=ctx.quiet_log,
+        supernet=ctx.supernet,
+        bn_batches=spec.bn_batches,
     )
     study.set_user_attr(TRUST_KEY, {**trust_record(result), "screened": len(scored)})
     return TrustPhaseResult(True, time.perf_counter() - t0)

@@ -130,7 +130,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     lines.extend(format_cost_table(result.study.user_attrs.get(COST_TABLE_KEY)))
     trust = result.study.user_attrs.get(TRUST_KEY)
     if isinstance(trust, dict):
-        lines.append(format_trust(trust))
+        lines.append(format_trust(trust, result.seconds.get("total")))
     lines.extend(format_stack(result.study.user_attrs.get(STACK_KEY)))
     multipliers = result.study.user_attrs.get(MULTIPLIERS_KEY)
     if isinstance(multipliers, dict):

@@ -29,7 +29,7 @@ def test_bootstrap_interval_brackets_the_tau_and_tightens_with_agreement() -> No
 
 @pytest.mark.parametrize(
     "tau, low, word",
-    [(0.8, 0.5, "trust it"), (0.45, 0.0, "screen more"), (0.1, -0.4, "train longer")],
+    [(0.8, 0.5, "trust it"), (0.45, 0.0, "screen more"), (0.1, -0.4, "weak")],
 )
 def test_verdicts(tau: float, low: float, word: str) -> None:
     assert verdict(tau, low).startswith(word)
@@ -77,3 +77,37 @@ def test_the_winner_is_compared_with_the_median_random_architecture(tmp_path) ->
     assert "median of 0.9600 over 4 stand-alone trainings" in line
     assert "+2.00 points; better than 75% of them" in line
     assert "no readable table" in baseline_line(0.98, (tmp_path / "missing.csv",))
+
+
+def test_the_default_proxy_fine_tunes_inherited_weights_and_widens_by_the_margin(
+    tmp_path,
+) -> None:
+    extra = "from nasflow.search import TrustProbe\nstudy = study.replace(trust=TrustProbe(4, 1))"
+    spec = load_study_file(write_study(tmp_path, n_trials=8, finetune=0, extra=extra))
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lambda _: None)
+    record = runner.run(retrain=False).study.user_attrs[TRUST_KEY]
+    assert record["proxy"] == "finetune" and record["margin"] == TrustProbe().margin > 0
+    raw_low, raw_high = record["raw_interval"]
+    if record["tau"] == record["tau"]:  # not NaN
+        assert record["low"] == pytest.approx(max(-1.0, raw_low - record["margin"]))
+        assert record["high"] == pytest.approx(min(1.0, raw_high + record["margin"]))
+
+
+def test_the_fine_tuned_proxy_needs_the_supernet() -> None:
+    from nasflow.search._trust import run_trust_probe
+
+    with pytest.raises(ValueError, match="needs the trained supernet"):
+        run_trust_probe(None, [], None, None, None, TrustProbe())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"proxy": "magic"}, "TrustProbe.proxy"),
+        ({"margin": -0.1}, "TrustProbe.margin"),
+        ({"epochs": 5, "schedule_epochs": 4}, "TrustProbe.schedule_epochs"),
+    ],
+)
+def test_bad_proxy_settings_are_refused(kwargs, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        TrustProbe(**kwargs)
