@@ -195,8 +195,6 @@ def reference_unit() -> OpInstance:
     return make_instance("reference", "reference", module, (64, 32, 40), True, torch.float32)
 
 
-
-
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """The autocast context of a precision (a no-op context for fp32)."""
     if check_choice("precision", precision, PRECISIONS) == "fp32":

@@ -59,4 +59,3 @@ def summarizer(study: optuna.Study, space: SearchSpace | None = None) -> Summari
         return arch_summary(space, Arch.from_json(arch_json))
 
     return summarize
-

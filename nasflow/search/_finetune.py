@@ -336,20 +336,10 @@ def run_finetuning(
     return FineTuneResult([c.record for c in every], config.rungs[-1])
 
 
-def summary_lines(result: FineTuneResult, seconds: float) -> list[str]:
-    """The phase's lines in the study summary; every figure says which weights."""
-    lines = []
-    mult, spent, full = result.early_stopping_multiplier()
-    ready = result.ready
-    lines.append(
+def summary_line(result: FineTuneResult, seconds: float) -> str:
+    """The phase's closing log line."""
+    return (
         f"fine-tuning: {len(result.candidates)} finalists fine-tuned from inherited supernet "
         f"weights ({sum(c.epochs for c in result.candidates)} epochs in all, {seconds:.0f}s); "
-        f"{len(ready)} ready models"
+        f"{len(result.ready)} ready models"
     )
-    if ready and not math.isnan(mult):
-        lines.append(
-            f"early stopping x{mult:.2f} MEASURED: {spent:.1f}s trained against {full:.1f}s "
-            f"for every finalist to {result.full_epochs} epochs (each epoch timed; the "
-            f"epochs not trained at each candidate's measured epoch time)"
-        )
-    return lines

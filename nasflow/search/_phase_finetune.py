@@ -10,7 +10,7 @@ import optuna
 
 from nasflow.record import DUPLICATE_KEY, FINETUNED_KEY, TrialRecord
 from nasflow.search._context import FineTunePhaseResult, RunContext
-from nasflow.search._finetune import Finalist, run_finetuning, summary_lines
+from nasflow.search._finetune import Finalist, run_finetuning, summary_line
 from nasflow.space import Arch
 
 
@@ -82,6 +82,5 @@ def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
             "seconds": seconds,
         },
     )
-    for line in summary_lines(result, seconds):
-        ctx.log(line)
+    ctx.log(summary_line(result, seconds))
     return FineTunePhaseResult(result, seconds)

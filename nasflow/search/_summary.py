@@ -10,6 +10,7 @@ from nasflow import names
 from nasflow.bench import tabular_summary
 from nasflow.record import (
     COST_TABLE_KEY,
+    FINETUNED_KEY,
     MULTIPLIERS_KEY,
     SCREENING_KEY,
     STACK_KEY,
@@ -41,6 +42,36 @@ def baseline_line(winner_test: float, paths: tuple[str | os.PathLike, ...]) -> s
         f"of random architectures with the same recipe and test split "
         f"({100 * (winner_test - median):+.2f} points; better than {beaten:.0%} of them)"
     )
+
+
+def ready_model_lines(record: dict) -> list[str]:
+    """The fine-tuning phase's ready models: every number says which weights it is of."""
+    cands = sorted(
+        record["candidates"], key=lambda c: (-len(c["val_curve"]), -(c["val_curve"] or [0])[-1])
+    )
+    rungs = record["rungs"]
+    lines = [
+        "",
+        f"Ready models: finalists fine-tuned from inherited supernet weights (rungs "
+        f"{'/'.join(map(str, rungs))} epochs; validation chooses, test only reports):",
+        f"{'trial':>5}  {'epochs':>6}  {'supernet score':>14}  {'fine-tuned val':>14}  "
+        f"{'fine-tuned test':>15}  {'measured train s':>16}  status",
+    ]
+    for c in cands:
+        val = f"{c['val_curve'][-1]:.4f}" if c["val_curve"] else "-"
+        test = f"{c['test_accuracy']:.4f}" if c.get("test_accuracy") is not None else "-"
+        lines.append(
+            f"{c['trial']:>5}  {len(c['val_curve']):>6}  {c['supernet_accuracy']:>14.4f}  "
+            f"{val:>14}  {test:>15}  {sum(c['epoch_seconds']):>16.2f}  {c['status']}"
+        )
+    es = record.get("early_stopping") or {}
+    if es.get("seconds"):
+        lines.append(
+            f"early stopping x{es['multiplier']:.2f} MEASURED: {es['seconds']:.1f}s fine-tuning "
+            f"against {es['full_seconds']:.1f}s for every finalist to {rungs[-1]} epochs (each "
+            "epoch timed; the epochs not trained at each candidate's measured epoch time)"
+        )
+    return lines
 
 
 def summary_table(result: RunResult, spec: StudySpec) -> str:
@@ -106,10 +137,19 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         header,
         *(row(t) for t in result.pareto),
     ]
+    finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
+    if isinstance(finetuned_record, dict):
+        lines.extend(ready_model_lines(finetuned_record))
     for w in result.winners:
         when = " (by an earlier run)" if w.reused else ""
+        chosen = (
+            " (chosen by its fine-tuned validation accuracy)"
+            if isinstance(finetuned_record, dict)
+            and any(c["trial"] == w.number for c in finetuned_record["candidates"])
+            else ""
+        )
         lines.append(
-            f"winner: trial {w.number} retrained from scratch{when}: "
+            f"winner: trial {w.number}{chosen} retrained from scratch{when}: "
             f"{names.RETRAINED_TEST_ACCURACY} {w.test_accuracy:.4f}, "
             f"{names.RETRAINED_VAL_ACCURACY} {w.val_accuracy:.4f}; training cost measured "
             f"{w.measured_train_cost:.1f}s vs predicted {w.predicted_train_cost:.1f}s"
