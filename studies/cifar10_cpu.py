@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from nasflow.data import DataBundle, load_cifar10
-from nasflow.search import StudySpec
+from nasflow.search import FineTuning, StudySpec, TrustProbe
 from nasflow.train import SupernetConfig, TrainConfig
 from search_spaces.cifar_cnn import CIFARCNNSpace
 
@@ -50,6 +50,8 @@ study = StudySpec(
     objectives=("accuracy", "train_cost"),
     supernet=SupernetConfig(sampler="fair", epochs=10, batch_size=64, lr=3e-3),
     n_trials=300,
+    finetuning=FineTuning(finalists=8, rungs=(1, 2, 4), keep=0.5),
+    trust=TrustProbe(),
     bn_batches=10,
     train=TrainConfig(epochs=6, batch_size=64, lr=3e-3, weight_decay=1e-2),
     retrain_top=1,
