@@ -7,7 +7,7 @@ import time
 
 from nasflow.record import TRUST_KEY, TrialRecord
 from nasflow.search._context import RunContext, TrustPhaseResult
-from nasflow.search._trust import run_trust_probe, trust_record
+from nasflow.search._trust import random_pool, run_trust_probe, trust_record
 from nasflow.space import Arch
 
 
@@ -31,11 +31,24 @@ def run_trust(ctx: RunContext) -> TrustPhaseResult:
             f"its {spec.trust.archs}"
         )
         return TrustPhaseResult(False, time.perf_counter() - t0)
+    train, val = data.batches("train", spec.train.batch_size, spec.seed), data.batches("val")
+    pairs = list(scored.items())
+    if spec.trust.proxy == "finetune" and spec.trust.pool and ctx.supernet is not None:
+        pairs = random_pool(
+            ctx.supernet,
+            spec.space,
+            spec.trust.pool,
+            train,
+            val,
+            spec.bn_batches,
+            seed=spec.seed + 7,
+            device=ctx.device,
+        )
     result = run_trust_probe(
         spec.space,
-        list(scored.items()),
-        data.batches("train", spec.train.batch_size, spec.seed),
-        data.batches("val"),
+        pairs,
+        train,
+        val,
         spec.train,
         spec.trust,
         seed=spec.seed,

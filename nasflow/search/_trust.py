@@ -50,6 +50,12 @@ class TrustProbe:
         margin: Added to both ends of the 90% bootstrap interval: the calibration on the
             generalisation suite (the bootstrap alone ignores that the proxy is itself a
             noisy ranking of the architectures).
+        pool: With ``"finetune"``: random architectures of the space scored from the
+            supernet, over whose ranking the ``archs`` are spread. The tau a verdict is
+            about is the supernet's ranking of random architectures (what a
+            random-architecture table measures), not of the screened ones, which a
+            sampler has already narrowed to one region; ``0`` spreads over the screened
+            candidates instead.
     """
 
     archs: int = 8
@@ -58,12 +64,15 @@ class TrustProbe:
     proxy: str = "finetune"
     schedule_epochs: int = 4
     margin: float = 0.15
+    pool: int = 40
 
     def __post_init__(self) -> None:
         for name, low in (("archs", 4), ("epochs", 1), ("bootstrap", 100)):
             check_int(f"TrustProbe.{name}", getattr(self, name), low)
         check_choice("TrustProbe.proxy", self.proxy, ("finetune", "scratch"))
         check_int("TrustProbe.schedule_epochs", self.schedule_epochs, self.epochs)
+        if self.pool:
+            check_int("TrustProbe.pool", self.pool, self.archs)
         if (
             isinstance(self.margin, bool)
             or not isinstance(self.margin, int | float)
@@ -137,6 +146,43 @@ def verdict(tau: float, low: float) -> str:
         "weak: the supernet does not rank this data; train it longer "
         "(SupernetConfig(epochs=...)) and fine-tune more finalists (FineTuning(finalists=...))"
     )
+
+
+def supernet_score(
+    supernet: Supernet,
+    space: SearchSpace,
+    arch: Arch,
+    train: Batches,
+    val: Batches,
+    bn_batches: int,
+    device: torch.device | str = "cpu",
+) -> float:
+    """An architecture's screening score: its path's inherited weights, batch norm
+    re-estimated on ``bn_batches`` training batches, validation accuracy."""
+    net = supernet.extract(space.path(arch)).to(device)
+    recalibrate_bn(net, train.epoch(0), bn_batches, device=device)
+    return evaluate(net, val, device=device)[0]
+
+
+def random_pool(
+    supernet: Supernet,
+    space: SearchSpace,
+    n: int,
+    train: Batches,
+    val: Batches,
+    bn_batches: int,
+    seed: int,
+    device: torch.device | str = "cpu",
+) -> list[tuple[Arch, float]]:
+    """``n`` distinct random architectures of ``space`` (fewer if the space is smaller)
+    with their supernet scores."""
+    rng = np.random.default_rng(seed)
+    archs: dict[Arch, None] = {}
+    for _ in range(20 * n):
+        if len(archs) == n:
+            break
+        archs.setdefault(space.sample(rng))
+    return [(a, supernet_score(supernet, space, a, train, val, bn_batches, device)) for a in archs]
 
 
 def _finetuned_accuracy(

@@ -111,3 +111,23 @@ def test_the_fine_tuned_proxy_needs_the_supernet() -> None:
 def test_bad_proxy_settings_are_refused(kwargs, match) -> None:
     with pytest.raises(ValueError, match=match):
         TrustProbe(**kwargs)
+
+
+def test_the_probe_spreads_over_random_architectures_not_the_screened_ones(tmp_path) -> None:
+    extra = (
+        "from nasflow.search import TrustProbe\n"
+        "study = study.replace(trust=TrustProbe(4, 1, pool=12))"
+    )
+    spec = load_study_file(write_study(tmp_path, n_trials=6, finetune=0, extra=extra))
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lambda _: None)
+    result = runner.run(retrain=False)
+    record = result.study.user_attrs[TRUST_KEY]
+    screened = {t.user_attrs["arch"] for t in result.study.trials}
+    import numpy as np
+
+    rng = np.random.default_rng(spec.seed + 7)
+    pool: dict = {}
+    while len(pool) < 12:
+        pool.setdefault(spec.space.sample(rng).to_json())
+    assert set(record["archs"]) <= set(pool)  # drawn from the seeded random pool
+    assert len(set(record["archs"]) - screened) > 0 or len(screened) >= 12
