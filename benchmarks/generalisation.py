@@ -254,6 +254,16 @@ def summarize(runs: list[dict], args: argparse.Namespace, lr: str) -> None:
                 f"  k={k:<3} proxy {e} ft epochs: {cov:.0%} of {len(rs)}, width {width:.2f},"
                 f" bias {err:+.2f}"
             )
+    print("\ncalibrated margin (k=8, 2 fine-tuning epochs, the study's TrustProbe()):")
+    rs = [replay(run, 8, 1, 2, lr) for run in runs]
+    for m in (0.0, 0.05, 0.1, 0.15, 0.2, 0.3):
+        cov = np.mean(
+            [
+                r["probe_interval"][0] - m <= r["tau_supernet"] <= r["probe_interval"][1] + m
+                for r in rs
+            ]
+        )
+        print(f"  margin {m:.2f}: covers {cov:.0%} of {len(rs)} runs")
     print("\nwinner (median share of the table beaten; per run):")
     for top in args.top:
         for e in args.proxy_epochs:
