@@ -14,7 +14,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from nasflow._entry_points import SPACES, STUDIES, module_file, registered
-from nasflow.errors import NasflowError
+from nasflow.errors import ConfigError, NasflowError
 
 if TYPE_CHECKING:
     import optuna
@@ -457,17 +457,17 @@ def _bench_stack_layers(args: argparse.Namespace, device: Any) -> list[str]:
         layers = [x.strip() for x in args.layers.split(",") if x.strip()]
         bad = [x for x in layers if x not in LAYERS]
         if bad or not layers or len(set(layers)) != len(layers):
-            raise ValueError(
+            raise ConfigError(
                 f"--layers must name distinct layers from {LAYERS}, got {args.layers!r}"
             )
     for name in ("epochs", "batch_size", "accumulation"):
         v = getattr(args, name)
         if v is not None and v < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
+            raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
     if not 0 < args.target <= 1:
-        raise ValueError(f"--target must be in (0, 1], got {args.target}")
+        raise ConfigError(f"--target must be in (0, 1], got {args.target}")
     if device.type not in ("cpu", "cuda"):
-        raise ValueError(f"--device must be cpu or cuda, got {str(device)!r}")
+        raise ConfigError(f"--device must be cpu or cuda, got {str(device)!r}")
     return layers
 
 
@@ -494,7 +494,7 @@ def _cmd_bench_stack(args: argparse.Namespace) -> int:
         try:
             device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
         except RuntimeError as e:
-            raise ValueError(f"--device {args.device!r}: {e}") from None
+            raise ConfigError(f"--device {args.device!r}: {e}") from None
         layers = _bench_stack_layers(args, device)
         amp = args.amp
         if amp is None:

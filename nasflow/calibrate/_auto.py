@@ -35,6 +35,7 @@ from nasflow.calibrate._bench import (
 )
 from nasflow.calibrate._interleave import RunConfig, run_interleaved
 from nasflow.calibrate._measure import environment
+from nasflow.errors import ConfigError
 from nasflow.space import Arch, SearchSpace
 from nasflow.train import Batches, evaluate, make_optimizer
 from nasflow.train.stack import LAYER_SPECS, Schedule, Stack, device_clock
@@ -178,10 +179,10 @@ def auto_stack(
         settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
     """
     if not min_gain >= 1.0:
-        raise ValueError(f"min_gain must be >= 1, got {min_gain!r}")
+        raise ConfigError(f"min_gain must be >= 1, got {min_gain!r}")
     candidates = list(candidates)
     if not candidates:
-        raise ValueError("auto_stack needs at least one candidate layer")
+        raise ConfigError("auto_stack needs at least one candidate layer")
     device = torch.device(device)
     base = base or Stack()
     cfg = replace(cfg or RunConfig(chunk=4), max_batches=calibration_batches)

@@ -19,6 +19,7 @@ from torch import nn
 
 from nasflow.calibrate._interleave import RunConfig, VariantRecord, run_interleaved, summarize
 from nasflow.calibrate._measure import environment, quantiles
+from nasflow.errors import ConfigError
 from nasflow.train import Batches
 from nasflow.train.stack import LAYERS, Stack
 
@@ -44,9 +45,9 @@ def stack_variants(
     """
     base = base or Stack()
     if base.enabled:
-        raise ValueError(f"the baseline stack must have every layer off, got {base.enabled}")
+        raise ConfigError(f"the baseline stack must have every layer off, got {base.enabled}")
     if len(set(layers)) != len(layers) or not layers:
-        raise ValueError(f"layers must be distinct names from {LAYERS}, got {list(layers)!r}")
+        raise ConfigError(f"layers must be distinct names from {LAYERS}, got {list(layers)!r}")
     out = {BASELINE: base, REPLICA: base}
     for name in layers:
         out[name] = base.with_layers([name], **settings)

@@ -24,6 +24,7 @@ from nasflow.calibrate._bench import bench_stack
 from nasflow.calibrate._interleave import RunConfig
 from nasflow.calibrate._overhead import format_overhead, trainer_overhead
 from nasflow.data import load_mnist1d
+from nasflow.errors import ConfigError
 from nasflow.space import Arch, SearchSpace, space_class
 from nasflow.train import Batches
 from nasflow.train.stack import Stack
@@ -52,7 +53,7 @@ QUICK_ARCH = {
 
 def _data(space: SearchSpace, quick: bool, batch_size: int, seed: int) -> tuple[Batches, Batches]:
     if space.name != "mnist1d":
-        raise ValueError(f"bench-stack has data for space 'mnist1d' only, got {space.name!r}")
+        raise ConfigError(f"bench-stack has data for space 'mnist1d' only, got {space.name!r}")
     data = load_mnist1d(val_fraction=0.25, seed=seed)
     if quick:
         data = replace(

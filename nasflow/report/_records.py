@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import optuna
 
+from nasflow.errors import ConfigError
 from nasflow.record import STACK_KEY, SUPERNET_KEY, retrain_records
 
 
@@ -190,7 +191,7 @@ def _multiplier(value: Any, what: str) -> float:
         or not math.isfinite(value)
         or value <= 0
     ):
-        raise ValueError(f"{STACK_KEY}: {what} must be a positive finite number, got {value!r}")
+        raise ConfigError(f"{STACK_KEY}: {what} must be a positive finite number, got {value!r}")
     return float(value)
 
 
@@ -216,7 +217,7 @@ def stack_data(study: optuna.Study) -> StackData:
     if rec is None:
         return StackData(False, "", "", [], None)
     if not isinstance(rec, dict) or not isinstance(rec.get("layers"), list):
-        raise ValueError(f"{STACK_KEY} must be an object with a 'layers' list, got {rec!r}")
+        raise ConfigError(f"{STACK_KEY} must be an object with a 'layers' list, got {rec!r}")
     baseline, device = str(rec.get("baseline", "baseline")), str(rec.get("device", ""))
     if rec.get("skipped"):
         note = f"The stack calibration was skipped: {rec['skipped']}. Training ran as {baseline}."
@@ -224,7 +225,7 @@ def stack_data(study: optuna.Study) -> StackData:
     layers = []
     for i, layer in enumerate(rec["layers"]):
         if not isinstance(layer, dict) or not isinstance(layer.get("name"), str):
-            raise ValueError(f"{STACK_KEY}: layer {i} must have a string 'name', got {layer!r}")
+            raise ConfigError(f"{STACK_KEY}: layer {i} must have a string 'name', got {layer!r}")
         alone, cum = layer.get("alone"), layer.get("cumulative")
         layers.append(
             StackLayer(

@@ -39,6 +39,7 @@ import optuna
 from optuna.trial import TrialState
 
 from nasflow._checks import check_int
+from nasflow.errors import ConfigError, ConfigTypeError
 from nasflow.record import LAST_STEP_KEY, LAST_VALUES_KEY, rung_key
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
 
@@ -63,7 +64,7 @@ def report(trial: optuna.Trial, values: Sequence[float], step: int) -> None:
     vector = [float(v) for v in values]
     n_directions = len(trial.study.directions)
     if len(vector) != n_directions:
-        raise ValueError(
+        raise ConfigError(
             f"Got {len(vector)} values for a study with {n_directions} directions "
             f"(values={vector})."
         )
@@ -84,7 +85,7 @@ def should_prune(trial: optuna.Trial) -> bool:
     if isinstance(pruner, optuna.pruners.NopPruner):
         return False
     if not isinstance(pruner, ParetoSuccessiveHalvingPruner):
-        raise TypeError(
+        raise ConfigTypeError(
             f"should_prune(trial) needs the study's pruner to be a ParetoSuccessiveHalvingPruner "
             f"or a NopPruner, got {type(pruner).__name__}"
         )
@@ -159,7 +160,7 @@ class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
         if max_resource is not None:
             check_int("max_resource", max_resource, 1)
             if max_resource < min_resource:
-                raise ValueError(
+                raise ConfigError(
                     f"max_resource ({max_resource}) must be >= min_resource ({min_resource})."
                 )
         self._min_resource = min_resource
@@ -195,7 +196,7 @@ class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
         """
         attrs = trial.user_attrs
         if attrs.get(LAST_STEP_KEY) != step or LAST_VALUES_KEY not in attrs:
-            raise ValueError(
+            raise ConfigError(
                 f"should_prune(step={step}) needs report(..., step={step}) first; last reported "
                 f"step is {attrs.get(LAST_STEP_KEY)!r}."
             )
