@@ -14,7 +14,7 @@ Usage::
     python benchmarks/stack.py --json stack.json --figure stack.html
     python benchmarks/stack.py --quick      # seconds: the CI smoke run
 
-Any option of ``nasflow bench-stack`` works here (``--layers``, ``--arch``, ``--epochs``,
+Any option of ``nasflow measure-stack`` works here (``--layers``, ``--arch``, ``--epochs``,
 ``--compile-backend``, ``--device cuda``, ``--auto``); ``--overhead`` is always on.
 """
 

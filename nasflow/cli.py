@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", help="spaces to describe: size and description")
     p.add_argument("--details", action="store_true", help="describe every registered space")
     _add_export_parsers(sub)
-    _add_bench_stack_parser(sub)
+    _add_measure_stack_parser(sub)
     p = sub.add_parser(
         "bench",
         help="run a benchmark of the source checkout's benchmarks/ folder",
@@ -424,9 +424,13 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="print no per-epoch lines")
 
 
-def _add_bench_stack_parser(sub: argparse._SubParsersAction) -> None:
+def _add_measure_stack_parser(sub: argparse._SubParsersAction) -> None:
     p = _one_line_errors(
-        sub.add_parser("bench-stack", help="measure each speedup-stack layer on a candidate")
+        sub.add_parser(
+            "measure-stack",
+            aliases=["bench-stack"],
+            help="measure each speedup-stack layer on a candidate (bench-stack: deprecated name)",
+        )
     )
     p.add_argument("--arch", help="candidate as JSON (default: a mid-sized mnist1d candidate)")
     p.add_argument("--quick", action="store_true", help="a seconds-long smoke run")
@@ -445,7 +449,12 @@ def _add_bench_stack_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--auto", action="store_true", help="run the stack='auto' calibration")
 
 
-def _bench_stack_layers(args: argparse.Namespace, device: Any) -> list[str]:
+def _deprecated_command(old: str, new: str) -> None:
+    """Say on stderr that command ``old`` is a deprecated name of ``new`` (it still runs)."""
+    print(f"nasflow: {old!r} is a deprecated name of {new!r}; use {new!r}", file=sys.stderr)
+
+
+def _measure_stack_layers(args: argparse.Namespace, device: Any) -> list[str]:
     """The ``--layers`` list (default: the device's layers), after checking the options."""
     from nasflow.calibrate import AUTO_LAYERS
     from nasflow.train.stack import CPU_LAYERS, LAYERS
@@ -473,34 +482,34 @@ def _bench_stack_layers(args: argparse.Namespace, device: Any) -> list[str]:
 
 def _write_stack_figure(record: dict[str, Any], path: Path) -> None:
     """The waterfall as an offline HTML file (plotly.js inlined)."""
-    from nasflow.report import StackData, StackLayer, plot_stack
+    from nasflow.report import StackData, StackLayerRow, plot_stack
 
     data = StackData(
         True,
         record["baseline"],
         record["device"],
-        [StackLayer(r["name"], r["alone"], r["cumulative"]) for r in record["layers"]],
+        [StackLayerRow(r["name"], r["alone"], r["cumulative"]) for r in record["layers"]],
         record["end_to_end"],
     )
     plot_stack(data).write_html(str(path), include_plotlyjs=True)
 
 
-def _cmd_bench_stack(args: argparse.Namespace) -> int:
+def _cmd_measure_stack(args: argparse.Namespace) -> int:
     import torch
 
-    from nasflow.calibrate import run_bench_stack
+    from nasflow.calibrate import run_measure_stack
 
     try:
         try:
             device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
         except RuntimeError as e:
             raise ConfigError(f"--device {args.device!r}: {e}") from None
-        layers = _bench_stack_layers(args, device)
+        layers = _measure_stack_layers(args, device)
         amp = args.amp
         if amp is None:
             amp = "bf16" if device.type == "cpu" or torch.cuda.is_bf16_supported() else "fp16"
         settings = {"amp": amp, "accumulation": args.accumulation}
-        record = run_bench_stack(args, device, layers, settings)
+        record = run_measure_stack(args, device, layers, settings)
         if args.figure:
             _write_stack_figure(record, Path(args.figure))
     except ValueError as e:
@@ -680,7 +689,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dashboard": lambda: _cmd_dashboard(args),
         "export": lambda: _cmd_export(args),
         "retrain": lambda: _cmd_retrain(args),
-        "bench-stack": lambda: _cmd_bench_stack(args),
+        "measure-stack": lambda: _cmd_measure_stack(args),
+        "bench-stack": lambda: _deprecated_command("bench-stack", "measure-stack")
+        or _cmd_measure_stack(args),
         "bench": lambda: _cmd_bench(args),
         "spaces": lambda: _cmd_spaces(args),
     }

@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nasflow.bench import TabularBenchmark
 from nasflow.search import StudySpec
+from nasflow.tabular import TabularBenchmark
 from search_spaces.nas_bench_201 import NASBench201Space
 
 DEFAULT_TABLE = (

@@ -172,7 +172,7 @@ def test_every_nasflow_exception_derives_from_nasflow_error() -> None:
 
 def test_the_cli_reports_any_nasflow_error_in_one_line(monkeypatch, capsys) -> None:
     from nasflow import cli
-    from nasflow.bench import TableError
+    from nasflow.tabular import TableError
 
     def broken(args: object) -> int:  # a command meeting an error the CLI never listed
         raise TableError("table 'x.csv' has no column 'accuracy'")

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from nasflow.calibrate._bench import (
+from nasflow.calibrate._harness import (
     BASELINE,
     QUALITY_TOLERANCE,
     REPLICA,
@@ -430,7 +430,7 @@ def calibrate_for_space(
     the large ones, and a larger network is where a layer's gain or loss shows). Each
     variant trains ``calibration_batches`` batches in turns of 2. On a CPU
     ``torch.compile`` is not a candidate: its inductor warm-up alone takes longer than the
-    whole calibration; measure it with ``nasflow bench-stack`` and set it explicitly if it
+    whole calibration; measure it with ``nasflow measure-stack`` and set it explicitly if it
     pays off over a long run.
 
     With a ``budget``, a probe first times a few baseline batches and one validation pass

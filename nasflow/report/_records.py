@@ -122,7 +122,7 @@ def costmodel_data(study: optuna.Study) -> CostModelData:
 
 
 # ---------------------------------------------------------------------- speedup stack
-class StackLayer(NamedTuple):
+class StackLayerRow(NamedTuple):
     """One layer of the speedup stack.
 
     Attributes:
@@ -156,14 +156,14 @@ class StackData(NamedTuple):
     measured: bool
     baseline: str
     device: str
-    layers: list[StackLayer]
+    layers: list[StackLayerRow]
     end_to_end: float | None
     chosen: list[str] | None = None
     chosen_multiplier: float | None = None
     note: str = ""
 
     @property
-    def measured_layers(self) -> list[StackLayer]:
+    def measured_layers(self) -> list[StackLayerRow]:
         """The layers with an ``alone`` multiplier."""
         return [x for x in self.layers if x.alone is not None]
 
@@ -228,7 +228,7 @@ def stack_data(study: optuna.Study) -> StackData:
             raise ConfigError(f"{STACK_KEY}: layer {i} must have a string 'name', got {layer!r}")
         alone, cum = layer.get("alone"), layer.get("cumulative")
         layers.append(
-            StackLayer(
+            StackLayerRow(
                 layer["name"],
                 None if alone is None else _multiplier(alone, f"layer {layer['name']!r} 'alone'"),
                 None if cum is None else _multiplier(cum, f"layer {layer['name']!r} 'cumulative'"),

@@ -15,7 +15,6 @@ from optuna.trial import TrialState
 
 from nasflow._checks import check_int
 from nasflow._files import file_lock
-from nasflow.bench import TabularObjective
 from nasflow.data import DataBundle
 from nasflow.names import objective_names
 from nasflow.record import (
@@ -64,6 +63,7 @@ from nasflow.storage import (
     resolve_storage,
 )
 from nasflow.supernet import Supernet
+from nasflow.tabular import TabularObjective
 from nasflow.train import SupernetTrainer, TrainingInterrupted
 from nasflow.train.stack import Stack, is_rank_zero
 

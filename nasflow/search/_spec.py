@@ -14,12 +14,12 @@ from typing import Any
 import optuna
 
 from nasflow._checks import check_fraction, check_int
-from nasflow.bench import TabularBenchmark
 from nasflow.data import DataBundle
 from nasflow.errors import ConfigError, NasflowError
 from nasflow.search._cost import COST_ESTIMATORS
 from nasflow.search._trust import TrustProbe
 from nasflow.space import SearchSpace
+from nasflow.tabular import TabularBenchmark
 from nasflow.train import SupernetConfig, TrainConfig
 from nasflow.train.stack import Stack
 

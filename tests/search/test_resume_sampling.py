@@ -17,7 +17,7 @@ import csv
 import itertools
 from pathlib import Path
 
-from nasflow.bench import TabularBenchmark
+from nasflow.tabular import TabularBenchmark
 from nasflow.search import StudySpec
 from nasflow.space import Arch, SearchSpace, op_choice
 from search_spaces.nas_bench_201 import NASBench201Space

@@ -8,9 +8,9 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from nasflow.bench import TabularBenchmark, tabular_outcome
 from nasflow.cli import main as cli_main
 from nasflow.search import StudyFileError, StudyRunner, StudySpec, load_study_file
+from nasflow.tabular import TabularBenchmark, tabular_outcome
 from nasflow.train import TrainConfig
 from search_spaces.nas_bench_201 import NASBench201Space
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nasflow.bench import TableError, TabularBenchmark
 from nasflow.space import Arch
+from nasflow.tabular import TableError, TabularBenchmark
 from search_spaces.nas_bench_201 import NASBench201Space, string_to_arch
 from tests._spaces import CellSpace
 

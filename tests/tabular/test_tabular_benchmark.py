@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nasflow.bench import TabularBenchmark
+from nasflow.tabular import TabularBenchmark
 from search_spaces.nas_bench_201 import NASBench201Space
 
 ROOT = Path(__file__).resolve().parents[2]

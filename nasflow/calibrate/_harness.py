@@ -67,7 +67,7 @@ def paired_multiplier(base: VariantRecord, other: VariantRecord) -> list[float]:
 
 
 @dataclass
-class BenchResult:
+class StackMeasurement:
     """What the harness measured; ``to_dict`` is the JSON output."""
 
     environment: dict[str, Any]
@@ -185,7 +185,7 @@ def compare_to_baseline(rows: list[dict[str, Any]], tolerance: float) -> None:
         r["time_to_target_multiplier"] = tb / t if t and tb else None
 
 
-def bench_stack(
+def measure_stack(
     make_model: Callable[[], nn.Module],
     train: Batches,
     val: Batches,
@@ -196,7 +196,7 @@ def bench_stack(
     log: Callable[[str], None] | None = None,
     base: Stack | None = None,
     **settings: Any,
-) -> BenchResult:
+) -> StackMeasurement:
     """Measure every layer of ``layers`` alone and cumulatively against the baseline.
 
     Args:
@@ -221,7 +221,7 @@ def bench_stack(
         variant_row(r, base_rec, train.batch_size, cfg.target_accuracy) for r in records.values()
     ]
     compare_to_baseline(rows, QUALITY_TOLERANCE)
-    return BenchResult(
+    return StackMeasurement(
         environment=environment(device),
         config={**asdict(cfg), "batch_size": train.batch_size, **settings},
         candidate=candidate or {},

@@ -8,9 +8,9 @@ from typing import NamedTuple
 import optuna
 from optuna.trial import TrialState
 
-from nasflow.bench._table import TabularBenchmark
 from nasflow.errors import ConfigError
 from nasflow.record import reuse_score
+from nasflow.tabular._table import TabularBenchmark
 
 
 class TabularObjective:
