@@ -21,12 +21,8 @@ Any option of ``nasflow measure-stack`` works here (``--layers``, ``--arch``, ``
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from nasflow.cli import main  # noqa: E402
+from nasflow.cli import main
 
 if __name__ == "__main__":
     args = sys.argv[1:]

@@ -160,25 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run benchmarks/NAME.py with the given arguments (--quick: the CI smoke "
         "size). With no NAME, list the benchmarks.",
     )
-    p.add_argument("name", nargs="?", help=f"one of {', '.join(BENCHMARKS)} or its B-number")
+    p.add_argument("name", nargs="?", help="a benchmark's name or B-number (none: the list)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the benchmark")
     return parser
-
-
-#: ``nasflow bench`` names -> (script in benchmarks/, what it measures).
-BENCHMARKS: dict[str, tuple[str, str]] = {
-    "search_efficiency": ("B1", "CPU-seconds to a near-best arch: nasflow vs random vs Optuna"),
-    "ranking": ("B2", "supernet ranking (Kendall tau): fair vs uniform sampling"),
-    "stack": ("B3", "speedup-stack layers alone and stacked, trainer overhead"),
-    "scaling": ("B4", "storage overhead per trial, SQLite vs PostgreSQL workers"),
-    "ground_truth": ("", "stand-alone training of a fixed sample of a study's space"),
-    "space_probe": ("", "spread of accuracies vs training noise of a candidate space"),
-    "cost_model": ("", "cost-model predictions vs measured step times"),
-    "cost_stability": ("", "cost-model predictions across fresh studies on a loaded machine"),
-    "tabular": ("", "samplers on tabular NAS-Bench-201"),
-    "screening": ("", "one-shot winner vs fine-tuning the top screened candidates"),
-    "winner_pick": ("", "keep the top supernet score or the best retrained val of the top k"),
-}
 
 
 class _GracefulStop:
@@ -617,23 +601,40 @@ def _benchmarks_dir() -> Path:
     folder = Path(nasflow.__file__).resolve().parents[1] / "benchmarks"
     if not folder.is_dir():
         raise UsageError(
-            f"no benchmarks folder at {folder}: the benchmarks ship with the source "
-            "checkout (pip install -e .), not with the package"
+            f"no benchmarks folder at {folder}: nasflow is not running from a source "
+            "checkout; the benchmarks ship with the checkout (pip install -e .), not with "
+            "the package"
         )
     return folder
+
+
+def benchmark_catalogue() -> dict[str, tuple[str, str]]:
+    """``BENCHMARKS`` of ``benchmarks/catalogue.py`` in the source checkout: name ->
+    (B-number or ``""``, what it measures).
+
+    Raises:
+        UsageError: nasflow does not run from a source checkout (no ``benchmarks/``).
+    """
+    import runpy
+
+    catalogue = _benchmarks_dir() / "catalogue.py"
+    if not catalogue.is_file():
+        raise UsageError(f"no benchmark catalogue at {catalogue}")
+    return dict(runpy.run_path(str(catalogue))["BENCHMARKS"])
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     import runpy
 
+    benchmarks = benchmark_catalogue()
     if args.name is None:
-        for name, (code, what) in BENCHMARKS.items():
+        for name, (code, what) in benchmarks.items():
             print(f"{name}\t{code or '-'}\t{what}")
         return 0
-    by_code = {code.lower(): name for name, (code, _) in BENCHMARKS.items() if code}
+    by_code = {code.lower(): name for name, (code, _) in benchmarks.items() if code}
     name = by_code.get(args.name.lower(), args.name)
-    if name not in BENCHMARKS:
-        raise UsageError(f"no benchmark {args.name!r}; known: {', '.join(BENCHMARKS)}")
+    if name not in benchmarks:
+        raise UsageError(f"no benchmark {args.name!r}; known: {', '.join(benchmarks)}")
     script = _benchmarks_dir() / f"{name}.py"
     if not script.is_file():
         raise UsageError(f"benchmark {name!r} has no script at {script}")

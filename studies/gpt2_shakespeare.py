@@ -25,8 +25,8 @@ from pathlib import Path
 from nasflow.data import CharVocab, load_text
 from nasflow.errors import MissingFileError
 from nasflow.search import StudySpec
+from nasflow.search_spaces.gpt2 import GPT2Space
 from nasflow.train import SupernetConfig, TrainConfig
-from search_spaces.gpt2 import GPT2Space
 
 DEFAULT_TEXT = (
     Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tinyshakespeare.txt"

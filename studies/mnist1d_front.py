@@ -18,8 +18,8 @@ from pathlib import Path
 
 from nasflow.data import MNIST1DVariant, load_mnist1d
 from nasflow.search import StudySpec
+from nasflow.search_spaces.mnist1d import MNIST1DFrontSpace
 from nasflow.train import SupernetConfig, TrainConfig
-from search_spaces.mnist1d import MNIST1DFrontSpace
 
 #: 2,000 training sequences (published generator settings), 10,000 test sequences.
 DATA = MNIST1DVariant(train_samples=2000, test_samples=10000)

@@ -18,8 +18,8 @@ import os
 from pathlib import Path
 
 from nasflow.search import StudySpec
+from nasflow.search_spaces.nas_bench_201 import NASBench201Space
 from nasflow.tabular import TabularBenchmark
-from search_spaces.nas_bench_201 import NASBench201Space
 
 DEFAULT_TABLE = (
     Path(__file__).resolve().parents[1].parent / "shared" / "data" / "nb201_cifar10.csv"

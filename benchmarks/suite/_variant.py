@@ -7,7 +7,7 @@ from pathlib import Path
 
 from nasflow.data import MNIST1DVariant, load_mnist1d
 from nasflow.search import StudySpec
-from studies.mnist1d_front import study as proving_ground
+from nasflow.studies.mnist1d_front import study as proving_ground
 
 #: Where each variant's random-architecture tables live.
 TABLES = Path(__file__).resolve().parents[1] / "data" / "suite"

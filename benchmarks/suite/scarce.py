@@ -12,6 +12,6 @@ from pathlib import Path
 from nasflow.data import MNIST1DVariant
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _variant import variant_study  # noqa: E402
+from _variant import variant_study
 
 study = variant_study("scarce", MNIST1DVariant(train_samples=800))

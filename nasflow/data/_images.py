@@ -168,7 +168,7 @@ def load_image_folder(
     train_limit: int | None = None,
     test_limit: int | None = None,
     augment: bool = False,
-    cache_dir: os.PathLike | str | None | bool = None,
+    cache_dir: os.PathLike | str | bool | None = None,
 ) -> DataBundle:
     """Image classification data from an ``ImageFolder`` layout, as a folder or a zip.
 
@@ -283,7 +283,7 @@ def load_cifar10(
     train_limit: int | None = None,
     test_limit: int | None = None,
     augment: bool = False,
-    cache_dir: os.PathLike | str | None | bool = None,
+    cache_dir: os.PathLike | str | bool | None = None,
 ) -> DataBundle:
     """CIFAR-10 from an ``ImageFolder`` folder or zip (e.g. ``cifar10-jpg.zip``).
 

@@ -3,7 +3,7 @@
 A package registers a space class under a name in its ``pyproject.toml``::
 
     [project.entry-points."nasflow.spaces"]
-    mnist1d = "search_spaces.mnist1d:MNIST1DSpace"
+    mnist1d = "nasflow.search_spaces.mnist1d:MNIST1DSpace"
 
 The name must be the ``name`` the space gives itself (the one a study records), so that a
 stored study or an exported architecture can find its space again.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nasflow.cli import BENCHMARKS, main
+from nasflow.cli import benchmark_catalogue, main
 from nasflow.space import Arch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,9 +41,19 @@ def _bench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_every_listed_benchmark_has_a_script(capsys) -> None:
     assert main(["bench"]) == 0
     listed = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
-    assert listed == list(BENCHMARKS)
+    assert listed == list(benchmark_catalogue()) and "search_efficiency" in listed
     for name in listed:
         assert (ROOT / "benchmarks" / f"{name}.py").is_file(), name
+
+
+def test_outside_a_source_checkout_bench_says_so(monkeypatch, tmp_path, capsys) -> None:
+    import nasflow
+
+    # An installed wheel: nasflow/ in site-packages, no benchmarks/ beside it.
+    monkeypatch.setattr(nasflow, "__file__", str(tmp_path / "nasflow" / "__init__.py"))
+    assert main(["bench"]) == 2
+    err = capsys.readouterr().err
+    assert "not running from a source checkout" in err and "pip install -e ." in err
 
 
 def test_unknown_benchmark_is_one_line_and_exit_2(capsys) -> None:

@@ -140,7 +140,7 @@ def test_retrain_refuses_a_tampered_export(tiny_run: TinyRun, exported, tmp_path
 
 def test_without_study_file_the_registered_study_of_the_space_is_used(exported) -> None:
     # The export's study ("tiny") is not registered; its space ("mnist1d") has a ready study.
-    from studies.mnist1d import study
+    from nasflow.studies.mnist1d import study
 
     done = retrain_exported(exported, epochs=1)
     assert done.data == "registered study 'mnist1d'"

@@ -13,8 +13,8 @@ import torch
 from nasflow.record import COST_TABLE_KEY
 from nasflow.search._cost import COST_ESTIMATORS, CostEstimator
 from nasflow.search._costtable import format_cost_table
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.train.stack import Stack
-from search_spaces.mnist1d import MNIST1DSpace
 
 SPACE = MNIST1DSpace(base_channels=4, layers_per_stage=1, ops=("k3_e2", "skip"))
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from nasflow.tabular import TabularBenchmark
 from nasflow.search import StudySpec
 from nasflow.space import Arch, SearchSpace, op_choice
-from search_spaces.nas_bench_201 import NASBench201Space
+from nasflow.search_spaces.nas_bench_201 import NASBench201Space
 
 
 class Small(SearchSpace):

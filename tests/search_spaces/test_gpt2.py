@@ -12,10 +12,10 @@ from transformers import AutoModelForCausalLM, GPT2LMHeadModel
 from nasflow.cli import main as cli_main
 from nasflow.export import ExportError, export_arch, load_exported
 from nasflow.sampling import FairSampler
+from nasflow.search_spaces.gpt2 import GPT2Logits, GPT2Space
 from nasflow.space import Arch, rebuild_space
 from nasflow.supernet import SuperModule
 from nasflow.train import supernet_step
-from search_spaces.gpt2 import GPT2Logits, GPT2Space
 
 VOCAB, BLOCK = 11, 8
 
@@ -251,7 +251,7 @@ def test_the_ready_study_file_loads(shared_data_file) -> None:
 
 def test_nasflow_spaces_lists_it(capsys) -> None:
     assert cli_main(["spaces"]) == 0
-    assert "gpt2\tsearch_spaces.gpt2:GPT2Space" in capsys.readouterr().out.splitlines()
+    assert "gpt2\tnasflow.search_spaces.gpt2:GPT2Space" in capsys.readouterr().out.splitlines()
     assert cli_main(["spaces", "gpt2"]) == 0
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("gpt2\t"))
     assert "54 architectures" in line and "GPT-2" in line

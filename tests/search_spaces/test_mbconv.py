@@ -12,9 +12,7 @@ from torch import nn
 from nasflow.cli import main as cli_main
 from nasflow.sampling import FairSampler
 from nasflow.search import load_study_file
-from nasflow.space import Arch, rebuild_space
-from nasflow.supernet import LayerChoice, SuperModule
-from search_spaces.mbconv import (
+from nasflow.search_spaces.mbconv import (
     SKIP,
     STAGES,
     MBConv,
@@ -22,6 +20,8 @@ from search_spaces.mbconv import (
     make_op,
     parse_op,
 )
+from nasflow.space import Arch, rebuild_space
+from nasflow.supernet import LayerChoice, SuperModule
 from tests._spaces import train_a_little
 
 MBCONV_OPS = ("k3_e3", "k3_e6", "k5_e3", "k5_e6", "k7_e3", "k7_e6")

@@ -8,9 +8,7 @@ import torch
 from torch import nn
 
 from nasflow.cli import main as cli_main
-from nasflow.space import Arch, edge_choices, rebuild_space
-from nasflow.supernet import SuperModule
-from search_spaces.nas_bench_201 import (
+from nasflow.search_spaces.nas_bench_201 import (
     EDGES,
     OPS,
     NASBench201Space,
@@ -19,6 +17,8 @@ from search_spaces.nas_bench_201 import (
     edge_label,
     string_to_arch,
 )
+from nasflow.space import Arch, edge_choices, rebuild_space
+from nasflow.supernet import SuperModule
 from tests._spaces import train_a_little
 
 BEST = (

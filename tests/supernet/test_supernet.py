@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch import nn
 
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.space import SearchSpace, op_choice, value_choice
 from nasflow.supernet import (
     Channels,
@@ -18,7 +19,6 @@ from nasflow.supernet import (
     SuperSequential,
     recalibrate_bn,
 )
-from search_spaces.mnist1d import MNIST1DSpace
 from tests._spaces import CellSpace, tiny_mnist1d
 
 

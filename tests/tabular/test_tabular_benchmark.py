@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from nasflow.search_spaces.nas_bench_201 import NASBench201Space
 from nasflow.tabular import TabularBenchmark
-from search_spaces.nas_bench_201 import NASBench201Space
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "tabular.py"

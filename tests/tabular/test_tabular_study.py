@@ -10,9 +10,9 @@ from optuna.trial import TrialState
 
 from nasflow.cli import main as cli_main
 from nasflow.search import StudyFileError, StudyRunner, StudySpec, load_study_file
+from nasflow.search_spaces.nas_bench_201 import NASBench201Space
 from nasflow.tabular import TabularBenchmark, tabular_outcome
 from nasflow.train import TrainConfig
-from search_spaces.nas_bench_201 import NASBench201Space
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "studies" / "nb201_tabular.py"

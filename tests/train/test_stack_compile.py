@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from nasflow.sampling import FairSampler, UniformSampler
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.train.stack import CompileCounter, CompiledBlocks, Stack
-from search_spaces.mnist1d import MNIST1DSpace
 
 
 def _space() -> MNIST1DSpace:
