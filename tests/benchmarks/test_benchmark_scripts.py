@@ -134,6 +134,7 @@ def test_b1_replay_of_random_search_on_the_table_follows_the_incumbent(tmp_path:
 
 
 # ---------------------------------------------------------------------------- smoke runs
+@pytest.mark.slow
 def test_b1_quick_runs_every_method(tmp_path: Path) -> None:
     out = tmp_path / "b1.json"
     proc = _bench("search_efficiency", "--quick", "--json", str(out), cwd=tmp_path)
@@ -153,6 +154,7 @@ def test_b1_quick_runs_every_method(tmp_path: Path) -> None:
     assert [r.split("|")[1].strip() for r in rows[1:]] == ["nasflow", "random", "optuna"]
 
 
+@pytest.mark.slow
 def test_b2_quick_prints_both_samplers(tmp_path: Path) -> None:
     out = tmp_path / "b2.json"
     gt = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
@@ -202,6 +204,7 @@ def test_b2_quick_prints_both_samplers(tmp_path: Path) -> None:
     assert results["fair"][0]["path_passes"] == results["uniform"][0]["path_passes"]
 
 
+@pytest.mark.slow
 def test_ground_truth_quick_writes_rows_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "gt.csv"
     for _ in range(2):  # the second run finds both rows done and trains nothing

@@ -27,6 +27,7 @@ from nasflow.train import Batches
 from nasflow.train.stack import LAYERS, Stack
 
 
+@pytest.mark.slow
 def test_quick_harness_measures_every_layer_alone_and_cumulatively(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

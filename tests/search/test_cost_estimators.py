@@ -37,6 +37,7 @@ def _estimator(kind: str, tmp_path: Path, stack: Stack | None) -> CostEstimator:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["model", "measure"])
 def test_every_estimator_gives_a_step_time_and_the_parameter_count(
     kind: str, tmp_path: Path
@@ -50,6 +51,7 @@ def test_every_estimator_gives_a_step_time_and_the_parameter_count(
     assert params == sum(p.numel() for p in SPACE.build(arch).parameters())
 
 
+@pytest.mark.slow
 def test_the_cost_model_predicts_for_the_stacks_precision(tmp_path: Path) -> None:
     bf16 = _estimator("model", tmp_path, Stack(amp="bf16", accumulation=2))
     study = optuna.create_study()

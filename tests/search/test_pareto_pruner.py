@@ -94,6 +94,7 @@ def test_known_front_survives_and_most_epochs_are_pruned(seed: int) -> None:
     assert {t.state for t in trials} == {TrialState.COMPLETE, TrialState.PRUNED}
 
 
+@pytest.mark.slow
 def test_rung_vectors_persist_in_sqlite_storage(tmp_path: Path) -> None:
     storage = f"sqlite:///{tmp_path / 'pareto.db'}"
     study = _run_synthetic_study(storage, seed=3, n_trials=15, max_epochs=9)

@@ -173,6 +173,7 @@ def test_sequences_longer_than_the_block_are_refused() -> None:
         space.supernet()(tokens(length=9), space.sample(0))
 
 
+@pytest.mark.slow
 def test_export_writes_a_hugging_face_directory(tmp_path: Path) -> None:
     space = tiny()
     supernet = trained_supernet(space)
@@ -196,6 +197,7 @@ def test_export_writes_a_hugging_face_directory(tmp_path: Path) -> None:
         load_exported(tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_a_study_searches_it_on_a_slice_of_tinyshakespeare(shared_data_file, tmp_path) -> None:
     """Phase 1 trains the GPT-2 supernet on characters, phase 2 scores perplexity and
     token accuracy against measured training cost, phase 3 retrains the winner, and the

@@ -66,6 +66,7 @@ def test_bad_constructor_arguments_name_the_value(kwargs) -> None:
         NASBench201Space(**kwargs)
 
 
+@pytest.mark.slow
 def test_every_row_of_the_benchmark_table_round_trips(shared_data_file) -> None:
     space = NASBench201Space()
     with shared_data_file("nb201_cifar10.csv").open(newline="") as f:
@@ -196,6 +197,7 @@ def test_published_network_shapes_and_size() -> None:
     assert values[1] < values[0] < values[2]
 
 
+@pytest.mark.slow
 def test_a_study_searches_it_on_a_cifar10_subset(shared_data_file, tmp_path) -> None:
     """Phase 1 trains the supernet on CIFAR-10 images read from the zip, phase 2 scores
     cells from it, phase 3 retrains the winner built from its genotype."""

@@ -35,6 +35,7 @@ def _train_a_little(supernet: nn.Module, space, steps: int = 3) -> None:
         opt.step()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make_space", [MNIST1DSpace, tiny_mnist1d, CellSpace])
 def test_extract_equals_supernet_on_that_path(make_space) -> None:
     torch.manual_seed(0)

@@ -26,6 +26,7 @@ def _script_module():
     return module
 
 
+@pytest.mark.slow
 def test_quick_run_prints_a_row_per_sampler(shared_data_file) -> None:
     csv_path = shared_data_file("nb201_cifar10.csv")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NASFLOW_NB201_CSV": str(csv_path)}

@@ -26,6 +26,7 @@ def nb201_csv(shared_data_file, monkeypatch) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_nasflow_search_runs_the_tabular_study_and_prints_the_regret(
     nb201_csv, tmp_path, capsys
 ) -> None:
@@ -78,6 +79,7 @@ def _partial_table(tmp_path: Path, full: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_architectures_missing_from_a_partial_table_fail_and_the_study_goes_on(
     nb201_csv, tmp_path
 ) -> None:
@@ -106,6 +108,7 @@ def test_architectures_missing_from_a_partial_table_fail_and_the_study_goes_on(
     assert outcome.trials == len(done) and outcome.regret >= 0
 
 
+@pytest.mark.slow
 def test_tabular_study_specs_are_checked(nb201_csv) -> None:
     space = NASBench201Space()
     table = TabularBenchmark(nb201_csv, space, metric=METRIC)
