@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from search_spaces.mnist1d import MNIST1DSpace
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 
 
 def _conv_bn(cin: int, cout: int, k: int, relu: bool) -> list[nn.Module]:

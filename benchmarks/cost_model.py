@@ -41,13 +41,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from nasflow._host import cpu_model  # noqa: E402
-from nasflow.cost import CostModel, evaluate_accuracy  # noqa: E402
-from nasflow.train import measure_step_time  # noqa: E402
-from search_spaces.mnist1d import MNIST1DSpace  # noqa: E402
+from nasflow._host import cpu_model
+from nasflow.cost import CostModel, evaluate_accuracy
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
+from nasflow.train import measure_step_time
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

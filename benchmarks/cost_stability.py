@@ -62,7 +62,7 @@ def worker(spec: dict) -> dict:
     import torch
 
     from nasflow.cost import CostModel
-    from studies.mnist1d import study
+    from nasflow.studies.mnist1d import study
 
     space = study.space
     rng = np.random.default_rng(spec["seed"])
@@ -258,7 +258,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker is not None:
         print(json.dumps(worker(json.loads(args.worker))))
         return 0
-    sys.path.insert(0, str(ROOT))
     if args.clocks is not None:
         if args.clocks < 10:
             raise SystemExit(f"--clocks must be >= 10, got {args.clocks}")
@@ -266,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json is not None:
             args.json.write_text(json.dumps(result, indent=2) + "\n")
         return 0
-    from studies.mnist1d import study
+    from nasflow.studies.mnist1d import study
 
     data = study.data()
     steps = len(data.train) // study.train.batch_size * study.train.epochs

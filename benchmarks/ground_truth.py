@@ -43,12 +43,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from nasflow.search import StudySpec, load_study_file
+from nasflow.space import Arch
+from nasflow.train import EpochTrainer, evaluate
 
-from nasflow.search import StudySpec, load_study_file  # noqa: E402
-from nasflow.space import Arch  # noqa: E402
-from nasflow.train import EpochTrainer, evaluate  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 FIELDS = [
     "index",

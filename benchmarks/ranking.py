@@ -43,14 +43,13 @@ from pathlib import Path
 import torch
 from scipy.stats import kendalltau
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from nasflow.search import StudySpec, TrustProbe, load_study_file, run_trust_probe
+from nasflow.space import Arch
+from nasflow.supernet import recalibrate_bn
+from nasflow.train import SupernetTrainer, evaluate
+from nasflow.train.stack import Stack
 
-from nasflow.search import StudySpec, TrustProbe, load_study_file, run_trust_probe  # noqa: E402
-from nasflow.space import Arch  # noqa: E402
-from nasflow.supernet import recalibrate_bn  # noqa: E402
-from nasflow.train import SupernetTrainer, evaluate  # noqa: E402
-from nasflow.train.stack import Stack  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 GT = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
 DEFAULT_STUDY = ROOT / "studies/mnist1d.py"

@@ -31,10 +31,6 @@ import sys
 import tempfile
 import time
 import uuid
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -106,7 +102,7 @@ def curve(n: int, windows: int, path: str) -> list[tuple[int, int, float, float,
 
     from nasflow.search import study_sampler
     from nasflow.storage import open_storage, resolve_storage
-    from studies.mnist1d import study as spec
+    from nasflow.studies.mnist1d import study as spec
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = open_storage(resolve_storage(f"sqlite:///{path}", "unused"))

@@ -25,19 +25,17 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from nasflow.record import RunFolder
+from nasflow.search import StudyRunner, load_study_file, read_baseline
+from nasflow.train import TrainConfig
 
-from nasflow.record import RunFolder  # noqa: E402
-from nasflow.search import StudyRunner, load_study_file, read_baseline  # noqa: E402
-from nasflow.train import TrainConfig  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_variant(spec, runs: Path, supernet_from: Path | None) -> dict:

@@ -73,19 +73,18 @@ import numpy as np
 import optuna
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from nasflow.data import DataBundle  # noqa: E402
-from nasflow.search import (  # noqa: E402
+from nasflow.data import DataBundle
+from nasflow.search import (
     StudyRunner,
     StudySpec,
     load_study_file,
     non_dominated_sort,
     recipe_for,
 )
-from nasflow.space import Arch  # noqa: E402
-from nasflow.train import EpochTrainer, TrainConfig, evaluate  # noqa: E402
+from nasflow.space import Arch
+from nasflow.train import EpochTrainer, TrainConfig, evaluate
+
+ROOT = Path(__file__).resolve().parents[1]
 
 GT = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
 DEFAULT_STUDY = ROOT / "studies/mnist1d.py"

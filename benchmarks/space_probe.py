@@ -19,18 +19,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 from scipy.stats import kendalltau
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from nasflow.data import MNIST1DVariant, load_mnist1d  # noqa: E402
-from nasflow.train import TrainConfig, evaluate, train_standalone  # noqa: E402
-from search_spaces.mnist1d import MNIST1DSpace  # noqa: E402
+from nasflow.data import MNIST1DVariant, load_mnist1d
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
+from nasflow.train import TrainConfig, evaluate, train_standalone
 
 
 def main(argv: list[str] | None = None) -> int:

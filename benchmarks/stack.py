@@ -14,19 +14,15 @@ Usage::
     python benchmarks/stack.py --json stack.json --figure stack.html
     python benchmarks/stack.py --quick      # seconds: the CI smoke run
 
-Any option of ``nasflow bench-stack`` works here (``--layers``, ``--arch``, ``--epochs``,
+Any option of ``nasflow measure-stack`` works here (``--layers``, ``--arch``, ``--epochs``,
 ``--compile-backend``, ``--device cuda``, ``--auto``); ``--overhead`` is always on.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from nasflow.cli import main  # noqa: E402
+from nasflow.cli import main
 
 if __name__ == "__main__":
     args = sys.argv[1:]

@@ -31,11 +31,10 @@ from pathlib import Path
 
 import optuna
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from nasflow.search import StudySpec, load_study_file, study_sampler
+from nasflow.tabular import TabularBenchmark, TabularObjective, tabular_outcome
 
-from nasflow.bench import TabularBenchmark, TabularObjective, tabular_outcome  # noqa: E402
-from nasflow.search import StudySpec, load_study_file, study_sampler  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 STUDY = ROOT / "studies" / "nb201_tabular.py"
 SAMPLERS = ("tpe", "random", "nsga2")

@@ -22,16 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from nasflow.search import StudyRunner, load_study_file, read_baseline
 
-from nasflow.search import StudyRunner, load_study_file, read_baseline  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_seed(spec, seed: int, top: int, runs: Path) -> list[dict]:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from nasflow import _checkout
 from nasflow.errors import NasflowError
 from nasflow.space import Arch, SearchSpace
 
 __version__ = "0.1.0"
+
+# In a source checkout, nasflow.search_spaces/nasflow.studies are its root folders.
+_checkout.install(Path(__file__).resolve().parent)
 
 __all__ = [
     "Arch",

@@ -1,14 +1,17 @@
 """Argument checks shared by every package: counts and other ints, fractions, choices.
 
 Each check returns the value it accepted, or raises one line naming the parameter and the
-bad value. The error is ``ValueError`` unless the caller passes its own subclass (a study
-file's ``StudyFileError``, say). ``bool`` is never accepted as a number.
+bad value. The error is :class:`~nasflow.errors.ConfigError` (a ``NasflowError`` and a
+``ValueError``) unless the caller passes its own subclass (a study file's
+``StudyFileError``, say). ``bool`` is never accepted as a number.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from typing import Any, TypeVar
+
+from nasflow.errors import ConfigError
 
 T = TypeVar("T")
 
@@ -20,7 +23,7 @@ def check_int(
     maximum: int | None = None,
     *,
     optional: bool = False,
-    error: type[ValueError] = ValueError,
+    error: type[ValueError] = ConfigError,
 ) -> Any:
     """``value`` if it is an int from ``minimum`` to ``maximum`` (or ``None`` if optional).
 
@@ -30,7 +33,7 @@ def check_int(
         minimum: Smallest accepted int.
         maximum: Largest accepted int, or ``None`` for no bound.
         optional: Also accept ``None``.
-        error: The ``ValueError`` subclass to raise.
+        error: The ``ValueError`` subclass to raise (default ``ConfigError``).
 
     Raises:
         ValueError: ``"{name} must be an int >= {minimum}, got {value!r}"`` (or ``from
@@ -56,7 +59,7 @@ def check_fraction(
     *,
     zero: bool = False,
     one: bool = False,
-    error: type[ValueError] = ValueError,
+    error: type[ValueError] = ConfigError,
 ) -> Any:
     """``value`` if it is a number between 0 and 1 (ends excluded unless asked for).
 
@@ -65,7 +68,7 @@ def check_fraction(
         value: The value to check.
         zero: Accept 0.
         one: Accept 1.
-        error: The ``ValueError`` subclass to raise.
+        error: The ``ValueError`` subclass to raise (default ``ConfigError``).
 
     Raises:
         ValueError: ``"{name} must be a share in (0, 1), got {value!r}"`` (with ``[`` or
@@ -83,7 +86,7 @@ def check_fraction(
 
 
 def check_choice(
-    name: str, value: T, choices: Collection[T], *, error: type[ValueError] = ValueError
+    name: str, value: T, choices: Collection[T], *, error: type[ValueError] = ConfigError
 ) -> T:
     """``value`` if it is one of ``choices``.
 

@@ -11,6 +11,8 @@ from typing import IO, Any
 
 from filelock import FileLock
 
+from nasflow.errors import ConfigError
+
 #: filelock >= 4 falls back to a marker-file lock where the file system has no ``flock``; a
 #: marker outlives a killed process and would lock everyone out, so that fallback is
 #: refused (filelock 3.x, which the ``nni`` extra pins, raises there on its own).
@@ -59,7 +61,7 @@ def atomic_write(
         ValueError: ``mode`` is not a write mode.
     """
     if mode not in ("wb", "w"):
-        raise ValueError(f"mode must be 'wb' or 'w', got {mode!r}")
+        raise ConfigError(f"mode must be 'wb' or 'w', got {mode!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -14,7 +14,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from nasflow._entry_points import SPACES, STUDIES, module_file, registered
-from nasflow.errors import NasflowError
+from nasflow.errors import ConfigError, NasflowError
 
 if TYPE_CHECKING:
     import optuna
@@ -151,32 +151,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", help="spaces to describe: size and description")
     p.add_argument("--details", action="store_true", help="describe every registered space")
     _add_export_parsers(sub)
-    _add_bench_stack_parser(sub)
+    _add_measure_stack_parser(sub)
     p = sub.add_parser(
         "bench",
         help="run a benchmark of the source checkout's benchmarks/ folder",
         description="Run benchmarks/NAME.py with the given arguments (--quick: the CI smoke "
         "size). With no NAME, list the benchmarks.",
     )
-    p.add_argument("name", nargs="?", help=f"one of {', '.join(BENCHMARKS)} or its B-number")
+    p.add_argument("name", nargs="?", help="a benchmark's name or B-number (none: the list)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the benchmark")
     return parser
-
-
-#: ``nasflow bench`` names -> (script in benchmarks/, what it measures).
-BENCHMARKS: dict[str, tuple[str, str]] = {
-    "search_efficiency": ("B1", "CPU-seconds to a near-best arch: nasflow vs random vs Optuna"),
-    "ranking": ("B2", "supernet ranking (Kendall tau): fair vs uniform sampling"),
-    "stack": ("B3", "speedup-stack layers alone and stacked, trainer overhead"),
-    "scaling": ("B4", "storage overhead per trial, SQLite vs PostgreSQL workers"),
-    "ground_truth": ("", "stand-alone training of a fixed sample of a study's space"),
-    "space_probe": ("", "spread of accuracies vs training noise of a candidate space"),
-    "cost_model": ("", "cost-model predictions vs measured step times"),
-    "cost_stability": ("", "cost-model predictions across fresh studies on a loaded machine"),
-    "tabular": ("", "samplers on tabular NAS-Bench-201"),
-    "screening": ("", "one-shot winner vs fine-tuning the top screened candidates"),
-    "winner_pick": ("", "keep the top supernet score or the best retrained val of the top k"),
-}
 
 
 class _GracefulStop:
@@ -423,9 +407,13 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="print no per-epoch lines")
 
 
-def _add_bench_stack_parser(sub: argparse._SubParsersAction) -> None:
+def _add_measure_stack_parser(sub: argparse._SubParsersAction) -> None:
     p = _one_line_errors(
-        sub.add_parser("bench-stack", help="measure each speedup-stack layer on a candidate")
+        sub.add_parser(
+            "measure-stack",
+            aliases=["bench-stack"],
+            help="measure each speedup-stack layer on a candidate (bench-stack: deprecated name)",
+        )
     )
     p.add_argument("--arch", help="candidate as JSON (default: a mid-sized mnist1d candidate)")
     p.add_argument("--quick", action="store_true", help="a seconds-long smoke run")
@@ -444,7 +432,12 @@ def _add_bench_stack_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--auto", action="store_true", help="run the stack='auto' calibration")
 
 
-def _bench_stack_layers(args: argparse.Namespace, device: Any) -> list[str]:
+def _deprecated_command(old: str, new: str) -> None:
+    """Say on stderr that command ``old`` is a deprecated name of ``new`` (it still runs)."""
+    print(f"nasflow: {old!r} is a deprecated name of {new!r}; use {new!r}", file=sys.stderr)
+
+
+def _measure_stack_layers(args: argparse.Namespace, device: Any) -> list[str]:
     """The ``--layers`` list (default: the device's layers), after checking the options."""
     from nasflow.calibrate import AUTO_LAYERS
     from nasflow.train.stack import CPU_LAYERS, LAYERS
@@ -456,50 +449,50 @@ def _bench_stack_layers(args: argparse.Namespace, device: Any) -> list[str]:
         layers = [x.strip() for x in args.layers.split(",") if x.strip()]
         bad = [x for x in layers if x not in LAYERS]
         if bad or not layers or len(set(layers)) != len(layers):
-            raise ValueError(
+            raise ConfigError(
                 f"--layers must name distinct layers from {LAYERS}, got {args.layers!r}"
             )
     for name in ("epochs", "batch_size", "accumulation"):
         v = getattr(args, name)
         if v is not None and v < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
+            raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
     if not 0 < args.target <= 1:
-        raise ValueError(f"--target must be in (0, 1], got {args.target}")
+        raise ConfigError(f"--target must be in (0, 1], got {args.target}")
     if device.type not in ("cpu", "cuda"):
-        raise ValueError(f"--device must be cpu or cuda, got {str(device)!r}")
+        raise ConfigError(f"--device must be cpu or cuda, got {str(device)!r}")
     return layers
 
 
 def _write_stack_figure(record: dict[str, Any], path: Path) -> None:
     """The waterfall as an offline HTML file (plotly.js inlined)."""
-    from nasflow.report import StackData, StackLayer, plot_stack
+    from nasflow.report import StackData, StackLayerRow, plot_stack
 
     data = StackData(
         True,
         record["baseline"],
         record["device"],
-        [StackLayer(r["name"], r["alone"], r["cumulative"]) for r in record["layers"]],
+        [StackLayerRow(r["name"], r["alone"], r["cumulative"]) for r in record["layers"]],
         record["end_to_end"],
     )
     plot_stack(data).write_html(str(path), include_plotlyjs=True)
 
 
-def _cmd_bench_stack(args: argparse.Namespace) -> int:
+def _cmd_measure_stack(args: argparse.Namespace) -> int:
     import torch
 
-    from nasflow.calibrate import run_bench_stack
+    from nasflow.calibrate import run_measure_stack
 
     try:
         try:
             device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
         except RuntimeError as e:
-            raise ValueError(f"--device {args.device!r}: {e}") from None
-        layers = _bench_stack_layers(args, device)
+            raise ConfigError(f"--device {args.device!r}: {e}") from None
+        layers = _measure_stack_layers(args, device)
         amp = args.amp
         if amp is None:
             amp = "bf16" if device.type == "cpu" or torch.cuda.is_bf16_supported() else "fp16"
         settings = {"amp": amp, "accumulation": args.accumulation}
-        record = run_bench_stack(args, device, layers, settings)
+        record = run_measure_stack(args, device, layers, settings)
         if args.figure:
             _write_stack_figure(record, Path(args.figure))
     except ValueError as e:
@@ -607,23 +600,40 @@ def _benchmarks_dir() -> Path:
     folder = Path(nasflow.__file__).resolve().parents[1] / "benchmarks"
     if not folder.is_dir():
         raise UsageError(
-            f"no benchmarks folder at {folder}: the benchmarks ship with the source "
-            "checkout (pip install -e .), not with the package"
+            f"no benchmarks folder at {folder}: nasflow is not running from a source "
+            "checkout; the benchmarks ship with the checkout (pip install -e .), not with "
+            "the package"
         )
     return folder
+
+
+def benchmark_catalogue() -> dict[str, tuple[str, str]]:
+    """``BENCHMARKS`` of ``benchmarks/catalogue.py`` in the source checkout: name ->
+    (B-number or ``""``, what it measures).
+
+    Raises:
+        UsageError: nasflow does not run from a source checkout (no ``benchmarks/``).
+    """
+    import runpy
+
+    catalogue = _benchmarks_dir() / "catalogue.py"
+    if not catalogue.is_file():
+        raise UsageError(f"no benchmark catalogue at {catalogue}")
+    return dict(runpy.run_path(str(catalogue))["BENCHMARKS"])
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     import runpy
 
+    benchmarks = benchmark_catalogue()
     if args.name is None:
-        for name, (code, what) in BENCHMARKS.items():
+        for name, (code, what) in benchmarks.items():
             print(f"{name}\t{code or '-'}\t{what}")
         return 0
-    by_code = {code.lower(): name for name, (code, _) in BENCHMARKS.items() if code}
+    by_code = {code.lower(): name for name, (code, _) in benchmarks.items() if code}
     name = by_code.get(args.name.lower(), args.name)
-    if name not in BENCHMARKS:
-        raise UsageError(f"no benchmark {args.name!r}; known: {', '.join(BENCHMARKS)}")
+    if name not in benchmarks:
+        raise UsageError(f"no benchmark {args.name!r}; known: {', '.join(benchmarks)}")
     script = _benchmarks_dir() / f"{name}.py"
     if not script.is_file():
         raise UsageError(f"benchmark {name!r} has no script at {script}")
@@ -679,7 +689,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dashboard": lambda: _cmd_dashboard(args),
         "export": lambda: _cmd_export(args),
         "retrain": lambda: _cmd_retrain(args),
-        "bench-stack": lambda: _cmd_bench_stack(args),
+        "measure-stack": lambda: _cmd_measure_stack(args),
+        "bench-stack": lambda: _deprecated_command("bench-stack", "measure-stack")
+        or _cmd_measure_stack(args),
         "bench": lambda: _cmd_bench(args),
         "spaces": lambda: _cmd_spaces(args),
     }

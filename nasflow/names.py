@@ -15,6 +15,8 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING
 
+from nasflow.errors import ConfigError
+
 if TYPE_CHECKING:
     import optuna
 
@@ -85,7 +87,7 @@ def objective_names(
         elif key == "params":
             names.append(PARAMS)
         else:
-            raise ValueError(f"unknown objective {key!r}")
+            raise ConfigError(f"unknown objective {key!r}")
     return names
 
 

@@ -1,1 +1,3 @@
-"""Ready-made search spaces. They import ``nasflow``; ``nasflow`` never imports them."""
+"""Ready-made search spaces, installed as ``nasflow.search_spaces`` (the repository keeps
+them in its root folder ``search_spaces/``). They import ``nasflow``; nasflow's own
+packages never import them."""

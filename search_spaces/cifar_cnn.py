@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from torch import nn
 
+from nasflow.errors import ConfigError
 from nasflow.space import SearchSpace, op_choice, value_choice
 from nasflow.supernet import (
     Channels,
@@ -82,11 +83,11 @@ class CIFARCNNSpace(SearchSpace):
                 try:
                     _parse_op(op)
                 except (ValueError, IndexError):
-                    raise ValueError(f"op {op!r} is not 'skip' or of the form 'k5_e2'") from None
+                    raise ConfigError(f"op {op!r} is not 'skip' or of the form 'k5_e2'") from None
                 if _parse_op(op)[0] % 2 == 0:
-                    raise ValueError(f"op {op!r} needs an odd kernel size")
+                    raise ConfigError(f"op {op!r} needs an odd kernel size")
         if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 2:
-            raise ValueError(f"image_size must be an int >= 2, got {image_size!r}")
+            raise ConfigError(f"image_size must be an int >= 2, got {image_size!r}")
         self.layers_per_stage = layers_per_stage
         choices = [op_choice(f"s{s}/l{i}", ops) for s in (1, 2) for i in range(layers_per_stage)]
         choices.append(value_choice("width", widths))

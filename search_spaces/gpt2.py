@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow.errors import ConfigError, MissingDependencyError
 from nasflow.space import SearchSpace, value_choice
 from nasflow.supernet import SuperModule, Supernet
 
@@ -49,7 +50,7 @@ try:
     from transformers.activations import ACT2FN
     from transformers.pytorch_utils import Conv1D
 except ImportError as e:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
+    raise MissingDependencyError(
         "the GPT-2 space needs transformers: pip install 'nasflow[transformers]'"
     ) from e
 
@@ -82,9 +83,9 @@ class GPT2Logits(nn.Module):
 def _check_ints(name: str, values: Any, low: int = 1) -> tuple[int, ...]:
     vals = tuple(values) if isinstance(values, Sequence) and not isinstance(values, str) else ()
     if not vals or any(isinstance(v, bool) or not isinstance(v, int) or v < low for v in vals):
-        raise ValueError(f"{name} must be a non-empty list of ints >= {low}, got {values!r}")
+        raise ConfigError(f"{name} must be a non-empty list of ints >= {low}, got {values!r}")
     if len(set(vals)) != len(vals):
-        raise ValueError(f"{name} has duplicate values: {values!r}")
+        raise ConfigError(f"{name} has duplicate values: {values!r}")
     return tuple(sorted(vals))
 
 
@@ -194,7 +195,7 @@ class SuperGPT2(SuperModule):
         layers, e, heads, inner = self.sizes(arch)
         t = x.shape[1]
         if t > self.block_size:
-            raise ValueError(f"sequence length {t} exceeds block_size={self.block_size}")
+            raise ConfigError(f"sequence length {t} exceeds block_size={self.block_size}")
         pos = torch.arange(t, device=x.device)
         h = self.wte.weight[:, :e][x] + self.wpe.weight[:t, :e][pos]  # (B, T, e)
         h = F.dropout(h, self.dropout, self.training)
@@ -284,7 +285,7 @@ class GPT2Space(SearchSpace):
     ) -> None:
         for name, value in (("vocab_size", vocab_size), ("block_size", block_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+                raise ConfigError(f"{name} must be an int >= 1, got {value!r}")
         choices = {
             LAYERS: _check_ints("n_layer", n_layer),
             EMBD: _check_ints("n_embd", n_embd),
@@ -294,14 +295,14 @@ class GPT2Space(SearchSpace):
         for e in choices[EMBD]:
             for h in choices[HEADS]:
                 if e % h:
-                    raise ValueError(
+                    raise ConfigError(
                         f"n_embd {e} is not divisible by n_head {h}; every width must "
                         "split evenly into every head count"
                     )
         if isinstance(dropout, bool) or not isinstance(dropout, int | float):
-            raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
+            raise ConfigError(f"dropout must be a number in [0, 1), got {dropout!r}")
         if not 0 <= dropout < 1:
-            raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
+            raise ConfigError(f"dropout must be a number in [0, 1), got {dropout!r}")
         super().__init__(
             [value_choice(label, values) for label, values in choices.items()],
             name="gpt2",
@@ -347,5 +348,5 @@ class GPT2Space(SearchSpace):
             ValueError: ``net`` is not a :class:`GPT2Logits`.
         """
         if not isinstance(net, GPT2Logits):
-            raise ValueError(f"expected a GPT2Logits network of space 'gpt2', got {net!r}")
+            raise ConfigError(f"expected a GPT2Logits network of space 'gpt2', got {net!r}")
         return net.model

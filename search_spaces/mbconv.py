@@ -42,6 +42,7 @@ import torch
 from torch import nn
 from torchvision.ops import Conv2dNormActivation
 
+from nasflow.errors import ConfigError
 from nasflow.space import SearchSpace, op_choice
 from nasflow.supernet import LayerChoice, Supernet, SuperSequential
 
@@ -80,7 +81,7 @@ def parse_op(name: str) -> tuple[int, int]:
     """
     k, sep, e = name.partition("_")
     if not (sep and k[:1] == "k" and e[:1] == "e" and k[1:].isdigit() and e[1:].isdigit()):
-        raise ValueError(f"MBConv op {name!r} is not of the form 'k5_e6'")
+        raise ConfigError(f"MBConv op {name!r} is not of the form 'k5_e6'")
     return int(k[1:]), int(e[1:])
 
 
@@ -109,7 +110,7 @@ class MBConv(nn.Module):
     def __init__(self, c_in: int, c_out: int, kernel: int, stride: int, expansion: int) -> None:
         super().__init__()
         if stride not in (1, 2):
-            raise ValueError(f"stride must be 1 or 2, got {stride!r}")
+            raise ConfigError(f"stride must be 1 or 2, got {stride!r}")
         hidden = round(c_in * expansion)
         self.use_res_connect = stride == 1 and c_in == c_out
         layers: list[nn.Module] = []
@@ -173,7 +174,7 @@ def make_op(name: str, layer: Layer) -> nn.Module:
     """A fresh module for op ``name`` of ``layer`` (``skip`` is ``nn.Identity``)."""
     if name == SKIP:
         if not layer.shapes_match:
-            raise ValueError(f"op 'skip' does not fit layer {layer.label!r}: shapes differ")
+            raise ConfigError(f"op 'skip' does not fit layer {layer.label!r}: shapes differ")
         return nn.Identity()
     kernel, expansion = parse_op(name)
     return MBConv(layer.c_in, layer.c_out, kernel, layer.stride, expansion)
@@ -181,7 +182,7 @@ def make_op(name: str, layer: Layer) -> nn.Module:
 
 def _check_int(name: str, value: Any, low: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        raise ConfigError(f"{name} must be an int >= {low}, got {value!r}")
 
 
 def _check_positive(name: str, value: Any) -> None:
@@ -191,18 +192,18 @@ def _check_positive(name: str, value: Any) -> None:
         or not math.isfinite(value)
         or value <= 0
     ):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 def _check_ints(name: str, values: Any, odd: bool) -> tuple[int, ...]:
     if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
-        raise ValueError(f"{name} must be a non-empty list of ints, got {values!r}")
+        raise ConfigError(f"{name} must be a non-empty list of ints, got {values!r}")
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int) or v < 1 or (odd and v % 2 == 0):
             kind = "odd ints >= 1" if odd else "ints >= 1"
-            raise ValueError(f"{name} must hold {kind}, got {v!r} in {list(values)!r}")
+            raise ConfigError(f"{name} must hold {kind}, got {v!r} in {list(values)!r}")
     if len(set(values)) != len(values):
-        raise ValueError(f"{name} has duplicates: {list(values)!r}")
+        raise ConfigError(f"{name} has duplicates: {list(values)!r}")
     return tuple(values)
 
 
@@ -252,17 +253,17 @@ class MBConvSpace(SearchSpace):
         kernels = _check_ints("kernels", kernels, odd=True)
         expansions = _check_ints("expansions", expansions, odd=False)
         if not isinstance(skip, bool):
-            raise ValueError(f"skip must be a bool, got {skip!r}")
+            raise ConfigError(f"skip must be a bool, got {skip!r}")
         if small_input is None:
             small_input = image_size <= SMALL_INPUT_MAX
         elif not isinstance(small_input, bool):
-            raise ValueError(f"small_input must be a bool or None, got {small_input!r}")
+            raise ConfigError(f"small_input must be a bool or None, got {small_input!r}")
         if (
             isinstance(dropout, bool)
             or not isinstance(dropout, int | float)
             or not 0 <= dropout < 1
         ):
-            raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
+            raise ConfigError(f"dropout must be a number in [0, 1), got {dropout!r}")
 
         self.image_size = image_size
         self.num_classes = num_classes

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from torch import nn
 
+from nasflow.errors import ConfigError
 from nasflow.space import SearchSpace, op_choice, value_choice
 from nasflow.supernet import (
     Channels,
@@ -80,7 +81,7 @@ class MNIST1DSpace(SearchSpace):
                 try:
                     _parse_op(op)
                 except (ValueError, IndexError):
-                    raise ValueError(f"op {op!r} is not 'skip' or of the form 'k5_e2'") from None
+                    raise ConfigError(f"op {op!r} is not 'skip' or of the form 'k5_e2'") from None
         self.layers_per_stage = layers_per_stage
         choices = [op_choice(f"s{s}/l{i}", ops) for s in (1, 2) for i in range(layers_per_stage)]
         choices.append(value_choice("width", widths))

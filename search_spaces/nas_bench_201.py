@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nasflow.errors import ConfigError
 from nasflow.space import Arch, SearchSpace, edge_choices
 from nasflow.supernet import LayerChoice, SuperModule, Supernet, SuperSequential, extract_module
 
@@ -64,10 +65,10 @@ def string_to_arch(text: str) -> Arch:
             the message quotes it.
     """
     if not isinstance(text, str):
-        raise ValueError(f"a NAS-Bench-201 string must be a str, got {text!r}")
+        raise ConfigError(f"a NAS-Bench-201 string must be a str, got {text!r}")
     groups = text.split("+")
     if len(groups) != NUM_NODES - 1:
-        raise ValueError(
+        raise ConfigError(
             f"NAS-Bench-201 string {text!r} has {len(groups)} node groups; expected "
             f"{NUM_NODES - 1} like '|op~0|+|op~0|op~1|+|op~0|op~1|op~2|'"
         )
@@ -75,18 +76,18 @@ def string_to_arch(text: str) -> Arch:
     for i, group in enumerate(groups, start=1):
         tokens = group.split("|")  # "|a~0|b~1|" -> ["", "a~0", "b~1", ""]
         if len(tokens) != i + 2 or tokens[0] or tokens[-1]:
-            raise ValueError(
+            raise ConfigError(
                 f"NAS-Bench-201 string {text!r}: node group {group!r} must hold {i} edges "
                 "as '|op~j|...|'"
             )
         for j, token in enumerate(tokens[1:-1]):
             op, sep, source = token.partition("~")
             if not sep or source != str(j):
-                raise ValueError(
+                raise ConfigError(
                     f"NAS-Bench-201 string {text!r}: edge {token!r} must be '{op or 'op'}~{j}'"
                 )
             if op not in OPS:
-                raise ValueError(
+                raise ConfigError(
                     f"NAS-Bench-201 string {text!r}: unknown op {op!r}; accepted: {list(OPS)}"
                 )
             out[edge_label(i, j)] = op
@@ -123,7 +124,7 @@ def make_op(name: str, channels: int) -> nn.Module:
         "avg_pool_3x3": lambda: nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False),
     }
     if name not in factories:
-        raise ValueError(f"unknown NAS-Bench-201 op {name!r}; accepted: {list(OPS)}")
+        raise ConfigError(f"unknown NAS-Bench-201 op {name!r}; accepted: {list(OPS)}")
     return factories[name]()
 
 
@@ -258,7 +259,7 @@ class NASBench201Space(SearchSpace):
             ("image_size", image_size),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+                raise ConfigError(f"{name} must be an int >= 1, got {value!r}")
         super().__init__(
             edge_choices(PREFIX, NUM_NODES, OPS),
             name="nb201",

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from nasflow.data import DataBundle, load_cifar10
 from nasflow.search import FineTuning, StudySpec, TrustProbe
+from nasflow.search_spaces.cifar_cnn import CIFARCNNSpace
 from nasflow.train import SupernetConfig, TrainConfig
-from search_spaces.cifar_cnn import CIFARCNNSpace
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cifar10-jpg.zip"

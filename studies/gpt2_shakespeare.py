@@ -23,9 +23,10 @@ import os
 from pathlib import Path
 
 from nasflow.data import CharVocab, load_text
+from nasflow.errors import MissingFileError
 from nasflow.search import StudySpec
+from nasflow.search_spaces.gpt2 import GPT2Space
 from nasflow.train import SupernetConfig, TrainConfig
-from search_spaces.gpt2 import GPT2Space
 
 DEFAULT_TEXT = (
     Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tinyshakespeare.txt"
@@ -34,7 +35,7 @@ TEXT = Path(os.environ.get("NASFLOW_TEXT") or DEFAULT_TEXT)
 BLOCK_SIZE = 64
 
 if not TEXT.is_file():
-    raise FileNotFoundError(
+    raise MissingFileError(
         f"text corpus {str(TEXT)!r} does not exist; set NASFLOW_TEXT to a UTF-8 text file"
     )
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from nasflow.data import DataBundle, load_cifar10
 from nasflow.search import StudySpec
+from nasflow.search_spaces.mbconv import MBConvSpace
 from nasflow.train import SupernetConfig, TrainConfig
-from search_spaces.mbconv import MBConvSpace
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cifar10-jpg.zip"
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from nasflow.data import load_mnist1d
 from nasflow.search import StudySpec
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.train import SupernetConfig, TrainConfig
-from search_spaces.mnist1d import MNIST1DSpace
 
 #: Random architectures of this space trained stand-alone with this recipe (source
 #: checkouts only): the summary compares the winner with their median.

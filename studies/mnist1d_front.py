@@ -18,8 +18,8 @@ from pathlib import Path
 
 from nasflow.data import MNIST1DVariant, load_mnist1d
 from nasflow.search import FineTuning, StudySpec, TrustProbe
+from nasflow.search_spaces.mnist1d import MNIST1DFrontSpace
 from nasflow.train import SupernetConfig, TrainConfig
-from search_spaces.mnist1d import MNIST1DFrontSpace
 
 #: 2,000 training sequences (published generator settings), 10,000 test sequences.
 DATA = MNIST1DVariant(train_samples=2000, test_samples=10000)
@@ -58,3 +58,22 @@ study = StudySpec(
         GROUND_TRUTH / "mnist1d_front_ground_truth_seed1.csv",
     ),
 )
+
+
+def on_variant(name: str, variant: MNIST1DVariant, tables: Path | None = None) -> StudySpec:
+    """This study (space, recipes, budget) on another MNIST-1D variant's data, as the
+    generalisation suite runs it (``benchmarks/suite/*.py``).
+
+    Args:
+        name: The variant's name; the study is ``suite_<name>``.
+        variant: The data generator's settings.
+        tables: Folder of the variant's random-architecture tables
+            (``<name>_seed<K>.csv``, the study's baseline); ``None``: the repository's
+            ``benchmarks/data/suite``.
+    """
+    folder = GROUND_TRUTH / "suite" if tables is None else Path(tables)
+    return study.replace(
+        name=f"suite_{name}",
+        data=functools.partial(load_mnist1d, variant=variant, val_fraction=0.25),
+        baseline=tuple(sorted(folder.glob(f"{name}_seed*.csv"))),
+    )

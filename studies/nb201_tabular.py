@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nasflow.bench import TabularBenchmark
 from nasflow.search import StudySpec
-from search_spaces.nas_bench_201 import NASBench201Space
+from nasflow.search_spaces.nas_bench_201 import NASBench201Space
+from nasflow.tabular import TabularBenchmark
 
 DEFAULT_TABLE = (
     Path(__file__).resolve().parents[1].parent / "shared" / "data" / "nb201_cifar10.csv"

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.space import FloatRange, SearchSpace, edge_choices, hyper_choice
 from nasflow.supernet import (
     LayerChoice,
@@ -16,7 +17,6 @@ from nasflow.supernet import (
     SuperSequential,
     extract_module,
 )
-from search_spaces.mnist1d import MNIST1DSpace
 
 CELL_OPS = ("none", "skip", "conv1", "conv3", "pool3")
 

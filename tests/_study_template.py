@@ -11,7 +11,7 @@ from torch.utils.data import TensorDataset
 from nasflow.data import DataBundle
 from nasflow.search import Budget, StudySpec
 from nasflow.train import SupernetConfig, TrainConfig
-from search_spaces.mnist1d import MNIST1DSpace
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 
 
 def data():

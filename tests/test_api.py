@@ -20,6 +20,7 @@ def _spec(tmp_path, **kw):
     return load_study_file(write_study(tmp_path, n_trials=4, finetune=0, **kw))
 
 
+@pytest.mark.slow
 def test_optimize_and_export_winner_with_optuna_objects(tmp_path) -> None:
     storage = optuna.storages.InMemoryStorage()
     sampler = optuna.samplers.RandomSampler(seed=3)
@@ -49,6 +50,7 @@ def test_optimize_and_export_winner_with_optuna_objects(tmp_path) -> None:
     assert test_accuracy == info.metrics["test_accuracy"] == winner.test_accuracy
 
 
+@pytest.mark.slow
 def test_an_existing_optuna_study_is_adopted_and_resumed(tmp_path) -> None:
     url = f"sqlite:///{tmp_path / 'mine.db'}"
     mine = optuna.create_study(study_name="tiny", storage=url, directions=["maximize", "minimize"])

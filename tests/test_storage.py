@@ -68,6 +68,7 @@ def _open_and_create(url: str, name: str, barrier: mp.synchronize.Barrier) -> No
     optuna.create_study(study_name=name, storage=storage, load_if_exists=True)
 
 
+@pytest.mark.slow
 def test_workers_starting_together_on_an_empty_database(postgres_url: str) -> None:
     """Optuna creates its schema without a lock; nasflow serialises it (advisory lock)."""
     ctx = mp.get_context("spawn")

@@ -7,14 +7,9 @@ The proving-ground study (space, recipes, budget) on MNIST-1D data nobody tuned 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from nasflow.data import MNIST1DVariant
+from nasflow.studies.mnist1d_front import on_variant
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _variant import variant_study
-
-study = variant_study(
+study = on_variant(
     "scale", MNIST1DVariant(train_samples=2000, scale_coeff=0.8, shear_scale=1.5)
 )

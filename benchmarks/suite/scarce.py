@@ -7,12 +7,7 @@ The proving-ground study (space, recipes, budget) on MNIST-1D data nobody tuned 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from nasflow.data import MNIST1DVariant
+from nasflow.studies.mnist1d_front import on_variant
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _variant import variant_study
-
-study = variant_study("scarce", MNIST1DVariant(train_samples=800))
+study = on_variant("scarce", MNIST1DVariant(train_samples=800))

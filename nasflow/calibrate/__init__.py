@@ -4,7 +4,7 @@ The step engine (``nasflow.train.stack``: the layers, ``StackStep``, the DDP gra
 reducer) is what every training run executes. This package sits *above* the trainers
 and drives them: it trains the same network under several stacks side by side
 (``run_interleaved``), measures every layer alone and stacked cumulatively against the
-plain baseline (``bench_stack``, the ``nasflow bench-stack`` command), times the
+plain baseline (``measure_stack``, the ``nasflow measure-stack`` command), times the
 trainers against a hand-written loop (``trainer_overhead``), chooses the layers that
 measurably pay off (``auto_stack``; ``stack="auto"`` in a study) and stores that choice
 once per device in the study's database (``device_stack``). It is a sibling of ``train``
@@ -14,6 +14,9 @@ imports it: the engine below, its measurement above.
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 from nasflow.calibrate._auto import (
     AUTO_LAYERS,
     AutoResult,
@@ -21,8 +24,8 @@ from nasflow.calibrate._auto import (
     calibrate_for_space,
     calibration_candidate,
 )
-from nasflow.calibrate._bench import BASELINE, REPLICA, BenchResult, bench_stack
-from nasflow.calibrate._command import run_bench_stack
+from nasflow.calibrate._command import run_measure_stack
+from nasflow.calibrate._harness import BASELINE, REPLICA, StackMeasurement, measure_stack
 from nasflow.calibrate._interleave import RunConfig, VariantRecord, run_interleaved
 from nasflow.calibrate._overhead import format_overhead, trainer_overhead
 from nasflow.calibrate._store import (
@@ -38,19 +41,32 @@ __all__ = [
     "RECALIBRATE_ENV",
     "REPLICA",
     "AutoResult",
-    "BenchResult",
     "DeviceStack",
     "RunConfig",
     "StackCalibrationTable",
+    "StackMeasurement",
     "VariantRecord",
     "auto_stack",
-    "bench_stack",
     "calibrate_for_space",
     "calibration_candidate",
     "device_stack",
     "format_overhead",
+    "measure_stack",
     "recalibration_requested",
-    "run_bench_stack",
     "run_interleaved",
+    "run_measure_stack",
     "trainer_overhead",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # ``bench_stack`` was the name of ``measure_stack`` (documented in the README until
+    # 0.1): a deprecated alias, not in ``__all__``.
+    if name == "bench_stack":
+        warnings.warn(
+            "nasflow.calibrate.bench_stack is deprecated; use nasflow.calibrate.measure_stack",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return measure_stack
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from nasflow.calibrate._bench import (
+from nasflow.calibrate._harness import (
     BASELINE,
     QUALITY_TOLERANCE,
     REPLICA,
@@ -35,6 +35,7 @@ from nasflow.calibrate._bench import (
 )
 from nasflow.calibrate._interleave import RunConfig, run_interleaved
 from nasflow.calibrate._measure import environment
+from nasflow.errors import ConfigError
 from nasflow.space import Arch, SearchSpace
 from nasflow.train import Batches, evaluate, make_optimizer
 from nasflow.train.stack import LAYER_SPECS, Schedule, Stack, device_clock
@@ -178,10 +179,10 @@ def auto_stack(
         settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
     """
     if not min_gain >= 1.0:
-        raise ValueError(f"min_gain must be >= 1, got {min_gain!r}")
+        raise ConfigError(f"min_gain must be >= 1, got {min_gain!r}")
     candidates = list(candidates)
     if not candidates:
-        raise ValueError("auto_stack needs at least one candidate layer")
+        raise ConfigError("auto_stack needs at least one candidate layer")
     device = torch.device(device)
     base = base or Stack()
     cfg = replace(cfg or RunConfig(chunk=4), max_batches=calibration_batches)
@@ -429,7 +430,7 @@ def calibrate_for_space(
     the large ones, and a larger network is where a layer's gain or loss shows). Each
     variant trains ``calibration_batches`` batches in turns of 2. On a CPU
     ``torch.compile`` is not a candidate: its inductor warm-up alone takes longer than the
-    whole calibration; measure it with ``nasflow bench-stack`` and set it explicitly if it
+    whole calibration; measure it with ``nasflow measure-stack`` and set it explicitly if it
     pays off over a long run.
 
     With a ``budget``, a probe first times a few baseline batches and one validation pass

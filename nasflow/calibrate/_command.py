@@ -1,4 +1,4 @@
-"""``nasflow bench-stack``: measure the speedup stack on a candidate of a registered space.
+"""``nasflow measure-stack``: measure the speedup stack on a candidate of a registered space.
 
 The command line (``nasflow.cli``) declares and checks the options, resolves the device,
 the layers and how they are switched on, and draws the waterfall; ``run`` picks the
@@ -20,10 +20,11 @@ from torch import nn
 from torch.utils.data import Subset
 
 from nasflow.calibrate._auto import auto_stack
-from nasflow.calibrate._bench import bench_stack
+from nasflow.calibrate._harness import measure_stack
 from nasflow.calibrate._interleave import RunConfig
 from nasflow.calibrate._overhead import format_overhead, trainer_overhead
 from nasflow.data import load_mnist1d
+from nasflow.errors import ConfigError
 from nasflow.space import Arch, SearchSpace, space_class
 from nasflow.train import Batches
 from nasflow.train.stack import Stack
@@ -52,7 +53,7 @@ QUICK_ARCH = {
 
 def _data(space: SearchSpace, quick: bool, batch_size: int, seed: int) -> tuple[Batches, Batches]:
     if space.name != "mnist1d":
-        raise ValueError(f"bench-stack has data for space 'mnist1d' only, got {space.name!r}")
+        raise ConfigError(f"measure-stack has data for space 'mnist1d' only, got {space.name!r}")
     data = load_mnist1d(val_fraction=0.25, seed=seed)
     if quick:
         data = replace(
@@ -61,7 +62,7 @@ def _data(space: SearchSpace, quick: bool, batch_size: int, seed: int) -> tuple[
     return data.batches("train", batch_size, seed), data.batches("val")
 
 
-def run_bench_stack(
+def run_measure_stack(
     args: argparse.Namespace,
     device: torch.device,
     layers: Sequence[str],
@@ -72,7 +73,7 @@ def run_bench_stack(
     waterfall record.
 
     Args:
-        args: The parsed options of ``nasflow bench-stack``.
+        args: The parsed options of ``nasflow measure-stack``.
         device: Where to train.
         layers: Layers to measure, in cumulative order.
         settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
@@ -122,7 +123,7 @@ def run_bench_stack(
         out(json.dumps(result.record, indent=2))
         record, payload = result.record, result.record
     else:
-        bench = bench_stack(
+        bench = measure_stack(
             make_model,
             train,
             val,

@@ -26,6 +26,7 @@ from torch import nn
 
 from nasflow._checks import check_int
 from nasflow.calibrate._measure import state_bytes
+from nasflow.errors import ConfigError
 from nasflow.train import Batches, Recipe, evaluate, make_optimizer
 from nasflow.train.stack import ActivationMeter, Schedule, Stack, StackStep, device_clock
 
@@ -57,7 +58,7 @@ class RunConfig(Recipe):
         for name in ("chunk", "evals_per_epoch"):
             check_int(name, getattr(self, name))
         if not 0 < self.target_accuracy <= 1:
-            raise ValueError(f"target_accuracy must be in (0, 1], got {self.target_accuracy!r}")
+            raise ConfigError(f"target_accuracy must be in (0, 1], got {self.target_accuracy!r}")
 
 
 @dataclass

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from nasflow._host import cpu_model
+from nasflow.errors import ConfigError
 
 
 def state_bytes(module: nn.Module, optimizer: torch.optim.Optimizer) -> int:
@@ -46,7 +47,7 @@ def environment(device: torch.device) -> dict[str, Any]:
 def quantiles(values: Sequence[float]) -> tuple[float, float, float]:
     """``(q25, median, q75)`` of ``values`` (all three equal for a single value)."""
     if not values:
-        raise ValueError("quantiles of an empty sequence")
+        raise ConfigError("quantiles of an empty sequence")
     if len(values) == 1:
         return values[0], values[0], values[0]
     q = statistics.quantiles(values, n=4, method="inclusive")

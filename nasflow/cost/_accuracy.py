@@ -19,6 +19,7 @@ from scipy.stats import kendalltau
 
 from nasflow._checks import check_int
 from nasflow.cost._cover import fit_line
+from nasflow.errors import ConfigError, StateError
 from nasflow.space import Arch
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
     """
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or a.size < 2:
-        raise ValueError(
+        raise ConfigError(
             f"kendall_tau_b needs two equal-length sequences of >= 2 values, got "
             f"shapes {a.shape} and {b.shape}"
         )
@@ -68,11 +69,11 @@ def agreement(
     """Compare predictions with a (positive) reference measurement."""
     p, r = np.asarray(predicted, dtype=float), np.asarray(reference, dtype=float)
     if p.shape != r.shape or p.size < 2:
-        raise ValueError(f"need >= 2 paired values, got shapes {p.shape} and {r.shape}")
+        raise ConfigError(f"need >= 2 paired values, got shapes {p.shape} and {r.shape}")
     if np.any(r <= 0):
-        raise ValueError(f"reference values must be positive, got min {float(r.min())!r}")
+        raise ConfigError(f"reference values must be positive, got min {float(r.min())!r}")
     if not tolerance > 0:
-        raise ValueError(f"tolerance must be > 0, got {tolerance!r}")
+        raise ConfigError(f"tolerance must be > 0, got {tolerance!r}")
     rel = np.abs(p - r) / r
     return Agreement(
         kendall_tau_b(p, r),
@@ -168,14 +169,14 @@ def evaluate_accuracy(
     """
     check_int("rounds", rounds, 1)
     if len(archs) < 2:
-        raise ValueError(f"need >= 2 architectures, got {len(archs)}")
+        raise ConfigError(f"need >= 2 architectures, got {len(archs)}")
     if model.calibration is None:
-        raise RuntimeError("the cost model has no calibration; call fit() first")
+        raise StateError("the cost model has no calibration; call fit() first")
     paths = [model.path(a) for a in archs]
     calibration_archs = {p["arch"] for p in model.calibration.points}
     overlap = [p.to_json() for p in paths if p.to_json() in calibration_archs]
     if overlap:
-        raise ValueError(
+        raise ConfigError(
             f"{len(overlap)} scored architectures were calibration paths (first: "
             f"{overlap[0]}); score the model on other architectures"
         )

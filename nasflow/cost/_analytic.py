@@ -17,6 +17,8 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from nasflow.errors import ConfigError
+
 
 class FlopCount(NamedTuple):
     """FLOPs of one training step of a module (forward and backward pass)."""
@@ -34,9 +36,9 @@ def check_shape(shape: Sequence[int], what: str = "input_shape") -> tuple[int, .
     try:
         out = tuple(shape)
     except TypeError:
-        raise ValueError(f"{what} must be a sequence of positive ints, got {shape!r}") from None
+        raise ConfigError(f"{what} must be a sequence of positive ints, got {shape!r}") from None
     if not out or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in out):
-        raise ValueError(f"{what} must be a sequence of positive ints, got {shape!r}")
+        raise ConfigError(f"{what} must be a sequence of positive ints, got {shape!r}")
     return out
 
 
@@ -59,7 +61,7 @@ def _as_tensor(out: object) -> torch.Tensor:
         return out
     if isinstance(out, tuple | list) and out and isinstance(out[0], torch.Tensor):
         return out[0]
-    raise ValueError(f"the module returned {type(out).__name__}, not a tensor")
+    raise ConfigError(f"the module returned {type(out).__name__}, not a tensor")
 
 
 def count_flops(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from nasflow._checks import check_int
+from nasflow.errors import ConfigError
 from nasflow.space import Arch, SearchSpace
 
 
@@ -92,9 +93,9 @@ def fit_line(
     """
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if xs.shape != ys.shape or xs.size < 2:
-        raise ValueError(f"a line fit needs >= 2 (x, y) points, got {xs.size} and {ys.size}")
+        raise ConfigError(f"a line fit needs >= 2 (x, y) points, got {xs.size} and {ys.size}")
     if np.ptp(xs) == 0:
-        raise ValueError(f"a line fit needs distinct x values, got all x = {xs[0]!r}")
+        raise ConfigError(f"a line fit needs distinct x values, got all x = {xs[0]!r}")
     slope, intercept = np.polyfit(xs, ys, 1)
     if nonnegative_intercept and intercept < 0:
         return float(np.dot(xs, ys) / np.dot(xs, xs)), 0.0

@@ -44,6 +44,7 @@ from torch import nn
 from nasflow._checks import check_choice, check_int
 from nasflow.cost._fingerprint import PRECISIONS
 from nasflow.cost._units import OpInstance, make_instance
+from nasflow.errors import ConfigError
 from nasflow.train.stack import Stack, StepTimer, device_clock
 
 #: ``median / best`` of the reference op's rounds above which the machine counts as
@@ -97,10 +98,10 @@ def robust_seconds(samples: Sequence[float]) -> float:
     """
     values = [float(v) for v in samples]
     if not values:
-        raise ValueError("robust_seconds needs at least one timed sample, got none")
+        raise ConfigError("robust_seconds needs at least one timed sample, got none")
     bad = [v for v in values if not (v >= 0.0 and v < float("inf"))]
     if bad:
-        raise ValueError(f"timed samples must be finite seconds >= 0, got {bad[0]!r}")
+        raise ConfigError(f"timed samples must be finite seconds >= 0, got {bad[0]!r}")
     return min(values)
 
 
@@ -160,7 +161,7 @@ def assess_reference(
         ValueError: No rounds, bad seconds, or a threshold below 1 (naming it).
     """
     if not (isinstance(threshold, (int, float)) and threshold >= 1.0):
-        raise ValueError(f"threshold must be a number >= 1, got {threshold!r}")
+        raise ConfigError(f"threshold must be a number >= 1, got {threshold!r}")
     best = robust_seconds(round_seconds)
     median = statistics.median(round_seconds)
     ratio = median / best if best > 0 else 1.0

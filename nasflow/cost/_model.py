@@ -61,7 +61,7 @@ from nasflow.cost._store import from_shared, store_everywhere
 from nasflow.cost._table import Calibration, LatencyTable
 from nasflow.cost._trace import PathTracer, meta_supernet
 from nasflow.cost._units import OpInstance, null_optimizer_unit, null_unit
-from nasflow.errors import NasflowError
+from nasflow.errors import ConfigError, NasflowError, StateError
 from nasflow.space import Arch, SearchSpace
 from nasflow.train.stack import device_clock
 
@@ -136,7 +136,7 @@ class CostModel:
         shared: LatencyTable | None = None,
     ) -> None:
         if not isinstance(space, SearchSpace):
-            raise ValueError(f"space must be a SearchSpace, got {type(space).__name__}")
+            raise ConfigError(f"space must be a SearchSpace, got {type(space).__name__}")
         self.space = space
         self.input_shape = check_shape(input_shape)
         self.batch_size = check_int("batch_size", batch_size, 1)
@@ -194,7 +194,7 @@ class CostModel:
         if input_shape is None:
             input_shape = space.config.get("input_shape")
             if input_shape is None:
-                raise ValueError(
+                raise ConfigError(
                     f"space {space.name!r} has no config['input_shape']; pass input_shape"
                 )
         table = LatencyTable(storage_url)
@@ -539,7 +539,7 @@ class CostModel:
             RuntimeError: No calibration yet (call ``fit()``).
         """
         if self.calibration is None:
-            raise RuntimeError(
+            raise StateError(
                 f"cost model of space {self.space.name!r} on {self.fingerprint.describe()} "
                 "has no calibration; call fit() or calibrate() first"
             )

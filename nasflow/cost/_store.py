@@ -31,6 +31,7 @@ from sqlalchemy.orm import DeclarativeBase, Session
 
 from nasflow import settings
 from nasflow._urls import redact
+from nasflow.errors import ConfigError
 
 #: Key of the PostgreSQL advisory lock that serialises creating the measurement tables.
 SCHEMA_LOCK_KEY = 0x6E666D65617375  # "nfmeasu"
@@ -80,13 +81,13 @@ def resolve_url(url: str | os.PathLike | None) -> str:
     if isinstance(url, os.PathLike) or "://" not in str(url):
         path = Path(url)
         if not str(path) or str(path) == ".":
-            raise ValueError(f"cost table path {str(url)!r} is not a file path")
+            raise ConfigError(f"cost table path {str(url)!r} is not a file path")
         path.parent.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{path}"
     text = str(url)
     scheme = text.split("://", 1)[0].split("+", 1)[0]
     if scheme not in ("sqlite", "postgresql"):
-        raise ValueError(
+        raise ConfigError(
             f"cost table storage {redact(text)!r} is not a database; use None (a local "
             "cache file), a file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB"
         )
@@ -115,7 +116,7 @@ def open_tables(url: str, metadata: sa.MetaData, lock_key: int, what: str) -> sa
             metadata.create_all(conn)
     except sa.exc.SQLAlchemyError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(
+        raise ConfigError(
             f"cannot open {what} {redact(url)!r}: {redact(first, url)[:300]}"
         ) from None
     return engine

@@ -21,6 +21,7 @@ from torch.overrides import TorchFunctionMode
 
 from nasflow.cost._analytic import check_shape
 from nasflow.cost._units import OpInstance, _Node, make_instance, unit_nodes
+from nasflow.errors import ConfigError
 from nasflow.space import SearchSpace
 from nasflow.supernet import SuperModule, Supernet, call, extract_module
 
@@ -136,7 +137,7 @@ class PathTracer:
                 else forward(module, x)
             )
             if not isinstance(out, torch.Tensor):
-                raise ValueError(
+                raise ConfigError(
                     f"{type(module).__name__} returned {type(out).__name__}; the cost model "
                     "needs every op of a path to return one tensor"
                 )

@@ -9,6 +9,7 @@ from torch.utils.data import Dataset, Subset
 
 from nasflow._checks import check_fraction
 from nasflow.data._batches import EVAL_BATCH_SIZE, Batches
+from nasflow.errors import ConfigError
 
 #: The splits of a ``DataBundle``.
 SPLITS = ("train", "val", "test")
@@ -50,7 +51,7 @@ class DataBundle:
             ValueError: An unknown split or a bad batch size.
         """
         if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+            raise ConfigError(f"split must be one of {SPLITS}, got {split!r}")
         if split == "train":
             return Batches(self.train, batch_size, shuffle=True, seed=seed, drop_last=True)
         return Batches(getattr(self, split), batch_size, shuffle=False)
@@ -75,7 +76,7 @@ def split_indices(n: int, val_fraction: float, seed: int) -> tuple[list[int], li
     check_fraction("val_fraction", val_fraction)
     n_val = round(n * val_fraction)
     if n_val == 0 or n_val == n:
-        raise ValueError(
+        raise ConfigError(
             f"val_fraction={val_fraction!r} of {n} samples leaves an empty train or val split"
         )
     order = torch.randperm(n, generator=torch.Generator().manual_seed(int(seed))).tolist()

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset, TensorDataset
 
+from nasflow.errors import ConfigError
+
 #: Samples per batch when a split is evaluated (validation, test).
 EVAL_BATCH_SIZE = 512
 
@@ -54,7 +56,7 @@ class Batches:
         drop_last: bool = False,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+            raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
         self.dataset, self.batch_size = dataset, batch_size
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
         self._tensors = _as_tensors(dataset)

@@ -19,6 +19,7 @@ import torch
 from torch.utils.data import TensorDataset
 
 from nasflow._files import atomic_write
+from nasflow.errors import ConfigError
 
 #: Bump when the decoding or the file's layout changes: old cache files are then ignored.
 FORMAT = 1
@@ -63,7 +64,7 @@ def _decode(folder: object, size: int | None) -> tuple[torch.Tensor, torch.Tenso
             img = TF.resize(img, [size, size], antialias=True)
         images.append(img)
     if len({tuple(t.shape) for t in images}) > 1:
-        raise ValueError("images differ in size; pass image_size to resize them to one")
+        raise ConfigError("images differ in size; pass image_size to resize them to one")
     return torch.stack(images), torch.as_tensor(folder.targets, dtype=torch.long)  # type: ignore[attr-defined]
 
 

@@ -24,6 +24,7 @@ from nasflow.data._image_cache import (
     normalize,
 )
 from nasflow.data._mnist1d import default_cache_dir
+from nasflow.errors import ConfigError, MissingFileError
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR10_STD = (0.2470, 0.2435, 0.2616)
@@ -45,7 +46,7 @@ def _zip_root(names: list[str], zip_path: Path) -> str:
         return complete[0]  # "" sorts first: a top-level layout wins over a nested one
     missing = [f"{s}/" for s in _SPLITS if not any(s in v for v in found.values())]
     problem = f"no {' or '.join(missing)} folder" if missing else "train/, test/ in two folders"
-    raise ValueError(
+    raise ConfigError(
         f"{zip_path} has {problem}; expected train/<class>/<image> and test/<class>/<image> "
         "at its top or under one top-level folder"
     )
@@ -95,10 +96,10 @@ class ZipImageFolder(Dataset):
         """
         self.zip_path = Path(zip_path).resolve()
         if not self.zip_path.is_file():
-            raise FileNotFoundError(f"image zip {zip_path} does not exist")
+            raise MissingFileError(f"image zip {zip_path} does not exist")
         check_choice("split", split, _SPLITS)
         if not zipfile.is_zipfile(self.zip_path):
-            raise ValueError(f"{self.zip_path} is not a zip file")
+            raise ConfigError(f"{self.zip_path} is not a zip file")
         names = [n for n in _open_zip(self.zip_path).namelist() if not n.endswith("/")]
         prefix = _zip_root(names, self.zip_path) + split + "/"
         members = []  # (member name, class folder)
@@ -108,7 +109,7 @@ class ZipImageFolder(Dataset):
                 members.append((name, rel[0]))
         self.classes = sorted({c for _, c in members})
         if not self.classes:
-            raise ValueError(f"{self.zip_path}: {prefix} holds no <class>/<image> files")
+            raise ConfigError(f"{self.zip_path}: {prefix} holds no <class>/<image> files")
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
         self.samples = [(name, self.class_to_idx[c]) for name, c in members]
         self.targets = [label for _, label in self.samples]
@@ -168,6 +169,7 @@ def load_image_folder(
     test_limit: int | None = None,
     augment: bool = False,
     cache: os.PathLike | str | bool = False,
+    cache_dir: os.PathLike | str | bool | None = None,
 ) -> DataBundle:
     """Image classification data from an ``ImageFolder`` layout, as a folder or a zip.
 
@@ -199,21 +201,21 @@ def load_image_folder(
 
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"image data {p} does not exist")
+        raise MissingFileError(f"image data {p} does not exist")
     for name, value in zip(_COUNTS, (image_size, train_limit, test_limit), strict=True):
         check_int(name, value, optional=True)
     check_fraction("val_fraction", val_fraction)
     if p.is_dir():
         missing = [f"{s}/" for s in _SPLITS if not (p / s).is_dir()]
         if missing:
-            raise ValueError(f"image folder {p} has no {' or '.join(missing)} subfolder")
+            raise ConfigError(f"image folder {p} has no {' or '.join(missing)} subfolder")
         train_all, test_all = ImageFolder(str(p / "train")), ImageFolder(str(p / "test"))
     elif p.suffix.lower() == ".zip" or zipfile.is_zipfile(p):
         train_all, test_all = ZipImageFolder(p, "train"), ZipImageFolder(p, "test")
     else:
-        raise ValueError(f"image data {p} must be a folder or a .zip file")
+        raise ConfigError(f"image data {p} must be a folder or a .zip file")
     if train_all.classes != test_all.classes:
-        raise ValueError(
+        raise ConfigError(
             f"{p}: train classes {train_all.classes} differ from test classes {test_all.classes}"
         )
     pool = _limited(train_all.targets, train_limit, seed)
@@ -283,6 +285,7 @@ def load_cifar10(
     test_limit: int | None = None,
     augment: bool = False,
     cache: os.PathLike | str | bool = False,
+    cache_dir: os.PathLike | str | bool | None = None,
 ) -> DataBundle:
     """CIFAR-10 from an ``ImageFolder`` folder or zip (e.g. ``cifar10-jpg.zip``).
 
@@ -296,5 +299,5 @@ def load_cifar10(
         path, image_size, val_fraction, seed, train_limit, test_limit, augment, cache
     )
     if bundle.num_classes != 10:
-        raise ValueError(f"CIFAR-10 at {path} must have 10 classes, found {bundle.num_classes}")
+        raise ConfigError(f"CIFAR-10 at {path} must have 10 classes, found {bundle.num_classes}")
     return DataBundle(bundle.train, bundle.val, bundle.test, bundle.input_shape, 10, "cifar10")

@@ -19,6 +19,7 @@ from nasflow import settings
 from nasflow._checks import check_fraction, check_int
 from nasflow._files import atomic_write
 from nasflow.data._base import DataBundle, split_train_val
+from nasflow.errors import ConfigError
 
 _KEYS = ("x", "y", "x_test", "y_test")
 _SHAPES = {"x": (4000, 40), "y": (4000,), "x_test": (1000, 40), "y_test": (1000,)}
@@ -70,16 +71,16 @@ class MNIST1DVariant:
         for name in ("train_samples", "test_samples"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 10 or v % 10:
-                raise ValueError(f"{name} must be a positive multiple of 10, got {v!r}")
+                raise ConfigError(f"{name} must be a positive multiple of 10, got {v!r}")
         for name in ("iid_noise_scale", "corr_noise_scale", "scale_coeff", "shear_scale"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 100:
-                raise ValueError(f"{name} must be a number in [0, 100), got {v!r}")
+                raise ConfigError(f"{name} must be a number in [0, 100), got {v!r}")
         check_int("max_translation", self.max_translation, 0, 60)
         for name in ("seed", "test_seed"):
             check_int(name, getattr(self, name), 0)
         if self.seed == self.test_seed:
-            raise ValueError(f"test_seed must differ from seed, both are {self.seed!r}")
+            raise ConfigError(f"test_seed must differ from seed, both are {self.seed!r}")
 
     def key(self) -> str:
         """A short stable hash of the settings (names the cache file and the bundle)."""
@@ -222,7 +223,7 @@ def load_mnist1d(
     """
     check_fraction("val_fraction", val_fraction)
     if variant is not None and not isinstance(variant, MNIST1DVariant):
-        raise ValueError(f"variant must be an MNIST1DVariant or None, got {variant!r}")
+        raise ConfigError(f"variant must be an MNIST1DVariant or None, got {variant!r}")
     a = mnist1d_arrays(cache_dir, variant)
     train, val = split_train_val(_tensors(a["x"], a["y"]), val_fraction, seed)
     test = _tensors(a["x_test"], a["y_test"])

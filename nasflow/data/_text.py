@@ -12,6 +12,7 @@ from torch.utils.data import Dataset
 
 from nasflow._checks import check_fraction, check_int
 from nasflow.data._base import DataBundle
+from nasflow.errors import ConfigError, MissingFileError
 
 MIN_BLOCKS = 2  # each split must hold at least this many whole blocks
 
@@ -45,7 +46,7 @@ class CharVocab:
         try:
             return torch.tensor([self.stoi[c] for c in text], dtype=torch.long)
         except KeyError as e:
-            raise ValueError(f"character {e.args[0]!r} is not in the vocabulary") from None
+            raise ConfigError(f"character {e.args[0]!r} is not in the vocabulary") from None
 
     def decode(self, ids: Iterable[int] | torch.Tensor) -> str:
         """The text of token ids (a sequence or a 1-D tensor).
@@ -56,7 +57,7 @@ class CharVocab:
         values = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
         bad = [i for i in values if not 0 <= int(i) < len(self.itos)]
         if bad:
-            raise ValueError(f"token id {bad[0]!r} is outside 0..{len(self.itos) - 1}")
+            raise ConfigError(f"token id {bad[0]!r} is outside 0..{len(self.itos) - 1}")
         return "".join(self.itos[int(i)] for i in values)
 
 
@@ -84,7 +85,7 @@ class CharBlocks(Dataset):
             ValueError: ``tokens`` too short for one block.
         """
         if tokens.dim() != 1 or len(tokens) < block_size + 1:
-            raise ValueError(
+            raise ConfigError(
                 f"a token stream of shape {tuple(tokens.shape)} is too short for one block "
                 f"of {block_size} (needs a 1-D stream of at least {block_size + 1} tokens)"
             )
@@ -132,22 +133,22 @@ def load_text(
     """
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"text file {p} does not exist")
+        raise MissingFileError(f"text file {p} does not exist")
     if not p.is_file():
-        raise ValueError(f"text path {p} must be a file")
+        raise ConfigError(f"text path {p} must be a file")
     check_int("block_size", block_size)
     check_fraction("val_fraction", val_fraction)
     check_fraction("test_fraction", test_fraction)
     if val_fraction + test_fraction >= 1:
-        raise ValueError(
+        raise ConfigError(
             f"val_fraction + test_fraction must be below 1, got {val_fraction} + {test_fraction}"
         )
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        raise ValueError(f"text file {p} is not UTF-8: {e}") from None
+        raise ConfigError(f"text file {p} is not UTF-8: {e}") from None
     if not text:
-        raise ValueError(f"text file {p} is empty")
+        raise ConfigError(f"text file {p} is empty")
 
     vocab = CharVocab(text)
     tokens = vocab.encode(text)  # (N,)
@@ -156,7 +157,7 @@ def load_text(
     n_train = n - n_val - n_test
     need = MIN_BLOCKS * block_size + 1
     if min(n_train, n_val, n_test) < need:
-        raise ValueError(
+        raise ConfigError(
             f"text file {p} is too short: {n} characters give train/val/test splits of "
             f"{n_train}/{n_val}/{n_test}, each needs at least {need} "
             f"({MIN_BLOCKS} blocks of block_size={block_size} plus one)"

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from nasflow.errors import ConfigError
 from nasflow.export._format import ONNX_FILE, ExportError, ExportInfo, retrained_notes
 from nasflow.export._loader import Exported, read_export
 from nasflow.export._study import find_study_spec
@@ -76,7 +77,7 @@ def retrain_exported(
     if epochs is not None and (
         isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1
     ):
-        raise ValueError(f"epochs must be an int >= 1, got {epochs!r}")
+        raise ConfigError(f"epochs must be an int >= 1, got {epochs!r}")
     given = find_study_spec(study_file) if study_file is not None else None
     # A study file brings its own space (one no registry knows, say); its name and
     # fingerprint are still checked against the export.

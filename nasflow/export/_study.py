@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasflow._entry_points import STUDIES, module_file, registered
+from nasflow.errors import ConfigError
 from nasflow.export._format import (
     RETRAINED,
     SUPERNET,
@@ -102,7 +103,7 @@ def select_trials(study: optuna.Study, which: str | int) -> list[optuna.trial.Fr
             )
         return [t]
     if which not in ("best", "pareto"):
-        raise ValueError(f"which must be 'best', 'pareto' or a trial number, got {which!r}")
+        raise ConfigError(f"which must be 'best', 'pareto' or a trial number, got {which!r}")
     front = pareto_trials(study)
     if not front:
         raise ExportError(f"study {study.study_name!r} has no completed trial to export")

@@ -17,7 +17,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import optuna
 
 from nasflow._checks import check_int
-from nasflow.errors import NasflowError
+from nasflow.errors import ConfigError, NasflowError
 from nasflow.record import StoredStudy, open_stored_study
 from nasflow.report._report import ReportFigure, report_data, report_figures
 from nasflow.space import SearchSpace
@@ -98,7 +98,7 @@ def dashboard_server(
         server_class = _Server6 if ":" in host else WSGIServer
         return make_server(host, port, app, server_class=server_class, handler_class=_QuietHandler)
     except (OSError, socket.gaierror) as e:
-        raise ValueError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
 
 def serve_dashboard(

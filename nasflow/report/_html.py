@@ -13,6 +13,7 @@ from optuna.trial import TrialState
 import nasflow
 from nasflow import record
 from nasflow._files import atomic_write
+from nasflow.errors import ConfigError
 from nasflow.report._figures import table_cells
 from nasflow.report._report import ReportData, ReportFigure, report_data, report_figures
 from nasflow.report._trials import ParetoTable
@@ -137,7 +138,7 @@ def write_report(
     """
     path = Path(path)
     if path.is_dir():
-        raise ValueError(f"report path {str(path)!r} is a folder; give a file name")
+        raise ConfigError(f"report path {str(path)!r} is a folder; give a file name")
     data = report_data(study, space)
     page = render_html(study, data, report_figures(data), storage_label)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import optuna
 
+from nasflow.errors import ConfigError
 from nasflow.record import STACK_KEY, SUPERNET_KEY, StackRecord, retrain_records
 
 
@@ -121,7 +122,7 @@ def costmodel_data(study: optuna.Study) -> CostModelData:
 
 
 # ---------------------------------------------------------------------- speedup stack
-class StackLayer(NamedTuple):
+class StackLayerRow(NamedTuple):
     """One layer of the speedup stack.
 
     Attributes:
@@ -155,14 +156,14 @@ class StackData(NamedTuple):
     measured: bool
     baseline: str
     device: str
-    layers: list[StackLayer]
+    layers: list[StackLayerRow]
     end_to_end: float | None
     chosen: list[str] | None = None
     chosen_multiplier: float | None = None
     note: str = ""
 
     @property
-    def measured_layers(self) -> list[StackLayer]:
+    def measured_layers(self) -> list[StackLayerRow]:
         """The layers with an ``alone`` multiplier."""
         return [x for x in self.layers if x.alone is not None]
 
@@ -190,7 +191,7 @@ def _multiplier(value: Any, what: str) -> float:
         or not math.isfinite(value)
         or value <= 0
     ):
-        raise ValueError(f"{STACK_KEY}: {what} must be a positive finite number, got {value!r}")
+        raise ConfigError(f"{STACK_KEY}: {what} must be a positive finite number, got {value!r}")
     return float(value)
 
 
@@ -216,7 +217,7 @@ def stack_data(study: optuna.Study) -> StackData:
     if rec is None:
         return StackData(False, "", "", [], None)
     if not isinstance(rec, dict) or not isinstance(rec.get("layers"), list):
-        raise ValueError(f"{STACK_KEY} must be an object with a 'layers' list, got {rec!r}")
+        raise ConfigError(f"{STACK_KEY} must be an object with a 'layers' list, got {rec!r}")
     baseline, device = str(rec.get("baseline", "baseline")), str(rec.get("device", ""))
     if rec.get("skipped"):
         note = f"The stack calibration was skipped: {rec['skipped']}. Training ran as {baseline}."
@@ -224,10 +225,10 @@ def stack_data(study: optuna.Study) -> StackData:
     layers = []
     for i, layer in enumerate(rec["layers"]):
         if not isinstance(layer, dict) or not isinstance(layer.get("name"), str):
-            raise ValueError(f"{STACK_KEY}: layer {i} must have a string 'name', got {layer!r}")
+            raise ConfigError(f"{STACK_KEY}: layer {i} must have a string 'name', got {layer!r}")
         alone, cum = layer.get("alone"), layer.get("cumulative")
         layers.append(
-            StackLayer(
+            StackLayerRow(
                 layer["name"],
                 None if alone is None else _multiplier(alone, f"layer {layer['name']!r} 'alone'"),
                 None if cum is None else _multiplier(cum, f"layer {layer['name']!r} 'cumulative'"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nasflow.errors import ConfigError
 from nasflow.sampling._base import PathSampler
 from nasflow.sampling._fair import FairSampler, fair_paths, fair_sequence
 from nasflow.sampling._uniform import UniformSampler, uniform_path
@@ -14,7 +15,7 @@ def make_sampler(name: str, space, seed: int = 0) -> PathSampler:
     try:
         cls = SAMPLERS[name]
     except KeyError:
-        raise ValueError(
+        raise ConfigError(
             f"unknown path sampler {name!r}; choose one of {sorted(SAMPLERS)}"
         ) from None
     return cls(space, seed)

@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from nasflow._checks import check_int
+from nasflow.errors import ConfigError
 from nasflow.space import Arch, SearchSpace
 
 
@@ -27,14 +28,14 @@ class PathSampler(ABC):
     def __init__(self, space: SearchSpace, seed: int = 0) -> None:
         check_int("seed", seed, 0)
         if not space.path_choices:
-            raise ValueError(f"space {space.name!r} has no path choices to sample")
+            raise ConfigError(f"space {space.name!r} has no path choices to sample")
         self.space = space
         self.seed = seed
 
     def generator(self, step: int) -> np.random.Generator:
         """The generator for ``step`` (independent streams per step)."""
         if step < 0:
-            raise ValueError(f"step must be >= 0, got {step!r}")
+            raise ConfigError(f"step must be >= 0, got {step!r}")
         return np.random.default_rng([self.seed, step])
 
     def paths(self, step: int) -> list[Arch]:

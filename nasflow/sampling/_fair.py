@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nasflow.errors import ConfigError
 from nasflow.sampling._base import PathSampler
 from nasflow.space import Arch, SearchSpace
 
@@ -15,7 +16,7 @@ def fair_sequence(num_choices: int, num_paths: int, rng: np.random.Generator) ->
     With ``M == m`` this is a random permutation: the strict-fairness case.
     """
     if num_choices < 1 or num_paths < num_choices:
-        raise ValueError(
+        raise ConfigError(
             f"need 1 <= num_choices <= num_paths, got m={num_choices!r}, M={num_paths!r}"
         )
     q, r = divmod(num_paths, num_choices)

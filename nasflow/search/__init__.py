@@ -1,6 +1,12 @@
-"""Optuna integration: study specs, storage, pruners and the study runner."""
+"""Optuna integration: study specs, pruners and the study runner.
+
+Storage (``resolve_storage``, ``StorageError``, ``redact``) is ``nasflow.storage``'s.
+"""
 
 from __future__ import annotations
+
+import warnings
+from typing import Any
 
 from nasflow.record import StudyMismatchError
 from nasflow.search._baseline import read_baseline
@@ -9,7 +15,11 @@ from nasflow.search._finetune import FineTuned, FineTuning
 from nasflow.search._objective import CandidateError, arch_summary
 from nasflow.search._optuna import study_sampler
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
-from nasflow.search._pareto_pruner import ParetoSuccessiveHalvingPruner, report, should_prune
+from nasflow.search._pareto_pruner import (
+    ParetoSuccessiveHalvingPruner,
+    report_values,
+    should_prune,
+)
 from nasflow.search._retrain import recipe_for, retrain_arch
 from nasflow.search._runner import RunResult, StudyRunner, Winner, pareto_trials
 from nasflow.search._spec import OBJECTIVES, Budget, StudyFileError, StudySpec, load_study_file
@@ -17,7 +27,6 @@ from nasflow.search._summary import summary_table
 from nasflow.search._trust import TrustProbe, TrustResult, run_trust_probe
 from nasflow.search._winners import RECORD_FILE as WINNER_RECORD_FILE
 from nasflow.search._winners import WinnerError, load_winner_weights, read_winner
-from nasflow.storage import StorageError, redact, resolve_storage
 
 __all__ = [
     "OBJECTIVES",
@@ -29,7 +38,6 @@ __all__ = [
     "ParetoSuccessiveHalvingPruner",
     "RegularizedEvolutionSampler",
     "RunResult",
-    "StorageError",
     "StudyFileError",
     "StudyMismatchError",
     "StudyRunner",
@@ -47,12 +55,23 @@ __all__ = [
     "read_baseline",
     "read_winner",
     "recipe_for",
-    "redact",
-    "report",
-    "resolve_storage",
+    "report_values",
     "retrain_arch",
     "run_trust_probe",
     "should_prune",
     "study_sampler",
     "summary_table",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # ``report`` was the name of ``report_values`` (documented in the README until 0.1):
+    # a deprecated alias, not in ``__all__``.
+    if name == "report":
+        warnings.warn(
+            "nasflow.search.report is deprecated; use nasflow.search.report_values",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return report_values
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

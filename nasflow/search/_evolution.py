@@ -31,6 +31,7 @@ from optuna.search_space import intersection_search_space
 from optuna.trial import FrozenTrial, TrialState
 
 from nasflow._checks import check_int
+from nasflow.errors import ConfigError, ConfigTypeError
 from nasflow.search._pareto import non_dominated_sort
 
 __all__ = ["RegularizedEvolutionSampler"]
@@ -56,7 +57,7 @@ class RegularizedEvolutionSampler(BaseSampler):
         self.population_size = check_int("population_size", population_size, 2)
         self.sample_size = check_int("sample_size", sample_size, 1)
         if sample_size > population_size:
-            raise ValueError(
+            raise ConfigError(
                 f"sample_size must be <= population_size ({population_size}), got {sample_size!r}"
             )
         self._rng = np.random.RandomState(seed)
@@ -125,7 +126,7 @@ class RegularizedEvolutionSampler(BaseSampler):
             else:
                 child[name] = float(self._rng.uniform(dist.low, dist.high))
         else:  # pragma: no cover - Optuna has no other distribution types
-            raise TypeError(f"cannot mutate {name!r} with distribution {dist!r}")
+            raise ConfigTypeError(f"cannot mutate {name!r} with distribution {dist!r}")
         return child
 
     def sample_relative(

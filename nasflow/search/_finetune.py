@@ -31,6 +31,7 @@ import torch
 from nasflow._checks import check_fraction, check_int
 from nasflow._files import atomic_write
 from nasflow.data import DataBundle
+from nasflow.errors import ConfigError
 from nasflow.search._pareto import non_dominated_sort
 from nasflow.search._winners import save_winner
 from nasflow.space import Arch, SearchSpace
@@ -77,15 +78,15 @@ class FineTuning:
             or any(isinstance(r, bool) or not isinstance(r, int) or r < 1 for r in rungs)
             or list(rungs) != sorted(set(rungs))
         ):
-            raise ValueError(
+            raise ConfigError(
                 f"FineTuning.rungs must be increasing positive epoch counts, got {self.rungs!r}"
             )
         object.__setattr__(self, "rungs", rungs)
         check_fraction("FineTuning.keep", self.keep, one=True)
         if self.lr is not None and not (isinstance(self.lr, float | int) and 0 < self.lr < 10):
-            raise ValueError(f"FineTuning.lr must be in (0, 10) or None, got {self.lr!r}")
+            raise ConfigError(f"FineTuning.lr must be in (0, 10) or None, got {self.lr!r}")
         if not 0 <= self.warmup_epochs <= rungs[-1]:
-            raise ValueError(
+            raise ConfigError(
                 f"FineTuning.warmup_epochs must be in [0, {rungs[-1]}], got {self.warmup_epochs!r}"
             )
 

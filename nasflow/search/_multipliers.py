@@ -30,7 +30,7 @@ _ONE_SHOT_SOURCE = (
 #: How to calibrate when a study's calibration was skipped.
 CALIBRATE_HINT = (
     "run `nasflow search STUDY --recalibrate-stack` with a larger StudySpec(stack_budget=...) "
-    "or on a less loaded machine, or measure the layers with `nasflow bench-stack --auto`"
+    "or on a less loaded machine, or measure the layers with `nasflow measure-stack --auto`"
 )
 
 

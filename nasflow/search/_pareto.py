@@ -19,6 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 from optuna.study import StudyDirection
 
+from nasflow.errors import ConfigError
+
 __all__ = ["crowding_distance", "non_dominated_sort", "to_minimization"]
 
 
@@ -31,7 +33,7 @@ def _direction_sign(direction: StudyDirection | str) -> float:
         return 1.0
     elif direction == StudyDirection.MAXIMIZE:
         return -1.0
-    raise ValueError(
+    raise ConfigError(
         f"Each direction must be 'minimize', 'maximize' or the matching StudyDirection, "
         f"got {direction!r}."
     )
@@ -56,9 +58,9 @@ def to_minimization(
     """
     arr = np.array(values, dtype=np.float64)
     if arr.ndim != 2:
-        raise ValueError(f"values must have shape (N, M), got shape {arr.shape}.")
+        raise ConfigError(f"values must have shape (N, M), got shape {arr.shape}.")
     if len(directions) != arr.shape[1]:
-        raise ValueError(
+        raise ConfigError(
             f"Got {len(directions)} directions for {arr.shape[1]} objectives (values shape "
             f"{arr.shape})."
         )
@@ -162,11 +164,11 @@ def crowding_distance(
     """
     arr = np.array(values, dtype=np.float64)
     if arr.ndim != 2:
-        raise ValueError(f"values must have shape (N, M), got shape {arr.shape}.")
+        raise ConfigError(f"values must have shape (N, M), got shape {arr.shape}.")
     n = arr.shape[0]
     rank_arr = np.zeros(n, dtype=np.int64) if ranks is None else np.asarray(ranks).reshape(-1)
     if rank_arr.shape[0] != n:
-        raise ValueError(f"Got {rank_arr.shape[0]} ranks for {n} points.")
+        raise ConfigError(f"Got {rank_arr.shape[0]} ranks for {n} points.")
     dist = np.zeros(n, dtype=np.float64)
     valid = ~np.isnan(arr).any(axis=1)
     for rank in np.unique(rank_arr[valid]):

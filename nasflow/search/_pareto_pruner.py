@@ -6,7 +6,7 @@ study can use, multi-objective ones through two small helpers that stand in for 
 refused calls::
 
     import optuna
-    from nasflow.search import ParetoSuccessiveHalvingPruner, report, should_prune
+    from nasflow.search import ParetoSuccessiveHalvingPruner, report_values, should_prune
 
     study = optuna.create_study(
         directions=["maximize", "minimize"],
@@ -16,7 +16,7 @@ refused calls::
     def objective(trial):
         for epoch in range(1, 10):
             accuracy, latency = train_one_epoch(...)
-            report(trial, (accuracy, latency), epoch)   # trial.report(...)
+            report_values(trial, (accuracy, latency), epoch)   # trial.report(...)
             if should_prune(trial):                     # trial.should_prune()
                 raise optuna.TrialPruned()
         return accuracy, latency
@@ -39,15 +39,18 @@ import optuna
 from optuna.trial import TrialState
 
 from nasflow._checks import check_int
+from nasflow.errors import ConfigError, ConfigTypeError
 from nasflow.record import LAST_STEP_KEY, LAST_VALUES_KEY, rung_key
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
 
-__all__ = ["ParetoSuccessiveHalvingPruner", "report", "should_prune"]
+__all__ = ["ParetoSuccessiveHalvingPruner", "report_values", "should_prune"]
 
 _COMPETING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
 
 
-def report(trial: optuna.Trial, values: Sequence[float], step: int) -> None:
+
+
+def report_values(trial: optuna.Trial, values: Sequence[float], step: int) -> None:
     """``trial.report`` for any study, multi-objective included: record the objective
     vector ``values`` (one value per study direction) at ``step`` (an epoch, say) for the
     study's :class:`ParetoSuccessiveHalvingPruner` (user attributes ``nasflow:last_step``
@@ -61,7 +64,7 @@ def report(trial: optuna.Trial, values: Sequence[float], step: int) -> None:
     vector = [float(v) for v in values]
     n_directions = len(trial.study.directions)
     if len(vector) != n_directions:
-        raise ValueError(
+        raise ConfigError(
             f"Got {len(vector)} values for a study with {n_directions} directions "
             f"(values={vector})."
         )
@@ -71,7 +74,7 @@ def report(trial: optuna.Trial, values: Sequence[float], step: int) -> None:
 
 def should_prune(trial: optuna.Trial) -> bool:
     """``trial.should_prune()`` for any study, multi-objective included: ask the study's
-    pruner about the vector last given to :func:`report`.
+    pruner about the vector last given to :func:`report_values`.
 
     Raises:
         TypeError: The study's pruner cannot decide on reported vectors (any pruner other
@@ -82,7 +85,7 @@ def should_prune(trial: optuna.Trial) -> bool:
     if isinstance(pruner, optuna.pruners.NopPruner):
         return False
     if not isinstance(pruner, ParetoSuccessiveHalvingPruner):
-        raise TypeError(
+        raise ConfigTypeError(
             f"should_prune(trial) needs the study's pruner to be a ParetoSuccessiveHalvingPruner "
             f"or a NopPruner, got {type(pruner).__name__}"
         )
@@ -122,7 +125,7 @@ class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
     always promoted instead of only when it is the best so far. Objective directions come from
     ``trial.study.directions``.
 
-    Use it as the study's pruner with :func:`report` and :func:`should_prune` (module
+    Use it as the study's pruner with :func:`report_values` and :func:`should_prune` (module
     docstring), or, without making it the study's pruner, call :meth:`check` on it::
 
         for epoch in range(1, max_epochs + 1):
@@ -157,7 +160,7 @@ class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
         if max_resource is not None:
             check_int("max_resource", max_resource, 1)
             if max_resource < min_resource:
-                raise ValueError(
+                raise ConfigError(
                     f"max_resource ({max_resource}) must be >= min_resource ({min_resource})."
                 )
         self._min_resource = min_resource
@@ -172,8 +175,8 @@ class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
         return self._min_resource * self._reduction_factor**exponent
 
     def report(self, trial: optuna.Trial, values: Sequence[float], step: int) -> None:
-        """Record the objective vector of ``trial`` at ``step``: :func:`report`."""
-        report(trial, values, step)
+        """Record the objective vector of ``trial`` at ``step``: :func:`report_values`."""
+        report_values(trial, values, step)
 
     def should_prune(self, trial: optuna.Trial, step: int) -> bool:
         """Whether ``trial`` should stop at ``step``, given the vector last reported at ``step``.
@@ -193,7 +196,7 @@ class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
         """
         attrs = trial.user_attrs
         if attrs.get(LAST_STEP_KEY) != step or LAST_VALUES_KEY not in attrs:
-            raise ValueError(
+            raise ConfigError(
                 f"should_prune(step={step}) needs report(..., step={step}) first; last reported "
                 f"step is {attrs.get(LAST_STEP_KEY)!r}."
             )
@@ -201,7 +204,7 @@ class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
         return self._decide(trial.study, trial.number, attrs, vector, step, trial.set_user_attr)
 
     def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
-        """Optuna's pruner interface: decide on the vector last given to :func:`report`, or,
+        """Optuna's pruner interface: decide on the vector last given to :func:`report_values`, or,
         in a single-objective study, on the last ``trial.report`` value.
 
         Args:

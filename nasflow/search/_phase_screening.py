@@ -10,12 +10,12 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from nasflow.bench import TabularObjective
 from nasflow.record import TrialRecord
 from nasflow.search._context import RunContext, ScreeningPhaseResult
 from nasflow.search._objective import CandidateError, CandidateScorer, make_reporter
 from nasflow.search._optuna import study_pruner
 from nasflow.search._recovery import requeue_interrupted
+from nasflow.tabular import TabularObjective
 
 
 def run_screening(ctx: RunContext) -> ScreeningPhaseResult:

@@ -19,6 +19,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from nasflow import settings
 from nasflow._compat import retry_callback_kwargs
+from nasflow.errors import ConfigError
 from nasflow.record import PER_ATTEMPT_ATTRS, STOPS_KEY
 from nasflow.storage import GRACE_PERIOD, HEARTBEAT_INTERVAL
 from nasflow.train import TrainingInterrupted
@@ -65,10 +66,10 @@ def heartbeat_settings(
         except (TypeError, ValueError):
             value = -1
         if isinstance(raw, bool) or value < 1 or str(value) != str(raw).strip():
-            raise ValueError(f"{env.lower().split('_', 1)[1]} must be an int >= 1, got {raw!r}")
+            raise ConfigError(f"{env.lower().split('_', 1)[1]} must be an int >= 1, got {raw!r}")
         values.append(value)
     if values[1] <= values[0]:
-        raise ValueError(
+        raise ConfigError(
             f"grace period {values[1]}s must be longer than the heartbeat interval {values[0]}s"
         )
     return values[0], values[1]

@@ -14,13 +14,13 @@ from typing import Any
 import optuna
 
 from nasflow._checks import check_fraction, check_int
-from nasflow.bench import TabularBenchmark
 from nasflow.data import DataBundle
-from nasflow.errors import NasflowError
+from nasflow.errors import ConfigError, NasflowError
 from nasflow.search._cost import COST_ESTIMATORS
 from nasflow.search._finetune import FineTuning
 from nasflow.search._trust import TrustProbe
 from nasflow.space import SearchSpace
+from nasflow.tabular import TabularBenchmark
 from nasflow.train import SupernetConfig, TrainConfig
 from nasflow.train.stack import Stack
 
@@ -71,9 +71,9 @@ class Budget:
             if v is None:
                 continue
             if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
-                raise ValueError(f"Budget {name} must be a positive number or None, got {v!r}")
+                raise ConfigError(f"Budget {name} must be a positive number or None, got {v!r}")
             if v <= 0:
-                raise ValueError(f"Budget {name} must be > 0 (a limit), got {v!r}")
+                raise ConfigError(f"Budget {name} must be > 0 (a limit), got {v!r}")
 
     def violations(self, params: int, train_cost: float) -> dict[str, float]:
         """Constraint values (feasible when <= 0), relative to each limit."""

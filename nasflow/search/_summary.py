@@ -7,7 +7,6 @@ import os
 import optuna
 
 from nasflow import names
-from nasflow.bench import tabular_summary
 from nasflow.record import (
     COST_TABLE_KEY,
     FINETUNED_KEY,
@@ -25,6 +24,7 @@ from nasflow.search._runner import RunResult
 from nasflow.search._spec import StudySpec
 from nasflow.search._trust import format_trust
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
+from nasflow.tabular import tabular_summary
 
 
 def baseline_line(winner_test: float, paths: tuple[str | os.PathLike, ...]) -> str:

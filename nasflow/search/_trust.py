@@ -29,6 +29,7 @@ import torch
 from scipy.stats import kendalltau
 
 from nasflow._checks import check_choice, check_int
+from nasflow.errors import ConfigError
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet, recalibrate_bn
 from nasflow.train import Batches, EpochTrainer, TrainConfig, evaluate, train_standalone
@@ -78,7 +79,7 @@ class TrustProbe:
             or not isinstance(self.margin, int | float)
             or not (0 <= self.margin <= 1)
         ):
-            raise ValueError(f"TrustProbe.margin must be in [0, 1], got {self.margin!r}")
+            raise ConfigError(f"TrustProbe.margin must be in [0, 1], got {self.margin!r}")
 
 
 @dataclass
@@ -241,7 +242,7 @@ def run_trust_probe(
         ValueError: The ``"finetune"`` proxy without a supernet.
     """
     if probe.proxy == "finetune" and supernet is None:
-        raise ValueError("TrustProbe(proxy='finetune') needs the trained supernet")
+        raise ConfigError("TrustProbe(proxy='finetune') needs the trained supernet")
     short = replace(recipe, epochs=probe.epochs, warmup_epochs=min(recipe.warmup_epochs, 1.0))
     picks = spread_over_ranking(scored, probe.archs)
     t0 = time.perf_counter()

@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from nasflow.errors import ConfigError, NotFoundError
 from nasflow.space._choices import _SCALAR_TYPES, Scalar
 
 
@@ -30,11 +31,11 @@ class Arch(Mapping[str, Scalar]):
         merged = dict(choices or {}, **kwargs)
         for label, value in merged.items():
             if not isinstance(label, str) or not label:
-                raise ValueError(f"arch labels must be non-empty strings, got {label!r}")
+                raise ConfigError(f"arch labels must be non-empty strings, got {label!r}")
             if not isinstance(value, _SCALAR_TYPES) or (
                 isinstance(value, float) and not math.isfinite(value)
             ):
-                raise ValueError(
+                raise ConfigError(
                     f"arch value for {label!r} is {value!r} ({type(value).__name__}); values "
                     "must be JSON scalars (str, int, finite float, bool or None)"
                 )
@@ -82,9 +83,9 @@ class Arch(Mapping[str, Scalar]):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
-            raise ValueError(f"arch JSON does not parse: {e}") from None
+            raise ConfigError(f"arch JSON does not parse: {e}") from None
         if not isinstance(data, dict):
-            raise ValueError(f"arch JSON must be an object, got {type(data).__name__}")
+            raise ConfigError(f"arch JSON must be an object, got {type(data).__name__}")
         return cls(data)
 
     def subset(self, labels: set[str] | frozenset[str]) -> Arch:
@@ -95,5 +96,5 @@ class Arch(Mapping[str, Scalar]):
         """A copy with some values changed (the labels must exist)."""
         for k in changes:
             if k not in self:
-                raise KeyError(k)
+                raise NotFoundError(f"arch has no label {k!r}; its labels: {list(self)}")
         return Arch({**dict(self._items), **changes})

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from nasflow._checks import check_int
+from nasflow.errors import ConfigError
 
 ChoiceKind = Literal["op", "edge", "value", "hyper"]
 
@@ -19,7 +20,7 @@ _SCALAR_TYPES = (str, int, float, bool, type(None))
 
 def _check_label(label: Any) -> str:
     if not isinstance(label, str) or not label.strip():
-        raise ValueError(f"choice label must be a non-empty string, got {label!r}")
+        raise ConfigError(f"choice label must be a non-empty string, got {label!r}")
     return label
 
 
@@ -33,16 +34,16 @@ def _same_key(v: Scalar) -> tuple[str, Any]:
 
 def _check_values(label: str, values: Iterable[Any]) -> tuple[Scalar, ...]:
     if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
-        raise ValueError(
+        raise ConfigError(
             f"choice {label!r} needs a list of values, got {values!r} (a "
             f"{type(values).__name__}, not a list)"
         )
     vals = tuple(values)
     if not vals:
-        raise ValueError(f"choice {label!r} has an empty list of values; give at least one")
+        raise ConfigError(f"choice {label!r} has an empty list of values; give at least one")
     for v in vals:
         if not isinstance(v, _SCALAR_TYPES) or (isinstance(v, float) and not math.isfinite(v)):
-            raise ValueError(
+            raise ConfigError(
                 f"choice {label!r} has value {v!r} of type {type(v).__name__}; values must be "
                 "JSON scalars (str, int, finite float, bool or None)"
             )
@@ -50,7 +51,7 @@ def _check_values(label: str, values: Iterable[Any]) -> tuple[Scalar, ...]:
     for v in vals:
         key = _same_key(v)
         if key in seen:
-            raise ValueError(
+            raise ConfigError(
                 f"choice {label!r} has duplicate value {v!r} (equal to {seen[key]!r})"
             )
         seen[key] = v
@@ -77,7 +78,7 @@ class Choice:
         object.__setattr__(self, "label", _check_label(self.label))
         object.__setattr__(self, "values", _check_values(self.label, self.values))
         if self.kind not in ("op", "edge", "value", "hyper"):
-            raise ValueError(
+            raise ConfigError(
                 f"choice {self.label!r} has kind {self.kind!r}; expected op, edge, value or hyper"
             )
 
@@ -119,13 +120,13 @@ class FloatRange:
         for name in ("low", "high"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-                raise ValueError(f"range {self.label!r}: {name}={v!r} must be a finite number")
+                raise ConfigError(f"range {self.label!r}: {name}={v!r} must be a finite number")
         if not self.low < self.high:
-            raise ValueError(
+            raise ConfigError(
                 f"range {self.label!r}: low={self.low!r} must be below high={self.high!r}"
             )
         if self.log and self.low <= 0:
-            raise ValueError(f"range {self.label!r}: log scale needs low > 0, got {self.low!r}")
+            raise ConfigError(f"range {self.label!r}: log scale needs low > 0, got {self.low!r}")
 
     @property
     def is_discrete(self) -> bool:

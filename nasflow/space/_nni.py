@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from nasflow.errors import ConfigError, MissingDependencyError, UnsupportedError
 from nasflow.space._choices import Choice
 from nasflow.space._space import SearchSpace
 
@@ -30,7 +31,7 @@ def _import_nni() -> tuple[Any, Any, Any, Any]:
         from nni.mutable import Categorical, CategoricalMultiple
         from nni.nas.nn.pytorch import LayerChoice, ModelSpace
     except ImportError as e:
-        raise ImportError(f"{_INSTALL_HINT} (import failed: {e})") from e
+        raise MissingDependencyError(f"{_INSTALL_HINT} (import failed: {e})") from e
     return ModelSpace, LayerChoice, Categorical, CategoricalMultiple
 
 
@@ -39,7 +40,7 @@ def _subset_values(label: str, values: list[Any], n_chosen: int | None) -> list[
     sizes = range(len(values) + 1) if n_chosen is None else [n_chosen]
     count = sum(len(list(itertools.combinations(range(len(values)), k))) for k in sizes)
     if count > MAX_INPUT_SUBSETS:
-        raise ValueError(
+        raise ConfigError(
             f"NNI input choice {label!r} has {count} possible selections, more than "
             f"{MAX_INPUT_SUBSETS}; give it an n_chosen"
         )
@@ -76,7 +77,7 @@ class NniSpace(SearchSpace):
     def __init__(self, model_space: Any, *, name: str | None = None, description: str = ""):
         model_space_cls, layer_choice_cls, categorical, categorical_multiple = _import_nni()
         if not isinstance(model_space, model_space_cls):
-            raise ValueError(f"from_nni needs an NNI 3.0 ModelSpace, got {model_space!r}")
+            raise ConfigError(f"from_nni needs an NNI 3.0 ModelSpace, got {model_space!r}")
         op_labels = {m.label for m in model_space.modules() if isinstance(m, layer_choice_cls)}
         choices: list[Choice] = []
         self._multiple: set[str] = set()
@@ -89,7 +90,7 @@ class NniSpace(SearchSpace):
                 kind = "op" if label in op_labels else "value"
                 choices.append(Choice(label, tuple(mutable.values), kind))
             else:
-                raise ValueError(
+                raise ConfigError(
                     f"NNI mutable {label!r} is a {type(mutable).__name__}; from_nni supports "
                     "categorical choices only (nni.choice, LayerChoice, InputChoice, Repeat)"
                 )
@@ -109,7 +110,7 @@ class NniSpace(SearchSpace):
         Raises:
             ValueError: Always; call ``from_nni`` on the model space again instead.
         """
-        raise ValueError(
+        raise ConfigError(
             f"an NNI space cannot be re-created from its config {dict(config)!r}; "
             "call nasflow.space.from_nni on the model space again"
         )
@@ -136,7 +137,7 @@ class NniSpace(SearchSpace):
         Raises:
             NotImplementedError: Always; search these spaces stand-alone (build each arch).
         """
-        raise NotImplementedError(
+        raise UnsupportedError(
             f"space {self.name!r} was imported from NNI and has no weight-sharing supernet; "
             "search it stand-alone: build(arch) gives each candidate network"
         )

@@ -3,7 +3,7 @@
 A package registers a space class under a name in its ``pyproject.toml``::
 
     [project.entry-points."nasflow.spaces"]
-    mnist1d = "search_spaces.mnist1d:MNIST1DSpace"
+    mnist1d = "nasflow.search_spaces.mnist1d:MNIST1DSpace"
 
 The name must be the ``name`` the space gives itself (the one a study records), so that a
 stored study or an exported architecture can find its space again.
@@ -16,6 +16,7 @@ from importlib import import_module
 from typing import Any
 
 from nasflow._entry_points import SPACES, registered
+from nasflow.errors import ConfigError
 from nasflow.space._space import SearchSpace
 
 
@@ -33,16 +34,16 @@ def space_class(name: str) -> type[SearchSpace]:
     """
     spaces = registered_spaces()
     if name not in spaces:
-        raise ValueError(f"unknown space {name!r}; registered spaces: {sorted(spaces)}")
+        raise ConfigError(f"unknown space {name!r}; registered spaces: {sorted(spaces)}")
     module, _, attr = spaces[name].partition(":")
     try:
         cls = getattr(import_module(module), attr)
     except (ImportError, AttributeError) as e:
-        raise ValueError(
+        raise ConfigError(
             f"space {name!r} is registered as {spaces[name]!r}, which does not import: {e}"
         ) from None
     if not (isinstance(cls, type) and issubclass(cls, SearchSpace)):
-        raise ValueError(f"space {name!r} ({spaces[name]}) is not a SearchSpace subclass")
+        raise ConfigError(f"space {name!r} ({spaces[name]}) is not a SearchSpace subclass")
     return cls
 
 
@@ -69,11 +70,13 @@ def rebuild_space(
     try:
         space = cls() if config is None else cls.from_config(config)
     except (TypeError, ValueError) as e:
-        raise ValueError(f"space {name!r} cannot be rebuilt from config {config!r}: {e}") from None
+        raise ConfigError(
+            f"space {name!r} cannot be rebuilt from config {config!r}: {e}"
+        ) from None
     if space.name != name:
-        raise ValueError(f"{cls.__name__} builds a space named {space.name!r}, not {name!r}")
+        raise ConfigError(f"{cls.__name__} builds a space named {space.name!r}, not {name!r}")
     if fingerprint is not None and space.fingerprint() != fingerprint:
-        raise ValueError(
+        raise ConfigError(
             f"space {name!r} rebuilt from config {dict(config or {})!r} has fingerprint "
             f"{space.fingerprint()!r}, not the recorded {fingerprint!r}: the space's "
             "definition changed since, or the record was altered"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nasflow.errors import ConfigError
 from nasflow.space._arch import Arch
 from nasflow.space._choices import AnyChoice, Choice, FloatRange
 
@@ -49,16 +50,16 @@ class SearchSpace(ABC):
         config: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
-            raise ValueError(f"space name must be a non-empty string, got {name!r}")
+            raise ConfigError(f"space name must be a non-empty string, got {name!r}")
         choices = tuple(choices)
         if not choices:
-            raise ValueError(f"space {name!r} declares no choices")
+            raise ConfigError(f"space {name!r} declares no choices")
         seen: set[str] = set()
         for c in choices:
             if not isinstance(c, Choice | FloatRange):
-                raise ValueError(f"space {name!r}: {c!r} is not a Choice or FloatRange")
+                raise ConfigError(f"space {name!r}: {c!r} is not a Choice or FloatRange")
             if c.label in seen:
-                raise ValueError(f"space {name!r}: duplicate choice label {c.label!r}")
+                raise ConfigError(f"space {name!r}: duplicate choice label {c.label!r}")
             seen.add(c.label)
         self.name = name
         self.description = description
@@ -66,7 +67,7 @@ class SearchSpace(ABC):
         try:
             json.dumps(self.config, sort_keys=True)
         except TypeError as e:
-            raise ValueError(f"space {name!r}: config is not JSON-serializable: {e}") from None
+            raise ConfigError(f"space {name!r}: config is not JSON-serializable: {e}") from None
         self._choices = choices
         self._by_label = {c.label: c for c in choices}
         self._path_labels = frozenset(c.label for c in choices if c.in_path)
@@ -94,7 +95,7 @@ class SearchSpace(ABC):
         try:
             return self._by_label[label]
         except KeyError:
-            raise ValueError(f"space {self.name!r} has no choice {label!r}") from None
+            raise ConfigError(f"space {self.name!r} has no choice {label!r}") from None
 
     @property
     def size(self) -> float:
@@ -143,9 +144,9 @@ class SearchSpace(ABC):
             ValueError: The space has a continuous range or more than ``limit`` points.
         """
         if self.size == math.inf:
-            raise ValueError(f"space {self.name!r} has a continuous range; it cannot be listed")
+            raise ConfigError(f"space {self.name!r} has a continuous range; it cannot be listed")
         if self.size > limit:
-            raise ValueError(
+            raise ConfigError(
                 f"space {self.name!r} has {self.size} points, more than limit={limit}"
             )
         labels = [c.label for c in self._choices]
@@ -180,13 +181,13 @@ class SearchSpace(ABC):
             ValueError: ``config`` is not a mapping, or the constructor rejects it.
         """
         if not isinstance(config, Mapping):
-            raise ValueError(f"a space config must be a mapping, got {config!r}")
+            raise ConfigError(f"a space config must be a mapping, got {config!r}")
         params = inspect.signature(cls.__init__).parameters
         kwargs = {k: v for k, v in config.items() if k in params and k != "self"}
         try:
             return cls(**kwargs)
         except TypeError as e:
-            raise ValueError(f"{cls.__name__} does not accept config {kwargs!r}: {e}") from None
+            raise ConfigError(f"{cls.__name__} does not accept config {kwargs!r}: {e}") from None
 
     def validate(self, arch: Mapping[str, Any], *, path_only: bool = False) -> Arch:
         """Check that ``arch`` is a point of this space and return it as an ``Arch``.
@@ -199,22 +200,22 @@ class SearchSpace(ABC):
             ValueError: Naming the first unknown label, missing label or foreign value.
         """
         if not isinstance(arch, Mapping):
-            raise ValueError(f"an arch must be a mapping of label to value, got {arch!r}")
+            raise ConfigError(f"an arch must be a mapping of label to value, got {arch!r}")
         for label in arch:
             if label not in self._by_label:
-                raise ValueError(f"label {label!r} is not a choice of space {self.name!r}")
+                raise ConfigError(f"label {label!r} is not a choice of space {self.name!r}")
             if path_only and label not in self._path_labels:
-                raise ValueError(
+                raise ConfigError(
                     f"label {label!r} is a hyper-parameter, not part of a supernet path"
                 )
         wanted = self._path_labels if path_only else self._by_label.keys()
         for label in wanted:
             if label not in arch:
-                raise ValueError(f"arch for space {self.name!r} is missing label {label!r}")
+                raise ConfigError(f"arch for space {self.name!r} is missing label {label!r}")
             if not self._by_label[label].contains(arch[label]):
                 c = self._by_label[label]
                 accepted = list(c.values) if isinstance(c, Choice) else f"[{c.low}, {c.high}]"
-                raise ValueError(
+                raise ConfigError(
                     f"value {arch[label]!r} for {label!r} is not in space {self.name!r}; "
                     f"accepted: {accepted}"
                 )

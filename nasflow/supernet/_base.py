@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from nasflow.errors import ConfigError
+
 if TYPE_CHECKING:
     from nasflow.space import Arch, Scalar, SearchSpace
 
@@ -48,7 +50,7 @@ class Channels:
     @classmethod
     def fixed(cls, n: int) -> Channels:
         if n < 1:
-            raise ValueError(f"channel count must be >= 1, got {n!r}")
+            raise ConfigError(f"channel count must be >= 1, got {n!r}")
         return cls(None, ((None, int(n)),))
 
     @classmethod
@@ -71,7 +73,7 @@ class Channels:
         for v, n in self.table:
             if v == value:
                 return n
-        raise ValueError(f"{value!r} is not a value of {self.label!r} known to this layer")
+        raise ConfigError(f"{value!r} is not a value of {self.label!r} known to this layer")
 
 
 def call(module: nn.Module, x: torch.Tensor, arch: Mapping[str, Any]) -> torch.Tensor:
@@ -99,7 +101,7 @@ class LayerChoice(SuperModule):
     def __init__(self, label: str, candidates: Mapping[str, nn.Module]) -> None:
         super().__init__()
         if not candidates:
-            raise ValueError(f"LayerChoice {label!r} has no candidates")
+            raise ConfigError(f"LayerChoice {label!r} has no candidates")
         self.label = label
         self.candidates = nn.ModuleDict(dict(candidates))
 
@@ -107,9 +109,9 @@ class LayerChoice(SuperModule):
         try:
             name = arch[self.label]
         except KeyError:
-            raise ValueError(f"path has no value for {self.label!r}") from None
+            raise ConfigError(f"path has no value for {self.label!r}") from None
         if name not in self.candidates:
-            raise ValueError(
+            raise ConfigError(
                 f"{name!r} is not a candidate of {self.label!r}; "
                 f"candidates: {list(self.candidates)}"
             )
@@ -157,14 +159,14 @@ def check_labels(space: SearchSpace, body: nn.Module) -> None:
         if isinstance(module, LayerChoice):
             choice = declared.get(module.label)
             if choice is None or choice.kind not in ("op", "edge"):
-                raise ValueError(
+                raise ConfigError(
                     f"{where} is a LayerChoice({module.label!r}), but space {space.name!r} "
                     f"declares no op_choice {module.label!r} (its op choices: "
                     f"{[c.label for c in declared.values() if c.kind in ('op', 'edge')]})"
                 )
             values = [str(v) for v in choice.values]
             if sorted(values) != sorted(module.candidates):
-                raise ValueError(
+                raise ConfigError(
                     f"{where}: LayerChoice({module.label!r}) holds candidates "
                     f"{list(module.candidates)}, but the space's op_choice {module.label!r} "
                     f"declares {values}"
@@ -174,13 +176,13 @@ def check_labels(space: SearchSpace, body: nn.Module) -> None:
             if isinstance(attr, Channels) and attr.label is not None:
                 choice = declared.get(attr.label)
                 if choice is None or not hasattr(choice, "values"):
-                    raise ValueError(
+                    raise ConfigError(
                         f"{where} sizes its channels by {attr.label!r}, which space "
                         f"{space.name!r} does not declare as a value_choice"
                     )
                 missing = [v for v in choice.values if not any(v == k for k, _ in attr.table)]
                 if missing:
-                    raise ValueError(
+                    raise ConfigError(
                         f"{where} sizes its channels by {attr.label!r} but has no width for "
                         f"its values {missing}"
                     )
@@ -194,7 +196,7 @@ def check_labels(space: SearchSpace, body: nn.Module) -> None:
         c.label for c in declared.values() if c.kind in ("op", "edge") and c.label not in read
     ]
     if unread and not custom:
-        raise ValueError(
+        raise ConfigError(
             f"space {space.name!r} declares op_choice {unread[0]!r}, but no LayerChoice of its "
             "supernet reads it: trials differing only in it would train the same network"
         )

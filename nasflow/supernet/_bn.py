@@ -12,6 +12,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from torch.optim.swa_utils import update_bn
 
 from nasflow._checks import check_int
+from nasflow.errors import ConfigError
 from nasflow.supernet._base import call
 
 
@@ -84,5 +85,5 @@ def recalibrate_bn(
             m.momentum = momentum
         model.eval()
     if taken.taken == 0:
-        raise ValueError("recalibrate_bn got no batches")
+        raise ConfigError("recalibrate_bn got no batches")
     return taken.taken

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasflow.errors import ConfigError
 from nasflow.supernet._base import Channels, SuperModule
 
 
@@ -42,11 +43,11 @@ class _ElasticConv(SuperModule):
     ) -> None:
         super().__init__()
         if kernel_size < 1 or kernel_size % 2 == 0:
-            raise ValueError(f"kernel_size must be a positive odd int, got {kernel_size!r}")
+            raise ConfigError(f"kernel_size must be a positive odd int, got {kernel_size!r}")
         if groups not in (1, "depthwise"):
-            raise ValueError(f"groups must be 1 or 'depthwise', got {groups!r}")
+            raise ConfigError(f"groups must be 1 or 'depthwise', got {groups!r}")
         if groups == "depthwise" and in_channels != out_channels:
-            raise ValueError("a depthwise conv needs the same input and output width rule")
+            raise ConfigError("a depthwise conv needs the same input and output width rule")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = kernel_size
         self.depthwise = groups == "depthwise"

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import torch
 
 from nasflow._files import atomic_write
+from nasflow.errors import ConfigError
 from nasflow.record import DIGEST_KEY
 from nasflow.train._errors import CheckpointError
 
@@ -59,9 +60,9 @@ def save_checkpoint(path: os.PathLike | str, state: dict[str, Any]) -> Path:
         ValueError: ``state`` is not a dict or uses the reserved key ``DIGEST_KEY``.
     """
     if not isinstance(state, dict):
-        raise ValueError(f"a checkpoint state must be a dict, got {type(state).__name__}")
+        raise ConfigError(f"a checkpoint state must be a dict, got {type(state).__name__}")
     if DIGEST_KEY in state:
-        raise ValueError(f"{DIGEST_KEY!r} is reserved for the checkpoint's digest")
+        raise ConfigError(f"{DIGEST_KEY!r} is reserved for the checkpoint's digest")
     buffer = io.BytesIO()
     torch.save({**state, DIGEST_KEY: _digest(state)}, buffer)
     # Written in one call, so a full disk surfaces as the OSError (ENOSPC/EFBIG) itself;

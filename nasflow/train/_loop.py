@@ -12,6 +12,7 @@ from torch import nn
 
 from nasflow._loss import flat_logits
 from nasflow.data import Batches
+from nasflow.errors import ConfigError
 from nasflow.supernet import call
 
 
@@ -20,16 +21,16 @@ def make_optimizer(
 ) -> torch.optim.Optimizer:
     """AdamW (default) or SGD with Nesterov momentum."""
     if not (lr > 0 and math.isfinite(lr)):
-        raise ValueError(f"learning rate must be a positive finite number, got {lr!r}")
+        raise ConfigError(f"learning rate must be a positive finite number, got {lr!r}")
     if not weight_decay >= 0:
-        raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+        raise ConfigError(f"weight_decay must be >= 0, got {weight_decay!r}")
     if name == "adamw":
         return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     if name == "sgd":
         return torch.optim.SGD(
             params, lr=lr, momentum=0.9, nesterov=True, weight_decay=weight_decay
         )
-    raise ValueError(f"unknown optimizer {name!r}; choose 'adamw' or 'sgd'")
+    raise ConfigError(f"unknown optimizer {name!r}; choose 'adamw' or 'sgd'")
 
 
 def warmup_cosine(
@@ -87,5 +88,5 @@ def evaluate(
         correct += int((logits.argmax(-1) == y).sum())
         total += y.numel()
     if total == 0:
-        raise ValueError("evaluate got an empty dataset")
+        raise ConfigError("evaluate got an empty dataset")
     return correct / total, loss_sum / total

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nasflow._checks import check_int
+from nasflow.errors import ConfigError
 from nasflow.sampling import SAMPLERS
 
 
@@ -73,6 +74,6 @@ class SupernetConfig(Recipe):
 
     def __post_init__(self) -> None:
         if self.sampler not in SAMPLERS:
-            raise ValueError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
+            raise ConfigError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
         super().__post_init__()
         check_int("batch_size", self.batch_size)

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nasflow.data import Batches
+from nasflow.errors import ConfigError, StateError
 from nasflow.train._checkpoint import rng_state, set_rng_state
 from nasflow.train._errors import TrainingInterrupted
 from nasflow.train._loop import (
@@ -56,7 +57,7 @@ class EpochTrainer:
         stack: Stack | None = None,
     ) -> None:
         if stack is not None and not isinstance(stack, Stack):
-            raise ValueError(f"stack must be a Stack or None, got {stack!r}")
+            raise ConfigError(f"stack must be a Stack or None, got {stack!r}")
         self.model, self.train, self.config = model.to(device), train, config
         self.device = torch.device(device)
         self.stack = stack or Stack()
@@ -92,7 +93,7 @@ class EpochTrainer:
                 accumulation the request is honoured at the next optimizer-step boundary.
         """
         if self.epoch >= self.config.epochs:
-            raise RuntimeError(f"already trained the planned {self.config.epochs} epochs")
+            raise StateError(f"already trained the planned {self.config.epochs} epochs")
         self.model.train()
         steps = len(self.train)
         _, clock = device_clock(self.device)  # wall time after the device's work

@@ -17,6 +17,7 @@ from torch import nn
 from nasflow._checks import check_int
 from nasflow._loss import flat_logits
 from nasflow.data import Batches
+from nasflow.errors import ConfigError
 from nasflow.record import CHECKPOINT_IDENTITY, supernet_identity
 from nasflow.sampling import make_sampler
 from nasflow.space import Arch, SearchSpace
@@ -69,7 +70,7 @@ class OpCounter:
 
     def load_state_dict(self, state: dict[str, dict[str, int]]) -> None:
         if set(state) != set(self.counts):
-            raise ValueError(f"op counts are for labels {sorted(state)}, not this space's")
+            raise ConfigError(f"op counts are for labels {sorted(state)}, not this space's")
         self.counts = {k: dict(v) for k, v in state.items()}
 
 
@@ -189,7 +190,7 @@ class SupernetTrainer:
         stack: Stack | None = None,
     ) -> None:
         if stack is not None and not isinstance(stack, Stack):
-            raise ValueError(f"stack must be a Stack or None, got {stack!r}")
+            raise ConfigError(f"stack must be a Stack or None, got {stack!r}")
         check_int("checkpoint_every", checkpoint_every, 0)
         self.space = space
         self.config = config or SupernetConfig()
@@ -198,7 +199,7 @@ class SupernetTrainer:
         self.stack = stack or Stack()
         self.rank, self.world_size = init_from_env()
         if self.config.batch_size % self.world_size:
-            raise ValueError(
+            raise ConfigError(
                 f"batch_size={self.config.batch_size} (the global batch) does not split "
                 f"evenly over {self.world_size} ranks"
             )
@@ -309,7 +310,7 @@ class SupernetTrainer:
         cfg = self.config
         steps_per_epoch = len(self.batches)
         if steps_per_epoch == 0:
-            raise ValueError(f"training split has fewer samples than batch_size={cfg.batch_size}")
+            raise ConfigError(f"training split has fewer samples than batch_size={cfg.batch_size}")
         torch.manual_seed(cfg.seed)
         supernet = self.space.supernet().to(self.device)
         self.supernet = supernet  # the network in training, for ``on_epoch`` callbacks

@@ -70,6 +70,7 @@ def _rows(url: str) -> list[dict]:
         engine.dispose()
 
 
+@pytest.mark.slow
 def test_measured_once_reused_without_training_and_recalibrated_on_change(tmp_path) -> None:
     url = f"sqlite:///{tmp_path / 'study.db'}"
     first, ran = _calibrate(url, budget=600.0)
@@ -106,6 +107,7 @@ def test_measured_once_reused_without_training_and_recalibrated_on_change(tmp_pa
         assert table.load(DeviceFingerprint.current("cpu"), context) is None
 
 
+@pytest.mark.slow
 def test_a_refresh_calibrates_again_and_replaces_the_record(tmp_path, monkeypatch) -> None:
     url = f"sqlite:///{tmp_path / 'study.db'}"
     _calibrate(url, budget=600.0)
@@ -151,6 +153,7 @@ def test_a_journal_or_unknown_url_is_refused_naming_it(tmp_path) -> None:
         StackCalibrationTable("redis://localhost/0")
 
 
+@pytest.mark.slow
 def test_on_postgresql_the_record_is_stored_and_reused_the_same_way(postgres_url) -> None:
     first, ran = _calibrate(postgres_url, budget=600.0)
     assert ran and not first.reused
@@ -160,6 +163,7 @@ def test_on_postgresql_the_record_is_stored_and_reused_the_same_way(postgres_url
         assert table.count() == 1
 
 
+@pytest.mark.slow
 def test_a_study_in_another_database_reuses_the_shared_record(tmp_path, monkeypatch) -> None:
     # The conftest gives every test its own shared table ($NASFLOW_COST_CACHE).
     first_url = f"sqlite:///{tmp_path / 'a.db'}"

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_quick_benchmark_writes_a_complete_report(tmp_path: Path) -> None:
     out = tmp_path / "cost.json"
     proc = subprocess.run(

@@ -64,6 +64,7 @@ def toy_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'cost.db'}"
 
 
+@pytest.mark.slow
 def test_units_cover_every_parameter_and_flop_of_the_path(tmp_path: Path) -> None:
     for space in (tiny_mnist1d(), CellSpace(channels=4, with_hypers=False)):
         model = CostModel(space, (1, 40), 8, LatencyTable(tmp_path / f"{space.name}.db"))
@@ -99,6 +100,7 @@ def test_same_op_at_same_shape_shares_a_row_and_width_changes_it(tmp_path: Path)
     assert narrow[1].input_shape == (8, 4, 40) and units[1].input_shape == (8, 8, 40)
 
 
+@pytest.mark.slow
 def test_memoised_shape_pass_equals_a_fresh_one(tmp_path: Path) -> None:
     space = tiny_mnist1d()
     model = CostModel(space, (1, 40), 4, LatencyTable(tmp_path / "c.db"))
@@ -165,10 +167,12 @@ def _check_reuse(url: str) -> None:
     other.table.close()
 
 
+@pytest.mark.slow
 def test_table_and_calibration_are_reused_from_sqlite(toy_url: str) -> None:
     _check_reuse(toy_url)
 
 
+@pytest.mark.slow
 def test_table_and_calibration_are_reused_from_postgresql(postgres_url: str) -> None:
     _check_reuse(postgres_url)
 
@@ -206,6 +210,7 @@ def test_memory_estimate_grows_with_width(tmp_path: Path) -> None:
     assert model.params(large) == count_params(space.build(large))
 
 
+@pytest.mark.slow
 def test_bf16_rows_are_kept_apart_from_fp32(toy_url: str) -> None:
     fp32 = _toy(toy_url, batch_size=8).fit(n=2, rounds=1, iters=1)
     bf16 = CostModel.for_space(

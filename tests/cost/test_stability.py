@@ -124,6 +124,7 @@ def shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_second_study_reuses_the_table_of_the_first(tmp_path: Path, shared: Path) -> None:
     first = _fit(_model(tmp_path / "a" / "study.db"))
     assert first.stats.measured_ops > 0 and first.stats.measured_steps > 0
@@ -148,6 +149,7 @@ def test_a_second_study_reuses_the_table_of_the_first(tmp_path: Path, shared: Pa
     assert again.stats.measured_ops == 0 and again.stability["source"] == "study database"
 
 
+@pytest.mark.slow
 def test_another_fingerprint_measures_its_own_table(tmp_path: Path, shared: Path) -> None:
     first = _fit(_model(tmp_path / "a" / "study.db"))
     torch.set_num_threads(2)  # threads are part of the fingerprint (restored by conftest)
@@ -158,6 +160,7 @@ def test_another_fingerprint_measures_its_own_table(tmp_path: Path, shared: Path
         assert {d.key for d in table.devices()} == {first.fingerprint.key, other.fingerprint.key}
 
 
+@pytest.mark.slow
 def test_nothing_is_shared_when_switched_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -167,6 +170,7 @@ def test_nothing_is_shared_when_switched_off(
     assert second.stats.measured_ops > 0 and second.shared is None
 
 
+@pytest.mark.slow
 def test_remeasure_replaces_the_shared_table(tmp_path: Path, shared: Path) -> None:
     first = _fit(_model(tmp_path / "a" / "study.db"))
     rows = first.table.count(first.fingerprint)
@@ -195,6 +199,7 @@ def test_rows_timed_the_old_way_are_not_reused(tmp_path: Path, shared: Path) -> 
     assert model.fingerprint.key != model.fingerprint.__class__.current("cpu").key
 
 
+@pytest.mark.slow
 def test_a_shared_table_flagged_loaded_is_measured_again(tmp_path: Path, shared: Path) -> None:
     first = _fit(_model(tmp_path / "a" / "study.db"))
     assert first.shared is not None

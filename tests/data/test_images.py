@@ -167,6 +167,7 @@ def test_bad_paths_and_layouts(tree: Path, tmp_path: Path) -> None:
         load_cifar10(_make_tree(tmp_path / "three"))
 
 
+@pytest.mark.slow
 def test_cifar10_zip_shapes_labels_and_split(cifar_zip: Path) -> None:
     bundle = load_cifar10(cifar_zip, train_limit=200, test_limit=100, seed=0)
     assert (bundle.input_shape, bundle.num_classes, bundle.name) == ((3, 32, 32), 10, "cifar10")
@@ -199,6 +200,7 @@ def test_cifar10_zip_shapes_labels_and_split(cifar_zip: Path) -> None:
     assert other.val.indices != bundle.val.indices
 
 
+@pytest.mark.slow
 def test_cifar10_zip_pickles_into_dataloader_workers(cifar_zip: Path) -> None:
     bundle = load_cifar10(cifar_zip, train_limit=40, test_limit=20, image_size=16)
     assert bundle.input_shape == (3, 16, 16)

@@ -32,6 +32,7 @@ def good_arrays(cache: Path) -> dict[str, np.ndarray]:
         return {k: f[k] for k in f.files}
 
 
+@pytest.mark.slow
 def test_generation_keeps_global_rngs_and_never_downloads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -57,6 +58,7 @@ def test_generation_keeps_global_rngs_and_never_downloads(
     assert len(bundle.train) + len(bundle.val) == 4000
 
 
+@pytest.mark.slow
 def test_shapes_dtypes_and_published_split(cache: Path) -> None:
     bundle = load_mnist1d(cache)
     assert isinstance(bundle, DataBundle)
@@ -188,6 +190,7 @@ def test_interrupted_write_leaves_old_file_and_no_temp(
 
 
 # ---------------------------------------------------------------------------- variants
+@pytest.mark.slow
 def test_a_variant_has_its_own_sizes_test_seed_and_cache_file(tmp_path: Path) -> None:
     v = m1d.MNIST1DVariant(train_samples=200, test_samples=300, iid_noise_scale=0.05)
     bundle = load_mnist1d(tmp_path, val_fraction=0.25, variant=v)

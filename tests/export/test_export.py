@@ -50,6 +50,7 @@ def _winner_record(run: TinyRun, number: int) -> dict[str, Any]:
     return json.loads((folder / "record.json").read_text())
 
 
+@pytest.mark.slow
 def test_export_writes_every_file_with_a_complete_record(tiny_run, exported) -> None:
     names = {p.name for p in exported.iterdir()}
     assert names == {"arch.json", "model.safetensors", "model.pt2", "model.onnx", "README.md"}
@@ -85,6 +86,7 @@ def test_export_writes_every_file_with_a_complete_record(tiny_run, exported) -> 
     assert "supernet_accuracy" not in readme and "supernet weights" not in readme
 
 
+@pytest.mark.slow
 def test_supernet_export_records_only_its_own_validation_accuracy(
     tiny_run, exported_supernet
 ) -> None:
@@ -133,6 +135,7 @@ with torch.no_grad():
 """
 
 
+@pytest.mark.slow
 def test_round_trip_in_a_fresh_process_equals_the_supernet_path(
     tiny_run, exported_supernet
 ) -> None:
@@ -153,6 +156,7 @@ def test_round_trip_in_a_fresh_process_equals_the_supernet_path(
     assert (torch.tensor(got["y"]) - want).abs().max() <= 1e-6
 
 
+@pytest.mark.slow
 def test_without_recalibration_the_export_is_the_plain_supernet_path(tiny_run, tmp_path) -> None:
     out = tmp_path / "raw"
     argv = ["--trial", "2", "--weights", "supernet", "--no-recalibrate", "--no-onnx"]
@@ -167,6 +171,7 @@ def test_without_recalibration_the_export_is_the_plain_supernet_path(tiny_run, t
     assert (got - _supernet_outputs(tiny_run, info.arch, x, recalibrate=False)).abs().max() <= 1e-6
 
 
+@pytest.mark.slow
 def test_pareto_export_writes_one_folder_per_pareto_trial(tiny_run, tmp_path) -> None:
     out = tmp_path / "front"
     assert main(export_args(tiny_run, out, "--pareto", "--no-onnx")) == 0
@@ -183,6 +188,7 @@ def test_pareto_export_writes_one_folder_per_pareto_trial(tiny_run, tmp_path) ->
         load_exported(out)
 
 
+@pytest.mark.slow
 def test_force_replaces_only_an_existing_export(tiny_run, tmp_path, capsys) -> None:
     out = tmp_path / "again"
     assert main(export_args(tiny_run, out, "--trial", "0", "--no-onnx")) == 0
@@ -296,6 +302,7 @@ def test_a_failed_export_leaves_nothing_behind(tmp_path) -> None:
     assert list(tmp_path.iterdir()) == []  # neither the folder, its parents nor temp files
 
 
+@pytest.mark.slow
 def test_unregistered_space_exports_and_loads_only_when_given(tmp_path) -> None:
     space = _ScriptSpace()
     supernet = space.supernet().eval()

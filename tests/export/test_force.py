@@ -56,6 +56,7 @@ def test_a_user_folder_that_merely_holds_an_arch_json_is_not_deleted(
     assert (user / "src" / "a.py").read_text() == "x\n"
 
 
+@pytest.mark.slow
 def test_a_valid_arch_json_next_to_the_users_files_is_not_enough(
     tiny_run, real_export, tmp_path, capsys
 ) -> None:
@@ -67,6 +68,7 @@ def test_a_valid_arch_json_next_to_the_users_files_is_not_enough(
     assert "'src'" in err and "nasflow did not write" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", ["extra file", "symlink", "edited weights", "missing file"])
 def test_an_export_with_anything_nasflow_did_not_write_is_not_replaced(
     tiny_run, real_export, capsys, change
@@ -87,6 +89,7 @@ def test_an_export_with_anything_nasflow_did_not_write_is_not_replaced(
     assert why in _refused(tiny_run, real_export, capsys)
 
 
+@pytest.mark.slow
 def test_force_replaces_a_complete_export_and_a_pareto_export(tiny_run, tmp_path) -> None:
     out = tmp_path / "exp"
     assert main(export_args(tiny_run, out, "--trial", "0", "--no-onnx")) == 0

@@ -34,6 +34,7 @@ study = StudySpec(name="cells", space=CellSpace(), data=data, finetune=TrainConf
 """
 
 
+@pytest.mark.slow
 def test_retrain_prints_test_accuracy_and_writes_the_retrained_weights(
     tiny_run: TinyRun, exported, tmp_path, capsys
 ) -> None:
@@ -62,6 +63,7 @@ def test_retrain_prints_test_accuracy_and_writes_the_retrained_weights(
     assert ExportInfo.read(exported).kind == "retrained"  # the source is left alone
 
 
+@pytest.mark.slow
 def test_retrain_without_out_updates_the_export_in_place(
     tiny_run: TinyRun, exported_supernet, tmp_path, capsys
 ) -> None:
@@ -140,7 +142,7 @@ def test_retrain_refuses_a_tampered_export(tiny_run: TinyRun, exported, tmp_path
 
 def test_without_study_file_the_registered_study_of_the_space_is_used(exported) -> None:
     # The export's study ("tiny") is not registered; its space ("mnist1d") has a ready study.
-    from studies.mnist1d import study
+    from nasflow.studies.mnist1d import study
 
     done = retrain_exported(exported, epochs=1)
     assert done.data == "registered study 'mnist1d'"
@@ -162,6 +164,7 @@ def test_retrain_trains_the_run_phase_3_trained(tiny_run: TinyRun, exported) -> 
         assert torch.equal(tensor, saved[name]), name
 
 
+@pytest.mark.slow
 def test_a_supernet_export_of_an_auto_stack_study_retrains_through_the_studys_stack(
     tiny_run: TinyRun, tmp_path
 ) -> None:

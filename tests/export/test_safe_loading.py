@@ -181,6 +181,7 @@ def test_other_files_are_ignored(copy) -> None:
     assert load_exported(copy) is not None
 
 
+@pytest.mark.slow
 def test_a_malicious_supernet_checkpoint_is_skipped_not_unpickled(
     tiny_run: TinyRun, tmp_path, capsys
 ) -> None:

@@ -86,6 +86,7 @@ def test_a_second_run_of_the_finished_study_does_not_retrain_the_winner(
     assert stored["weights"] == f"winners/trial-{number}/model.safetensors"
 
 
+@pytest.mark.slow
 def test_a_corrupt_or_stale_saved_winner_is_retrained(tiny_run, tmp_path) -> None:
     number, _ = _printed_winner(tiny_run)
     runs = _copy_run(tiny_run, tmp_path)

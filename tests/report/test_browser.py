@@ -68,6 +68,7 @@ def _assert_offline_and_clean(browser: Browser, page: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_report_renders_every_figure_offline(browser, tiny_study, tmp_path) -> None:
     stored = open_stored_study(tiny_study.name, tiny_study.url)
     page = write_report(stored.study, tmp_path / "report.html")
@@ -108,6 +109,7 @@ def test_a_measured_stack_renders_as_a_waterfall(browser, study_copy) -> None:
     _assert_offline_and_clean(browser, page)
 
 
+@pytest.mark.slow
 def test_a_study_whose_calibration_ran_shows_its_measured_waterfall(
     browser, calibrated_study, tmp_path
 ) -> None:

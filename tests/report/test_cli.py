@@ -59,6 +59,7 @@ def test_report_on_an_unknown_study_name_lists_the_known_ones(tiny_study, tmp_pa
     assert not (tmp_path / "other").exists()
 
 
+@pytest.mark.slow
 def test_report_refuses_a_folder_and_a_malformed_record(study_copy, tmp_path, capsys) -> None:
     copy = study_copy()
     assert main(["report", copy.name, "--runs", str(copy.out), "--out-file", str(tmp_path)]) == 2

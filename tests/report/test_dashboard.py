@@ -66,6 +66,7 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str:
     raise AssertionError(f"no URL from nasflow dashboard: {proc.stderr.read()}")
 
 
+@pytest.mark.slow
 def test_cli_pushes_the_figures_and_serves_them_on_loopback(study_copy) -> None:
     copy = study_copy()
     cmd = [sys.executable, "-m", "nasflow.cli", "dashboard", copy.name]
@@ -106,6 +107,7 @@ def test_cli_pushes_the_figures_and_serves_them_on_loopback(study_copy) -> None:
     lock.release()
 
 
+@pytest.mark.slow
 def test_push_to_postgresql_replaces_and_reads_back(tiny_study, postgres_url) -> None:
     optuna.copy_study(
         from_study_name=tiny_study.name, from_storage=tiny_study.url, to_storage=postgres_url

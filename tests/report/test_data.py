@@ -34,9 +34,9 @@ from nasflow.report._trials import (
 )
 from nasflow.sampling import FairSampler, UniformSampler
 from nasflow.search import arch_summary
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.space import Arch
 from nasflow.train._supernet import OpCounter
-from search_spaces.mnist1d import MNIST1DSpace
 from tests.report._studies import arch_json, make_study, mixed_study
 
 

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nasflow.sampling import FairSampler, UniformSampler, fair_paths, make_sampler, uniform_path
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.space import SearchSpace, hyper_choice, op_choice, value_choice
-from search_spaces.mnist1d import MNIST1DSpace
 
 
 class _Space(SearchSpace):

@@ -120,6 +120,7 @@ def _runner(tmp_path: Path, name: str, catch: str, queue: list[dict]) -> StudyRu
     return runner
 
 
+@pytest.mark.slow
 def test_nan_oom_and_caught_user_errors_fail_one_trial_each_and_the_study_goes_on(
     tmp_path,
 ) -> None:
@@ -148,6 +149,7 @@ def test_nan_oom_and_caught_user_errors_fail_one_trial_each_and_the_study_goes_o
     assert any("trial 2 fail" in m and "out of memory" in m for m in logs)
 
 
+@pytest.mark.slow
 def test_an_uncaught_user_error_fails_its_trial_with_the_traceback_and_stops(tmp_path) -> None:
     queue = [{"head": "bug", "lr": 1e-3}, {"head": "small", "lr": 1e-3}]
     runner = _runner(tmp_path, "strict", "()", queue)

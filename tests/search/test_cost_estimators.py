@@ -13,8 +13,8 @@ import torch
 from nasflow.record import COST_TABLE_KEY
 from nasflow.search._cost import COST_ESTIMATORS, CostEstimator
 from nasflow.search._costtable import format_cost_table
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.train.stack import Stack
-from search_spaces.mnist1d import MNIST1DSpace
 
 SPACE = MNIST1DSpace(base_channels=4, layers_per_stage=1, ops=("k3_e2", "skip"))
 
@@ -37,6 +37,7 @@ def _estimator(kind: str, tmp_path: Path, stack: Stack | None) -> CostEstimator:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["model", "measure"])
 def test_every_estimator_gives_a_step_time_and_the_parameter_count(
     kind: str, tmp_path: Path
@@ -50,6 +51,7 @@ def test_every_estimator_gives_a_step_time_and_the_parameter_count(
     assert params == sum(p.numel() for p in SPACE.build(arch).parameters())
 
 
+@pytest.mark.slow
 def test_the_cost_model_predicts_for_the_stacks_precision(tmp_path: Path) -> None:
     bf16 = _estimator("model", tmp_path, Stack(amp="bf16", accumulation=2))
     study = optuna.create_study()

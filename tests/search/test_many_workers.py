@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import optuna
+import pytest
 from optuna.trial import TrialState
 
 from nasflow.storage import open_storage, resolve_storage
@@ -41,6 +42,7 @@ study.optimize(objective, n_trials=int(sys.argv[3]))
 """
 
 
+@pytest.mark.slow
 def test_eight_workers_run_160_trials_with_unique_gap_free_numbers(
     postgres_url, unique_name
 ) -> None:

@@ -133,7 +133,7 @@ def test_a_skipped_calibration_is_not_a_measurement_and_says_how_to_run_it() -> 
     assert "stack" not in m["compounded"]["of"]
     text = "\n".join(format_stack(skipped) + format_multipliers(m))
     assert "calibration SKIPPED: estimated 900s exceeds the 60s budget" in text
-    assert "--recalibrate-stack" in text and "bench-stack --auto" in text
+    assert "--recalibrate-stack" in text and "measure-stack --auto" in text
     assert format_stack(None) == []
 
 

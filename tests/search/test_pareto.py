@@ -60,6 +60,7 @@ def _problems(draw: st.DrawFn) -> tuple[list[list[float]], list]:
     return rows, directions
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_problems())
 def test_non_dominated_sort_matches_brute_force(problem: tuple[list[list[float]], list]) -> None:

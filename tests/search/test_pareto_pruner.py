@@ -10,7 +10,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from nasflow.search import ParetoSuccessiveHalvingPruner, report, should_prune
+from nasflow.search import ParetoSuccessiveHalvingPruner, report_values, should_prune
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -94,6 +94,7 @@ def test_known_front_survives_and_most_epochs_are_pruned(seed: int) -> None:
     assert {t.state for t in trials} == {TrialState.COMPLETE, TrialState.PRUNED}
 
 
+@pytest.mark.slow
 def test_rung_vectors_persist_in_sqlite_storage(tmp_path: Path) -> None:
     storage = f"sqlite:///{tmp_path / 'pareto.db'}"
     study = _run_synthetic_study(storage, seed=3, n_trials=15, max_epochs=9)
@@ -159,7 +160,7 @@ def test_single_objective_matches_optuna_successive_halving(direction: str) -> N
 
 
 def test_as_the_study_pruner_of_a_multi_objective_study_with_the_helpers() -> None:
-    """``report``/``should_prune`` stand in for the calls Optuna refuses there, and decide
+    """``report_values``/``should_prune`` stand in for the calls Optuna refuses there, and decide
     exactly as the pruner's own ``check`` does."""
     expected = _run_synthetic_study(None, seed=0, n_trials=40, max_epochs=9)
 
@@ -169,7 +170,7 @@ def test_as_the_study_pruner_of_a_multi_objective_study_with_the_helpers() -> No
         final = _final_point(theta, gap)
         for epoch in range(1, 10):
             values = _curve(final, epoch)
-            report(trial, values, epoch)
+            report_values(trial, values, epoch)
             if should_prune(trial):
                 raise optuna.TrialPruned()
         return values
@@ -187,7 +188,7 @@ def test_as_the_study_pruner_of_a_multi_objective_study_with_the_helpers() -> No
         study.ask().should_prune()
     other = optuna.create_study(directions=["maximize", "minimize"])
     trial = other.ask()
-    report(trial, (0.5, 1.0), 1)
+    report_values(trial, (0.5, 1.0), 1)
     with pytest.raises(TypeError, match="MedianPruner"):
         should_prune(trial)
 

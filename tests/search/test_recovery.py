@@ -61,6 +61,7 @@ def test_a_trial_is_retried_at_most_once_on_sqlite(tmp_path) -> None:
     assert states == [TrialState.FAIL, TrialState.FAIL]  # no third attempt was queued
 
 
+@pytest.mark.slow
 def test_postgresql_start_up_fails_trials_of_workers_that_died(
     tmp_path, postgres_url, unique_name
 ) -> None:

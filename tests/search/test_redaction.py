@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from nasflow.cli import main
 from tests._study_template import write_study
 
@@ -19,6 +21,7 @@ def _files_holding(root: Path, text: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_a_query_string_password_never_leaks(postgres_url, tmp_path, capsys) -> None:
     url = f"{postgres_url}?sslmode=disable&password={SECRET}"
     safe = f"{postgres_url}?sslmode=disable&password=***"

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import optuna
+import pytest
 from optuna.trial import TrialState
 
 from nasflow.train import list_checkpoints
@@ -41,6 +42,7 @@ def _retries_of(study: optuna.Study, number: int) -> list[optuna.trial.FrozenTri
     return [t for t in study.trials if t.system_attrs.get("failed_trial") == number]
 
 
+@pytest.mark.slow
 def test_sigkill_mid_finetune_on_sqlite_is_swept_retried_once_and_resumed(tmp_path) -> None:
     n, name = 4, "killed"
     study_file = write_study(
@@ -82,6 +84,7 @@ def test_sigkill_mid_finetune_on_sqlite_is_swept_retried_once_and_resumed(tmp_pa
     print(f"\n[sqlite kill -9] restart to study finished: {recovered:.1f}s (1 epoch kept)")
 
 
+@pytest.mark.slow
 def test_sigkill_of_one_of_two_postgresql_workers(tmp_path, postgres_url, unique_name) -> None:
     # Enough trials that the surviving worker still starts new ones after the grace period
     # (stale trials are swept when a live worker starts its next trial). The tiny space
@@ -128,6 +131,7 @@ def test_sigkill_of_one_of_two_postgresql_workers(tmp_path, postgres_url, unique
         optuna.delete_study(study_name=unique_name, storage=postgres_url)
 
 
+@pytest.mark.slow
 def test_graceful_stop_checkpoints_requeues_and_a_second_signal_exits_at_once(
     tmp_path: Path,
 ) -> None:

@@ -4,6 +4,7 @@ scored in the study is never scored again (the trial reuses the earlier values).
 from __future__ import annotations
 
 import optuna
+import pytest
 from optuna.trial import TrialState
 
 from nasflow.cli import main as cli_main
@@ -17,10 +18,10 @@ import csv
 import itertools
 from pathlib import Path
 
-from nasflow.bench import TabularBenchmark
+from nasflow.tabular import TabularBenchmark
 from nasflow.search import StudySpec
 from nasflow.space import Arch, SearchSpace, op_choice
-from search_spaces.nas_bench_201 import NASBench201Space
+from nasflow.search_spaces.nas_bench_201 import NASBench201Space
 
 
 class Small(SearchSpace):
@@ -71,6 +72,7 @@ def _trials(out):
     return study.get_trials(deepcopy=False)
 
 
+@pytest.mark.slow
 def test_a_rerun_with_more_trials_does_not_replay_the_first_architectures(tmp_path) -> None:
     study_file = _tabular(tmp_path, "NASBench201Space()", "tpe")
     out = tmp_path / "runs"
@@ -96,6 +98,7 @@ def test_sampler_seed_is_the_studys_for_a_new_study_and_moves_on_when_resumed() 
     assert sampler_seed(8, 3) != sampler_seed(7, 3)
 
 
+@pytest.mark.slow
 def test_a_tabular_architecture_already_scored_is_reused_not_scored_again(tmp_path) -> None:
     study_file = _tabular(tmp_path, "Small()", "random")
     out = tmp_path / "runs"
@@ -119,6 +122,7 @@ def test_a_tabular_architecture_already_scored_is_reused_not_scored_again(tmp_pa
     assert duplicates == 12 - len(seen) >= 6  # only 6 architectures exist
 
 
+@pytest.mark.slow
 def test_a_trained_architecture_already_scored_is_not_fine_tuned_again(tmp_path) -> None:
     # One objective with fine-tuning: a scored trial reports an intermediate value per
     # epoch (Hyperband); a reused one reports none, since nothing is trained.

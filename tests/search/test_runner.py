@@ -8,14 +8,13 @@ from optuna.trial import TrialState
 
 from nasflow.record import get_constraints
 from nasflow.search import (
-    StorageError,
     StudyFileError,
     StudyMismatchError,
     StudyRunner,
     load_study_file,
 )
 from nasflow.space import Arch
-from nasflow.storage import SQLiteLock
+from nasflow.storage import SQLiteLock, StorageError
 from tests._study_template import write_study
 
 
@@ -25,6 +24,7 @@ def _run(tmp_path, **kw):
     return spec, runner
 
 
+@pytest.mark.slow
 def test_end_to_end_multi_objective_study_on_sqlite(tmp_path) -> None:
     spec, runner = _run(tmp_path, n_trials=8, finetune=3)
     result = runner.run()
@@ -58,6 +58,7 @@ def test_end_to_end_multi_objective_study_on_sqlite(tmp_path) -> None:
     assert all(len(set(ns)) == 1 for ns in per_label.values())  # strictly fair: all equal
 
 
+@pytest.mark.slow
 def test_single_objective_study_uses_optunas_hyperband(tmp_path) -> None:
     spec, runner = _run(tmp_path, objectives=("accuracy",), n_trials=10, finetune=3)
     assert spec.resolved_pruner == "hyperband"
@@ -70,6 +71,7 @@ def test_single_objective_study_uses_optunas_hyperband(tmp_path) -> None:
     assert max(max(t.intermediate_values) for t in scored) == 3
 
 
+@pytest.mark.slow
 def test_over_budget_candidates_are_recorded_and_skipped(tmp_path) -> None:
     _spec, runner = _run(tmp_path, n_trials=8, finetune=1, max_params=900)
     study = runner.run(retrain=False).study
@@ -85,6 +87,7 @@ def test_over_budget_candidates_are_recorded_and_skipped(tmp_path) -> None:
         assert t.user_attrs["params"] <= 900 and get_constraints(t)[0] <= 0
 
 
+@pytest.mark.slow
 def test_resume_continues_and_keeps_completed_trials(tmp_path) -> None:
     _, runner = _run(tmp_path, n_trials=4, finetune=1)
     first = runner.run(retrain=False).study
@@ -110,6 +113,7 @@ def test_a_second_process_on_the_same_sqlite_file_is_refused(tmp_path) -> None:
         runner.run(worker=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "what"),
     [
@@ -150,6 +154,7 @@ def test_bad_study_files(tmp_path) -> None:
         load_study_file(badobj)
 
 
+@pytest.mark.slow
 def test_study_records_identity_for_later_checks(tmp_path) -> None:
     spec, runner = _run(tmp_path, n_trials=1, finetune=0)
     study = runner.run(retrain=False).study

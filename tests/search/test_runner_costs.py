@@ -22,6 +22,7 @@ def _study(folder: Path, **replace):
     return result, summary_table(result, spec)
 
 
+@pytest.mark.slow
 def test_a_second_study_reuses_the_first_studys_cost_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

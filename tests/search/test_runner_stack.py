@@ -23,6 +23,7 @@ def _runner(tmp_path, extra: str, **kw) -> StudyRunner:
     return StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lambda _: None)
 
 
+@pytest.mark.slow
 def test_a_fixed_stack_trains_every_phase_and_stores_no_measurement(tmp_path) -> None:
     extra = IMPORT + "study = study.replace(stack=Stack(accumulation=2))"
     runner = _runner(tmp_path, extra, n_trials=4, finetune=2)
@@ -83,6 +84,7 @@ def _calibrated(lines: list[str]) -> list[str]:
     return [m for m in lines if m.startswith("stack calibration:")]
 
 
+@pytest.mark.slow
 def test_auto_stack_is_calibrated_once_stored_and_reused_on_resume(tmp_path, one_thread) -> None:
     runner, lines = _auto(tmp_path, "tiny")
     first = runner.run(retrain=False)
@@ -109,6 +111,7 @@ def test_auto_stack_is_calibrated_once_stored_and_reused_on_resume(tmp_path, one
     assert again.stack == runner.stack
 
 
+@pytest.mark.slow
 def test_another_study_in_the_database_reuses_the_device_record(tmp_path, one_thread) -> None:
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     a, lines_a = _auto(tmp_path, "first", url)
@@ -141,6 +144,7 @@ def test_another_study_in_the_database_reuses_the_device_record(tmp_path, one_th
         assert table.count() == 2
 
 
+@pytest.mark.slow
 def test_a_calibration_over_budget_is_skipped_and_the_summary_says_how_to_run_it(
     tmp_path, one_thread
 ) -> None:
@@ -167,6 +171,7 @@ def test_a_bad_stack_is_refused_naming_it(tmp_path, bad) -> None:
         _runner(tmp_path, "study = study.replace(stack='fast')")
 
 
+@pytest.mark.slow
 def test_recalibrate_stack_calibrates_again_and_replaces_the_device_record(
     tmp_path, one_thread, capsys
 ) -> None:

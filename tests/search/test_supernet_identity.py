@@ -27,6 +27,7 @@ def _db(tmp_path):
     return tmp_path / "runs" / "tiny" / "study.db"
 
 
+@pytest.mark.slow
 def test_another_supernet_config_is_refused_in_one_line(tmp_path, capsys) -> None:
     study = _runner(tmp_path, 2).run(retrain=False).study
     record = json.loads(study.user_attrs[SUPERNET_IDENTITY_KEY])
@@ -46,6 +47,7 @@ def test_another_supernet_config_is_refused_in_one_line(tmp_path, capsys) -> Non
     assert not (tmp_path / "runs" / "tiny" / "supernet").exists()  # nothing was trained
 
 
+@pytest.mark.slow
 def test_a_study_created_before_the_record_is_adopted_and_recorded(tmp_path) -> None:
     _runner(tmp_path, 2).run(retrain=False)
     with sqlite3.connect(_db(tmp_path)) as conn:  # what an older nasflow left behind

@@ -41,6 +41,7 @@ def test_bad_probe_settings_are_refused(kwargs) -> None:
         TrustProbe(**kwargs)
 
 
+@pytest.mark.slow
 def test_a_study_with_a_probe_reports_it_once(tmp_path) -> None:
     extra = "from nasflow.search import TrustProbe\nstudy = study.replace(trust=TrustProbe(4, 1))"
     spec = load_study_file(write_study(tmp_path, n_trials=8, finetune=0, extra=extra))

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import optuna
+import pytest
 from optuna.trial import TrialState
 
 from tests._study_template import write_study
@@ -19,6 +20,7 @@ def _nasflow(*args: str) -> list[str]:
     return [sys.executable, "-m", "nasflow.cli", *args]
 
 
+@pytest.mark.slow
 def test_three_workers_on_postgresql_share_one_study(tmp_path, postgres_url, unique_name) -> None:
     n = 9
     study_file = write_study(tmp_path, name=unique_name, n_trials=n, finetune=1)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from nasflow.search_spaces.cifar_cnn import CIFARCNNSpace
 from nasflow.supernet import Channels, ElasticBatchNorm2d, ElasticConv2d
-from search_spaces.cifar_cnn import CIFARCNNSpace
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -12,10 +12,10 @@ from transformers import AutoModelForCausalLM, GPT2LMHeadModel
 from nasflow.cli import main as cli_main
 from nasflow.export import ExportError, export_arch, load_exported
 from nasflow.sampling import FairSampler
+from nasflow.search_spaces.gpt2 import GPT2Logits, GPT2Space
 from nasflow.space import Arch, rebuild_space
 from nasflow.supernet import SuperModule
 from nasflow.train import supernet_step
-from search_spaces.gpt2 import GPT2Logits, GPT2Space
 
 VOCAB, BLOCK = 11, 8
 
@@ -173,6 +173,7 @@ def test_sequences_longer_than_the_block_are_refused() -> None:
         space.supernet()(tokens(length=9), space.sample(0))
 
 
+@pytest.mark.slow
 def test_export_writes_a_hugging_face_directory(tmp_path: Path) -> None:
     space = tiny()
     supernet = trained_supernet(space)
@@ -196,6 +197,7 @@ def test_export_writes_a_hugging_face_directory(tmp_path: Path) -> None:
         load_exported(tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_a_study_searches_it_on_a_slice_of_tinyshakespeare(shared_data_file, tmp_path) -> None:
     """Phase 1 trains the GPT-2 supernet on characters, phase 2 scores perplexity and
     token accuracy against measured training cost, phase 3 retrains the winner, and the
@@ -251,7 +253,7 @@ def test_the_ready_study_file_loads(shared_data_file) -> None:
 
 def test_nasflow_spaces_lists_it(capsys) -> None:
     assert cli_main(["spaces"]) == 0
-    assert "gpt2\tsearch_spaces.gpt2:GPT2Space" in capsys.readouterr().out.splitlines()
+    assert "gpt2\tnasflow.search_spaces.gpt2:GPT2Space" in capsys.readouterr().out.splitlines()
     assert cli_main(["spaces", "gpt2"]) == 0
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("gpt2\t"))
     assert "54 architectures" in line and "GPT-2" in line

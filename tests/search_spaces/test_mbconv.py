@@ -12,9 +12,7 @@ from torch import nn
 from nasflow.cli import main as cli_main
 from nasflow.sampling import FairSampler
 from nasflow.search import load_study_file
-from nasflow.space import Arch, rebuild_space
-from nasflow.supernet import LayerChoice, SuperModule
-from search_spaces.mbconv import (
+from nasflow.search_spaces.mbconv import (
     SKIP,
     STAGES,
     MBConv,
@@ -22,6 +20,8 @@ from search_spaces.mbconv import (
     make_op,
     parse_op,
 )
+from nasflow.space import Arch, rebuild_space
+from nasflow.supernet import LayerChoice, SuperModule
 from tests._spaces import train_a_little
 
 MBCONV_OPS = ("k3_e3", "k3_e6", "k5_e3", "k5_e6", "k7_e3", "k7_e6")
@@ -189,6 +189,7 @@ def test_json_round_trip() -> None:
         assert back == arch and space.validate(back) == arch
 
 
+@pytest.mark.slow
 def test_extract_equals_the_supernet_on_that_path() -> None:
     torch.manual_seed(0)
     space = tiny()
@@ -248,6 +249,7 @@ def test_fair_sampler_with_six_and_seven_choices_per_layer() -> None:
             assert sorted(used.values()) == ([1] * 7 if m == 7 else [1] * 5 + [2])
 
 
+@pytest.mark.slow
 def test_a_study_searches_it_on_a_cifar10_subset(shared_data_file, tmp_path) -> None:
     """Phase 1 trains the supernet on CIFAR-10 images read from the zip with 7 fair paths
     per step, phase 2 scores paths from it, phase 3 retrains the winner."""

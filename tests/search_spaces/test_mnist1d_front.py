@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 
 from nasflow.search import load_study_file
+from nasflow.search_spaces.mnist1d import MNIST1DFrontSpace, MNIST1DSpace
 from nasflow.space import Arch, space_class
-from search_spaces.mnist1d import MNIST1DFrontSpace, MNIST1DSpace
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = [

@@ -8,9 +8,7 @@ import torch
 from torch import nn
 
 from nasflow.cli import main as cli_main
-from nasflow.space import Arch, edge_choices, rebuild_space
-from nasflow.supernet import SuperModule
-from search_spaces.nas_bench_201 import (
+from nasflow.search_spaces.nas_bench_201 import (
     EDGES,
     OPS,
     NASBench201Space,
@@ -19,6 +17,8 @@ from search_spaces.nas_bench_201 import (
     edge_label,
     string_to_arch,
 )
+from nasflow.space import Arch, edge_choices, rebuild_space
+from nasflow.supernet import SuperModule
 from tests._spaces import train_a_little
 
 BEST = (
@@ -66,6 +66,7 @@ def test_bad_constructor_arguments_name_the_value(kwargs) -> None:
         NASBench201Space(**kwargs)
 
 
+@pytest.mark.slow
 def test_every_row_of_the_benchmark_table_round_trips(shared_data_file) -> None:
     space = NASBench201Space()
     with shared_data_file("nb201_cifar10.csv").open(newline="") as f:
@@ -196,6 +197,7 @@ def test_published_network_shapes_and_size() -> None:
     assert values[1] < values[0] < values[2]
 
 
+@pytest.mark.slow
 def test_a_study_searches_it_on_a_cifar10_subset(shared_data_file, tmp_path) -> None:
     """Phase 1 trains the supernet on CIFAR-10 images read from the zip, phase 2 scores
     cells from it, phase 3 retrains the winner built from its genotype."""

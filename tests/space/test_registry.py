@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.space import SearchSpace, rebuild_space, registered_spaces, space_class
-from search_spaces.mnist1d import MNIST1DSpace
 from tests._spaces import CellSpace, tiny_mnist1d
 
 

@@ -10,9 +10,9 @@ import pytest
 import torch
 from torch import nn
 
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.space import Arch, Choice, FloatRange, SearchSpace, edge_choices, op_choice
 from nasflow.supernet import SuperModule
-from search_spaces.mnist1d import MNIST1DSpace
 from tests._spaces import CellSpace, tiny_mnist1d
 
 

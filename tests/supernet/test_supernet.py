@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch import nn
 
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.space import SearchSpace, op_choice, value_choice
 from nasflow.supernet import (
     Channels,
@@ -18,7 +19,6 @@ from nasflow.supernet import (
     SuperSequential,
     recalibrate_bn,
 )
-from search_spaces.mnist1d import MNIST1DSpace
 from tests._spaces import CellSpace, tiny_mnist1d
 
 
@@ -35,6 +35,7 @@ def _train_a_little(supernet: nn.Module, space, steps: int = 3) -> None:
         opt.step()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make_space", [MNIST1DSpace, tiny_mnist1d, CellSpace])
 def test_extract_equals_supernet_on_that_path(make_space) -> None:
     torch.manual_seed(0)

@@ -123,6 +123,7 @@ def test_a_write_that_fails_half_way_leaves_the_previous_file_intact(tmp_path) -
         atomic_write(path, half_then_fail, mode="a")
 
 
+@pytest.mark.slow
 def test_a_full_disk_leaves_the_previous_checkpoint_intact(tmp_path) -> None:
     """A real process whose file-size limit is below the new checkpoint's size: the kernel
     refuses the write (EFBIG) half-way, as it would on a full disk."""

@@ -66,6 +66,7 @@ def reference(tmp_path_factory) -> dict:
     return state
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("stops", "kind"),
     [
@@ -100,6 +101,7 @@ def test_interrupted_and_resumed_training_is_bit_identical(
         assert positions == ["epoch-1-batch-2.pt"] and tuple(result.resumed_at) == (1, 2)
 
 
+@pytest.mark.slow
 def test_periodic_mid_epoch_checkpoints_keep_one_fallback(tmp_path: Path, reference: dict) -> None:
     space, data = tiny_mnist1d(), _data()
     trainer = SupernetTrainer(

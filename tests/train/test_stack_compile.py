@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from nasflow.sampling import FairSampler, UniformSampler
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.train.stack import CompileCounter, CompiledBlocks, Stack
-from search_spaces.mnist1d import MNIST1DSpace
 
 
 def _space() -> MNIST1DSpace:
@@ -29,6 +29,7 @@ def _batch(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(8, 1, 40, generator=g), torch.randint(0, 10, (8,), generator=g)
 
 
+@pytest.mark.slow
 def test_switching_supernet_paths_does_not_recompile_after_warm_up() -> None:
     space = _space()
     torch.manual_seed(0)
@@ -57,6 +58,7 @@ def test_switching_supernet_paths_does_not_recompile_after_warm_up() -> None:
     assert all("forward" not in vars(m) for m in [*supernet.modules(), *net.modules()])
 
 
+@pytest.mark.slow
 def test_compiling_the_whole_supernet_recompiles_per_path() -> None:
     # The trap the layer avoids: guards on the path make every new path a new graph.
     space = _space()

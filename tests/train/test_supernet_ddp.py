@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 import torch.distributed as dist
 from torch.utils.data import TensorDataset
@@ -62,6 +63,7 @@ def _worker(rank: int, world: int, out: str) -> None:
     (Path(out) / f"rank{rank}.json").write_text(json.dumps(record))
 
 
+@pytest.mark.slow
 def test_supernet_trainer_on_two_gloo_ranks_matches_one_process(tmp_path: Path) -> None:
     launch(_worker, WORLD, args=(str(tmp_path),), backend="gloo")
     records = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD)]

@@ -111,6 +111,7 @@ def test_epoch_trainer_resume_is_exact_with_accumulation(accumulation) -> None:
 SUPERNET = SupernetConfig(epochs=2, batch_size=16, warmup_epochs=0.5, seed=3)
 
 
+@pytest.mark.slow
 def test_supernet_trainer_with_accumulation_resumes_bit_identically(tmp_path: Path) -> None:
     space, data, stack = tiny_mnist1d(), _data(), Stack(accumulation=2)  # 5 steps per epoch
     ref = SupernetTrainer(space, data, SUPERNET, tmp_path / "ref", stack=stack).fit()

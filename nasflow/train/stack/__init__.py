@@ -8,7 +8,7 @@ builds a ``StackStep`` (one call per batch) for a network and its optimizer::
         loss = step(x, y)  # a supernet: step(x, y, paths)
 
 Each layer is declared once, in ``LAYER_SPECS``. This package is the step engine every
-trainer runs; measuring and choosing the layers (``bench_stack``, ``auto_stack``) is
+trainer runs; measuring and choosing the layers (``measure_stack``, ``auto_stack``) is
 ``nasflow.calibrate``, above the trainers.
 """
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasflow._checks import check_int
+from nasflow.errors import ConfigError
 
 
 def adaptive_k(variance: float, target_variance: float, k_max: int, eps: float = 1e-12) -> int:
@@ -63,9 +64,9 @@ class Schedule:
 
     def __post_init__(self) -> None:
         if isinstance(self.total_batches, bool) or self.total_batches < 1:
-            raise ValueError(f"total_batches must be >= 1, got {self.total_batches!r}")
+            raise ConfigError(f"total_batches must be >= 1, got {self.total_batches!r}")
         if self.warmup_batches < 0:
-            raise ValueError(f"warmup_batches must be >= 0, got {self.warmup_batches!r}")
+            raise ConfigError(f"warmup_batches must be >= 0, got {self.warmup_batches!r}")
 
     def factor(self, batch: int) -> float:
         return schedule_factor(batch, self.total_batches, self.warmup_batches)
@@ -109,7 +110,7 @@ class FixedAccumulation(Accumulation):
 
     def __init__(self, k: int = 1) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"accumulation must be an int >= 1 or 'adaptive', got {k!r}")
+            raise ConfigError(f"accumulation must be an int >= 1 or 'adaptive', got {k!r}")
         self._k = k
 
     @property
@@ -143,9 +144,9 @@ class AdaptiveAccumulation(Accumulation):
     def __init__(self, k_max: int = 8, noise_target: float = 1.0, ema: float = 0.9) -> None:
         check_int("k_max", k_max)
         if not (noise_target > 0 and math.isfinite(noise_target)):
-            raise ValueError(f"noise_target must be a positive number, got {noise_target!r}")
+            raise ConfigError(f"noise_target must be a positive number, got {noise_target!r}")
         if not 0 <= ema < 1:
-            raise ValueError(f"ema must be in [0, 1), got {ema!r}")
+            raise ConfigError(f"ema must be in [0, 1), got {ema!r}")
         self.k_max, self.noise_target, self.ema = k_max, noise_target, ema
         self._k = 1
         self._var = self._sq = 0.0
@@ -198,5 +199,5 @@ def make_accumulation(setting: int | str, k_max: int = 8, noise_target: float = 
     if setting == "adaptive":
         return AdaptiveAccumulation(k_max, noise_target)
     if isinstance(setting, str):
-        raise ValueError(f"accumulation must be an int >= 1 or 'adaptive', got {setting!r}")
+        raise ConfigError(f"accumulation must be an int >= 1 or 'adaptive', got {setting!r}")
     return FixedAccumulation(setting)

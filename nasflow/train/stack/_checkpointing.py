@@ -14,6 +14,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from torch.utils.checkpoint import checkpoint
 
 from nasflow._checks import check_int
+from nasflow.errors import ConfigError
 from nasflow.supernet import SuperModule, Supernet, SuperSequential, call
 from nasflow.train.stack._base import StackLayer
 
@@ -128,7 +129,7 @@ class Checkpointing(StackLayer):
             return CheckpointedSequential(model, self.segments, self.keep_bn_stats)
         if isinstance(model, Supernet) and isinstance(model.body, SuperSequential):
             return CheckpointedSupernet(model, self.segments, self.keep_bn_stats)
-        raise ValueError(
+        raise ConfigError(
             "activation checkpointing wraps an nn.Sequential or a Supernet whose body is a "
             f"SuperSequential, got {type(model).__name__}"
         )

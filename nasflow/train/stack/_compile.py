@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nasflow.errors import ConfigError
 from nasflow.supernet import LayerChoice, SuperModule, Supernet
 from nasflow.train.stack._base import StackLayer
 
@@ -35,7 +36,7 @@ class CompileCounter:
 
         known = set(list_backends(exclude_tags=())) | {"eager", "aot_eager", "inductor"}
         if backend not in known:
-            raise ValueError(f"unknown compile backend {backend!r}; known: {sorted(known)}")
+            raise ConfigError(f"unknown compile backend {backend!r}; known: {sorted(known)}")
         self.backend = backend
         self.compilations = 0
 
@@ -72,7 +73,7 @@ class CompiledBlocks(SuperModule):
         super().__init__()
         supernet = next((m for m in inner.modules() if isinstance(m, Supernet)), None)
         if supernet is None:
-            raise ValueError(
+            raise ConfigError(
                 "compile a Supernet (per op block) or a stand-alone network, got a "
                 f"{type(inner).__name__} without a Supernet inside"
             )
@@ -134,7 +135,7 @@ class Compile(StackLayer):
             and device.type == "cpu"
             and not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++"))
         ):
-            raise ValueError(
+            raise ConfigError(
                 "compile backend 'inductor' on device 'cpu' needs a C++ compiler (g++, c++ or "
                 "clang++) on PATH; install one or use compile_backend='aot_eager'"
             )

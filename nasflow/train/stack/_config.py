@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nasflow._checks import check_int
+from nasflow.errors import ConfigError
 from nasflow.train.stack._base import StackLayer
 from nasflow.train.stack._checkpointing import Checkpointing
 from nasflow.train.stack._compile import Compile
@@ -142,16 +143,16 @@ class Stack:
         for spec in LAYER_SPECS:
             value = getattr(self, spec.name)
             if not spec.valid(value):
-                raise ValueError(f"{spec.name} must be {spec.allowed}, got {value!r}")
+                raise ConfigError(f"{spec.name} must be {spec.allowed}, got {value!r}")
         if self.clip_norm is not None and not (
             self.clip_norm > 0 and math.isfinite(self.clip_norm)
         ):
-            raise ValueError(
+            raise ConfigError(
                 f"clip_norm must be a positive number or None, got {self.clip_norm!r}"
             )
         check_int("k_max", self.k_max)
         if not (self.noise_target > 0 and math.isfinite(self.noise_target)):
-            raise ValueError(f"noise_target must be a positive number, got {self.noise_target!r}")
+            raise ConfigError(f"noise_target must be a positive number, got {self.noise_target!r}")
         check_int("threads", self.threads, optional=True)
         check_int("micro_batch", self.micro_batch, optional=True)
 
@@ -171,7 +172,7 @@ class Stack:
         changes: dict[str, Any] = {}
         for name in names:
             if name not in specs:
-                raise ValueError(f"unknown stack layer {name!r}; choose from {LAYERS}")
+                raise ConfigError(f"unknown stack layer {name!r}; choose from {LAYERS}")
             changes[name] = settings.get(name, specs[name].on)
         return dataclasses.replace(self, **changes)
 
@@ -190,7 +191,7 @@ class Stack:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown Stack settings {unknown}; known: {sorted(known)}")
+            raise ConfigError(f"unknown Stack settings {unknown}; known: {sorted(known)}")
         return cls(**data)
 
     def build(

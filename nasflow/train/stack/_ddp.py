@@ -31,6 +31,7 @@ from torch import nn
 from nasflow import settings
 from nasflow._checks import check_int
 from nasflow._loss import flat_logits
+from nasflow.errors import ConfigError, StateError
 from nasflow.space import Arch
 from nasflow.train._errors import NonFiniteLossError
 
@@ -47,7 +48,7 @@ class GradReducer:
 
     def __init__(self, group: Any = None) -> None:
         if not dist.is_initialized():
-            raise ValueError("GradReducer needs torch.distributed to be initialised first")
+            raise ConfigError("GradReducer needs torch.distributed to be initialised first")
         self.group = group
         self.world_size = dist.get_world_size(group)
         self.calls = 0
@@ -67,7 +68,7 @@ class GradReducer:
             RuntimeError: Ranks disagree on which parameters have gradients.
         """
         if not params:
-            raise ValueError("reduce got no parameters")
+            raise ConfigError("reduce got no parameters")
         dtype = params[0].dtype
         sizes = [p.numel() for p in params]
         head = len(params) + len(extras)
@@ -84,7 +85,7 @@ class GradReducer:
         mask = buf[: len(params)].round().to(torch.int64).tolist()
         bad = [i for i, m in enumerate(mask) if m not in (0, self.world_size)]
         if bad:
-            raise RuntimeError(
+            raise StateError(
                 f"ranks disagree on which parameters have gradients (parameter indices "
                 f"{bad[:5]} have them on only some of {self.world_size} ranks); all ranks "
                 "must train the same paths"
@@ -107,7 +108,7 @@ def broadcast_module(module: nn.Module, src: int = 0, group: Any = None) -> None
 def shard(x: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
     """Rank ``rank``'s contiguous slice of a global batch (sizes must divide evenly)."""
     if x.shape[0] % world_size:
-        raise ValueError(
+        raise ConfigError(
             f"global batch of {x.shape[0]} does not split evenly over {world_size} ranks"
         )
     n = x.shape[0] // world_size

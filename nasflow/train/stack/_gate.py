@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nasflow._checks import check_int
+from nasflow.errors import ConfigError
 
 
 class ActivationMeter:
@@ -67,9 +68,9 @@ def largest_micro_batch(
     """
     check_int("batch_size", batch_size)
     if not memory_budget > 0:
-        raise ValueError(f"memory_budget must be a positive byte count, got {memory_budget!r}")
+        raise ConfigError(f"memory_budget must be a positive byte count, got {memory_budget!r}")
     if bytes_for(1) > memory_budget:
-        raise ValueError(
+        raise ConfigError(
             f"one sample needs {bytes_for(1):.0f} bytes, over the memory budget of "
             f"{memory_budget:.0f}"
         )

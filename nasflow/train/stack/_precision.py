@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from nasflow.errors import ConfigError
 from nasflow.train.stack._base import StackLayer
 
 #: ``amp`` setting -> autocast dtype.
@@ -31,23 +32,23 @@ class MixedPrecision(StackLayer):
 
     def __init__(self, dtype: str = "bf16") -> None:
         if dtype not in AMP_DTYPES:
-            raise ValueError(f"amp must be one of {sorted(AMP_DTYPES)} or None, got {dtype!r}")
+            raise ConfigError(f"amp must be one of {sorted(AMP_DTYPES)} or None, got {dtype!r}")
         self.dtype = dtype
         self._device_type = "cpu"
 
     def check(self, device: torch.device) -> None:
         if self.dtype == "fp16" and device.type != "cuda":
-            raise ValueError(
+            raise ConfigError(
                 f"amp='fp16' needs a CUDA device for dynamic loss scaling, got device "
                 f"{str(device)!r}; use amp='bf16' on this device"
             )
         if self.dtype == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
-            raise ValueError(
+            raise ConfigError(
                 f"amp='bf16' is not supported by {torch.cuda.get_device_name(device)!r}; "
                 "use amp='fp16'"
             )
         if device.type not in ("cpu", "cuda"):
-            raise ValueError(f"amp supports cpu and cuda devices, got {str(device)!r}")
+            raise ConfigError(f"amp supports cpu and cuda devices, got {str(device)!r}")
         self._device_type = device.type
 
     def forward_context(self) -> AbstractContextManager[Any]:
@@ -83,11 +84,11 @@ class FlushDenormal(StackLayer):
 
     def check(self, device: torch.device) -> None:
         if device.type != "cpu":
-            raise ValueError(f"denormal flushing is a CPU layer, got device {str(device)!r}")
+            raise ConfigError(f"denormal flushing is a CPU layer, got device {str(device)!r}")
         supported = torch.set_flush_denormal(True)
         torch.set_flush_denormal(False)
         if not supported:
-            raise ValueError("this CPU does not support flushing denormals (needs SSE3)")
+            raise ConfigError("this CPU does not support flushing denormals (needs SSE3)")
 
     def step_context(self) -> AbstractContextManager[Any]:
         return _flush_denormal()
@@ -118,12 +119,12 @@ class Threads(StackLayer):
 
     def __init__(self, n: int = 1) -> None:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"threads must be an int >= 1 or None, got {n!r}")
+            raise ConfigError(f"threads must be an int >= 1 or None, got {n!r}")
         self.n = n
 
     def check(self, device: torch.device) -> None:
         if device.type != "cpu":
-            raise ValueError(f"the threads layer is a CPU layer, got device {str(device)!r}")
+            raise ConfigError(f"the threads layer is a CPU layer, got device {str(device)!r}")
 
     def step_context(self) -> AbstractContextManager[Any]:
         return _threads(self.n)

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from nasflow._loss import flat_logits
+from nasflow.errors import ConfigError, StateError
 from nasflow.space import Arch
 from nasflow.supernet import SuperModule
 from nasflow.train._errors import NonFiniteLossError
@@ -69,7 +70,7 @@ class StackStep:
         self.device = torch.device(device)
         if stack.compile and stack.checkpointing and isinstance(model, SuperModule):
             # The per-block compiled forward is gone when backward recomputes a segment.
-            raise ValueError(
+            raise ConfigError(
                 "compile=True with checkpointing=True is supported for stand-alone networks, "
                 f"not for a {type(model).__name__}; switch one of them off for the supernet"
             )
@@ -273,7 +274,7 @@ class StackStep:
             RuntimeError: Batches are accumulated into an unfinished optimizer step.
         """
         if self._pending:
-            raise RuntimeError(
+            raise StateError(
                 f"state_dict() with {self._pending} batches accumulated into an unfinished "
                 "optimizer step; checkpoint at a step boundary or flush() first"
             )

@@ -18,7 +18,7 @@ from torch import nn
 from torch.utils.data import TensorDataset
 
 from nasflow.calibrate._auto import auto_stack, choose_final, decide_layer
-from nasflow.calibrate._bench import BASELINE, REPLICA
+from nasflow.calibrate._harness import BASELINE, REPLICA
 from nasflow.calibrate._interleave import RunConfig, run_interleaved
 from nasflow.calibrate._overhead import HAND, trainer_overhead
 from nasflow.cli import main
@@ -27,6 +27,7 @@ from nasflow.train import Batches
 from nasflow.train.stack import LAYERS, Stack
 
 
+@pytest.mark.slow
 def test_quick_harness_measures_every_layer_alone_and_cumulatively(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -35,11 +36,14 @@ def test_quick_harness_measures_every_layer_alone_and_cumulatively(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # two threads on a busy 2-core machine make tiny convs crawl
     try:
+        # The deprecated name of measure-stack still runs it.
         rc = main(["bench-stack", "--quick", "--save-json", str(out), "--figure", str(figure)])
     finally:
         torch.set_num_threads(threads)
     assert rc == 0
-    table = capsys.readouterr().out
+    captured = capsys.readouterr()
+    table = captured.out
+    assert "'bench-stack' is a deprecated name of 'measure-stack'" in captured.err
     result = json.loads(out.read_text())
     names = [v["name"] for v in result["variants"]]
     cumulative = ["+".join(LAYERS[:i]) for i in range(2, len(LAYERS) + 1)]
@@ -68,8 +72,8 @@ def test_quick_harness_measures_every_layer_alone_and_cumulatively(
     assert figure.read_text().count("<script") >= 1  # offline: plotly.js inlined
 
 
-def test_bench_stack_refuses_unknown_layers(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench-stack", "--quick", "--layers", "amp,warp"]) == 2
+def test_measure_stack_refuses_unknown_layers(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["measure-stack", "--quick", "--layers", "amp,warp"]) == 2
     assert "warp" in capsys.readouterr().err
 
 

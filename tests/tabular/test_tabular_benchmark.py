@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from nasflow.bench import TabularBenchmark
-from search_spaces.nas_bench_201 import NASBench201Space
+from nasflow.search_spaces.nas_bench_201 import NASBench201Space
+from nasflow.tabular import TabularBenchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "tabular.py"
@@ -26,6 +26,7 @@ def _script_module():
     return module
 
 
+@pytest.mark.slow
 def test_quick_run_prints_a_row_per_sampler(shared_data_file) -> None:
     csv_path = shared_data_file("nb201_cifar10.csv")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NASFLOW_NB201_CSV": str(csv_path)}

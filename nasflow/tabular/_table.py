@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nasflow.errors import NasflowError
+from nasflow.errors import ConfigError, NasflowError, NotFoundError
 from nasflow.space import Arch, SearchSpace
 
 
@@ -26,7 +26,7 @@ def _key_functions(
     to_key = to_key or getattr(space, "to_string", None)
     from_key = from_key or getattr(space, "from_string", None)
     if not callable(to_key) or not callable(from_key):
-        raise ValueError(
+        raise ConfigError(
             f"space {space.name!r} has no to_string/from_string methods; pass to_key and "
             "from_key to convert between its archs and the table's keys"
         )
@@ -76,16 +76,16 @@ class TabularBenchmark:
         complete: bool = True,
     ) -> None:
         if not isinstance(space, SearchSpace):
-            raise ValueError(f"space must be a SearchSpace, got {space!r}")
+            raise ConfigError(f"space must be a SearchSpace, got {space!r}")
         if space.hyper_choices:
             labels = [c.label for c in space.hyper_choices]
-            raise ValueError(
+            raise ConfigError(
                 f"space {space.name!r} has training hyper-parameters {labels}; a table "
                 "scores architectures only"
             )
         for name, value in (("metric", metric), ("key_column", key_column)):
             if not isinstance(value, str) or not value:
-                raise ValueError(f"{name} must be a non-empty column name, got {value!r}")
+                raise ConfigError(f"{name} must be a non-empty column name, got {value!r}")
         self.path = Path(path)
         self.space = space
         self.metric = metric
@@ -167,14 +167,14 @@ class TabularBenchmark:
         """
         metric = metric or self.metric
         if metric not in (self.metric, self.report_metric):
-            raise ValueError(
+            raise ConfigError(
                 f"metric {metric!r} was not loaded; loaded: {[self.metric, self.report_metric]}"
             )
         key = self.key(arch)
         try:
             return self._rows[key][metric]
         except KeyError:
-            raise KeyError(f"architecture {key!r} has no row in {str(self.path)!r}") from None
+            raise NotFoundError(f"architecture {key!r} has no row in {str(self.path)!r}") from None
 
     def regret(self, value: float) -> float:
         """How far ``value`` of the searched metric is below the table's optimum."""

@@ -8,8 +8,9 @@ from typing import NamedTuple
 import optuna
 from optuna.trial import TrialState
 
-from nasflow.bench._table import TabularBenchmark
+from nasflow.errors import ConfigError
 from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, reuse_score
+from nasflow.tabular._table import TabularBenchmark
 
 
 class TabularObjective:
@@ -28,7 +29,7 @@ class TabularObjective:
 
     def __init__(self, table: TabularBenchmark) -> None:
         if not isinstance(table, TabularBenchmark):
-            raise ValueError(f"table must be a TabularBenchmark, got {table!r}")
+            raise ConfigError(f"table must be a TabularBenchmark, got {table!r}")
         self.table = table
 
     def __call__(self, trial: optuna.Trial) -> float:

@@ -19,6 +19,7 @@ from torch import nn
 
 from nasflow.calibrate._interleave import RunConfig, VariantRecord, run_interleaved, summarize
 from nasflow.calibrate._measure import environment, quantiles
+from nasflow.errors import ConfigError
 from nasflow.train import Batches
 from nasflow.train.stack import LAYERS, Stack
 
@@ -44,9 +45,9 @@ def stack_variants(
     """
     base = base or Stack()
     if base.enabled:
-        raise ValueError(f"the baseline stack must have every layer off, got {base.enabled}")
+        raise ConfigError(f"the baseline stack must have every layer off, got {base.enabled}")
     if len(set(layers)) != len(layers) or not layers:
-        raise ValueError(f"layers must be distinct names from {LAYERS}, got {list(layers)!r}")
+        raise ConfigError(f"layers must be distinct names from {LAYERS}, got {list(layers)!r}")
     out = {BASELINE: base, REPLICA: base}
     for name in layers:
         out[name] = base.with_layers([name], **settings)
@@ -66,7 +67,7 @@ def paired_multiplier(base: VariantRecord, other: VariantRecord) -> list[float]:
 
 
 @dataclass
-class BenchResult:
+class StackMeasurement:
     """What the harness measured; ``to_dict`` is the JSON output."""
 
     environment: dict[str, Any]
@@ -184,7 +185,7 @@ def compare_to_baseline(rows: list[dict[str, Any]], tolerance: float) -> None:
         r["time_to_target_multiplier"] = tb / t if t and tb else None
 
 
-def bench_stack(
+def measure_stack(
     make_model: Callable[[], nn.Module],
     train: Batches,
     val: Batches,
@@ -195,7 +196,7 @@ def bench_stack(
     log: Callable[[str], None] | None = None,
     base: Stack | None = None,
     **settings: Any,
-) -> BenchResult:
+) -> StackMeasurement:
     """Measure every layer of ``layers`` alone and cumulatively against the baseline.
 
     Args:
@@ -220,7 +221,7 @@ def bench_stack(
         variant_row(r, base_rec, train.batch_size, cfg.target_accuracy) for r in records.values()
     ]
     compare_to_baseline(rows, QUALITY_TOLERANCE)
-    return BenchResult(
+    return StackMeasurement(
         environment=environment(device),
         config={**asdict(cfg), "batch_size": train.batch_size, **settings},
         candidate=candidate or {},

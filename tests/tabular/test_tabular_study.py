@@ -8,11 +8,11 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from nasflow.bench import TabularBenchmark, tabular_outcome
 from nasflow.cli import main as cli_main
 from nasflow.search import StudyFileError, StudyRunner, StudySpec, load_study_file
+from nasflow.search_spaces.nas_bench_201 import NASBench201Space
+from nasflow.tabular import TabularBenchmark, tabular_outcome
 from nasflow.train import TrainConfig
-from search_spaces.nas_bench_201 import NASBench201Space
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "studies" / "nb201_tabular.py"
@@ -26,6 +26,7 @@ def nb201_csv(shared_data_file, monkeypatch) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_nasflow_search_runs_the_tabular_study_and_prints_the_regret(
     nb201_csv, tmp_path, capsys
 ) -> None:
@@ -78,6 +79,7 @@ def _partial_table(tmp_path: Path, full: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_architectures_missing_from_a_partial_table_fail_and_the_study_goes_on(
     nb201_csv, tmp_path
 ) -> None:
@@ -106,6 +108,7 @@ def test_architectures_missing_from_a_partial_table_fail_and_the_study_goes_on(
     assert outcome.trials == len(done) and outcome.regret >= 0
 
 
+@pytest.mark.slow
 def test_tabular_study_specs_are_checked(nb201_csv) -> None:
     space = NASBench201Space()
     table = TabularBenchmark(nb201_csv, space, metric=METRIC)

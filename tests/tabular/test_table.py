@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nasflow.bench import TableError, TabularBenchmark
+from nasflow.search_spaces.nas_bench_201 import NASBench201Space, string_to_arch
 from nasflow.space import Arch
-from search_spaces.nas_bench_201 import NASBench201Space, string_to_arch
+from nasflow.tabular import TableError, TabularBenchmark
 from tests._spaces import CellSpace
 
 METRIC = "cifar10_test_acc_200ep"

@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_quick_scaling_benchmark_prints_the_curve_and_a_row_per_configuration(
     postgres_url: str,
 ) -> None:

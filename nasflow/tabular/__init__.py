@@ -7,14 +7,14 @@ of trials in seconds, and the run ends with the regret to the table's optimum.
 
 from __future__ import annotations
 
-from nasflow.bench._objective import (
+from nasflow.tabular._objective import (
     TabularObjective,
     TabularOutcome,
     best_so_far,
     tabular_outcome,
     tabular_summary,
 )
-from nasflow.bench._table import TableError, TabularBenchmark
+from nasflow.tabular._table import TableError, TabularBenchmark
 
 __all__ = [
     "TableError",

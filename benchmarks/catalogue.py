@@ -1,0 +1,23 @@
+"""The benchmarks of this folder that ``nasflow bench`` lists and runs.
+
+``nasflow bench`` reads ``BENCHMARKS`` from this file of the source checkout nasflow runs
+from (the benchmarks ship with the checkout, not with the package). A script added here
+must exist as ``benchmarks/NAME.py`` (``tests/benchmarks`` checks it).
+"""
+
+from __future__ import annotations
+
+#: ``nasflow bench`` names -> (B-number or "", what it measures); the script is NAME.py.
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "search_efficiency": ("B1", "CPU-seconds to a near-best arch: nasflow vs random vs Optuna"),
+    "ranking": ("B2", "supernet ranking (Kendall tau): fair vs uniform sampling"),
+    "stack": ("B3", "speedup-stack layers alone and stacked, trainer overhead"),
+    "scaling": ("B4", "storage overhead per trial, SQLite vs PostgreSQL workers"),
+    "ground_truth": ("", "stand-alone training of a fixed sample of a study's space"),
+    "space_probe": ("", "spread of accuracies vs training noise of a candidate space"),
+    "cost_model": ("", "cost-model predictions vs measured step times"),
+    "cost_stability": ("", "cost-model predictions across fresh studies on a loaded machine"),
+    "tabular": ("", "samplers on tabular NAS-Bench-201"),
+    "screening": ("", "one-shot winner vs fine-tuning the top screened candidates"),
+    "winner_pick": ("", "keep the top supernet score or the best retrained val of the top k"),
+}
