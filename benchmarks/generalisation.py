@@ -49,8 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ranking import load_ground_truth, merge_ground_truth
 
-from nasflow.search import load_study_file
-from nasflow.search._trust import bootstrap_tau, spread_over_ranking
+from nasflow.search import bootstrap_tau, load_study_file, spread_over_ranking
 from nasflow.supernet import recalibrate_bn
 from nasflow.train import EpochTrainer, SupernetTrainer, evaluate
 

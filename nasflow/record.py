@@ -33,7 +33,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nasflow._compat import OPTUNA_MAJOR
-from nasflow.errors import NasflowError, StudyRecordError
+from nasflow.errors import NasflowError, NotFoundError, StudyRecordError
 from nasflow.names import objective_names, set_metric_names
 
 if TYPE_CHECKING:
@@ -659,7 +659,7 @@ class TrialRecord:
         from nasflow.space import Arch
 
         if self.arch is None:
-            raise KeyError(f"trial {self.number} records no {ARCH_ATTR!r}")
+            raise NotFoundError(f"trial {self.number} records no {ARCH_ATTR!r}")
         return Arch.from_json(self.arch)
 
 

@@ -24,7 +24,13 @@ from nasflow.search._retrain import recipe_for, retrain_arch
 from nasflow.search._runner import RunResult, StudyRunner, Winner, pareto_trials
 from nasflow.search._spec import OBJECTIVES, Budget, StudyFileError, StudySpec, load_study_file
 from nasflow.search._summary import summary_table
-from nasflow.search._trust import TrustProbe, TrustResult, run_trust_probe
+from nasflow.search._trust import (
+    TrustProbe,
+    TrustResult,
+    bootstrap_tau,
+    run_trust_probe,
+    spread_over_ranking,
+)
 from nasflow.search._winners import RECORD_FILE as WINNER_RECORD_FILE
 from nasflow.search._winners import WinnerError, load_winner_weights, read_winner
 
@@ -47,6 +53,7 @@ __all__ = [
     "Winner",
     "WinnerError",
     "arch_summary",
+    "bootstrap_tau",
     "crowding_distance",
     "load_study_file",
     "load_winner_weights",
@@ -59,6 +66,7 @@ __all__ = [
     "retrain_arch",
     "run_trust_probe",
     "should_prune",
+    "spread_over_ranking",
     "study_sampler",
     "summary_table",
 ]
