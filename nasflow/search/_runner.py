@@ -16,7 +16,7 @@ from optuna.trial import TrialState
 from nasflow._checks import check_int
 from nasflow._files import file_lock
 from nasflow.bench import TabularObjective
-from nasflow.data import DataBundle
+from nasflow.data import DataBundle, data_fingerprint
 from nasflow.names import objective_names
 from nasflow.record import (
     DUPLICATE_KEY,
@@ -37,6 +37,7 @@ from nasflow.record import (
     write_identity,
 )
 from nasflow.search._baseline import read_baseline, screening_record
+from nasflow.search._identity import scoring_record
 from nasflow.search._multipliers import search_multipliers, stack_line
 from nasflow.search._objective import (
     CandidateError,
@@ -173,6 +174,8 @@ class StudyRunner:
         self.heartbeat = heartbeat_settings(heartbeat_interval, grace_period)
         self.checkpoint_every = check_int("checkpoint_every", checkpoint_every, 0)
         self._lock: SQLiteLock | None = None
+        self._data: DataBundle | None = None
+        self._data_fingerprint: str | None = None
         self.ran_trials: list[int] = []
         self._worker = False
         #: The speedup stack every phase trains with (``spec.stack``, resolved by ``run``).
@@ -189,7 +192,16 @@ class StudyRunner:
         spec = self.spec
         supernet = None if spec.table is not None else asdict(spec.supernet)
         ident = supernet_identity(spec.space.fingerprint(), supernet)
-        return study_identity(spec.space, spec.objectives, ident)
+        self._load_data()
+        scoring = scoring_record(spec, self._data_fingerprint)
+        return study_identity(spec.space, spec.objectives, ident, scoring)
+
+    def _load_data(self) -> DataBundle | None:
+        """The study's data, loaded once, and its fingerprint (``None``: a tabular study)."""
+        if self._data is None and self.spec.table is None:
+            self._data = self.spec.data()
+            self._data_fingerprint = data_fingerprint(self._data)
+        return self._data
 
     @property
     def metric_names(self) -> list[str]:
@@ -252,7 +264,8 @@ class StudyRunner:
 
     def _check_identity(self, study: optuna.Study, directions: list[str]) -> None:
         ident, names = self._identity(), self.metric_names
-        check_identity(study, ident, directions, names, self.storage.safe_url)
+        for note in check_identity(study, ident, directions, names, self.storage.safe_url):
+            self.log(note)
 
     def _sweep_zombies(self, study: optuna.Study) -> None:
         """Fail trials left RUNNING by dead workers, and retry each at most once."""
@@ -328,6 +341,7 @@ class StudyRunner:
                 checkpoint_every=self.checkpoint_every,
                 should_stop=self.stop.is_set,
                 stack=self.stack,
+                data_fingerprint=self._data_fingerprint,
             )
             result = trainer.fit(on_epoch=lambda e, loss: self._advance(bar, e, loss))
         self._close(bar)
@@ -576,7 +590,8 @@ class StudyRunner:
             seconds: dict[str, float] = {}
             data, supernet = None, None
             if spec.table is None:  # tabular mode skips phases 1 and 3
-                data = spec.data()
+                data = self._load_data()
+                assert data is not None
                 calibration = self.resolve_stack(study, data)
                 if calibration:
                     seconds["calibration"] = calibration
