@@ -386,9 +386,7 @@ def check_identity(
     return notes
 
 
-def _check_scoring(
-    study: optuna.Study, had: Any, want: str | None, where: str
-) -> list[str]:
+def _check_scoring(study: optuna.Study, had: Any, want: str | None, where: str) -> list[str]:
     """Refuse a study scored on other data or with other recipes (see ``SCORING_KEY``);
     record this run's where an older nasflow recorded none (one warning line)."""
     if want is None or had == want:
