@@ -62,3 +62,26 @@ print("held", flush=True)
 time.sleep(600)
 """
 REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_hard_link_to_the_study_file_meets_the_same_lock(tmp_path) -> None:
+    real = tmp_path / "runs" / "tiny" / "study.db"
+    real.parent.mkdir(parents=True)
+    real.write_bytes(b"")
+    hard = tmp_path / "hard.db"
+    hard.hardlink_to(real)
+    with SQLiteLock(real):  # what a running `nasflow search` holds
+        with pytest.raises(StorageError, match="another nasflow worker") as info:
+            SQLiteLock(hard).acquire()
+        assert str(hard) in str(info.value) and "hard link" in str(info.value)
+    with SQLiteLock(hard), pytest.raises(StorageError, match="another nasflow worker"):
+        SQLiteLock(real).acquire()  # free again once released, then held through the link
+
+
+def test_a_new_study_file_is_locked_by_identity_from_the_start(tmp_path) -> None:
+    db = tmp_path / "new" / "study.db"
+    with SQLiteLock(db):  # the file does not exist yet: it is created, empty, to be locked
+        assert db.is_file() and db.stat().st_size == 0
+        (tmp_path / "hard.db").hardlink_to(db)
+        with pytest.raises(StorageError, match="another nasflow worker"):
+            SQLiteLock(tmp_path / "hard.db").acquire()
