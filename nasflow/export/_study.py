@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasflow._entry_points import STUDIES, module_file, registered
+from nasflow._regular import check_run_folders
 from nasflow.export._format import (
     RETRAINED,
     SUPERNET,
@@ -237,6 +238,7 @@ def export_study(
     if spec is None and study_file is not None:  # its space may be one no registry knows
         found = find_study_spec(study_file)
         spec = found[0] if found is not None else None
+    check_run_folders(RunFolder.of(runs, name).root)  # (a FIFO there would hang)
     study, _, storage_spec = open_stored_study(name, storage, runs)
     trials = select_trials(study, which)
     space = stored_space(study, spec.space if spec is not None else None)

@@ -15,6 +15,7 @@ from optuna.trial import TrialState
 
 from nasflow._checks import check_int
 from nasflow._files import file_lock
+from nasflow._regular import check_run_folders
 from nasflow.bench import TabularObjective
 from nasflow.data import DataBundle, data_fingerprint
 from nasflow.names import objective_names
@@ -585,6 +586,7 @@ class StudyRunner:
         spec = self.spec
         t0 = time.perf_counter()
         try:
+            check_run_folders(self.out)  # (a FIFO there would hang, a link mislead)
             study = self.open_study(worker=worker)
             self.log(f"study {spec.name!r} in {self.storage.safe_url}")
             seconds: dict[str, float] = {}
