@@ -306,6 +306,15 @@ def study_identity(
     return ident
 
 
+def study_data_fingerprint(study: optuna.Study) -> str | None:
+    """The fingerprint of the data a study was scored on (``None``: not recorded)."""
+    try:
+        data = json.loads(study.user_attrs[SCORING_KEY])["data"]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return data if isinstance(data, str) else None
+
+
 def has_identity(study: optuna.Study) -> bool:
     """Whether nasflow recorded (part of) an identity on ``study``."""
     return any(k in study.user_attrs for k in IDENTITY_KEYS)
