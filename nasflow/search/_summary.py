@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shlex
+from collections.abc import Iterable
 
 import optuna
 
@@ -24,6 +26,25 @@ from nasflow.search._spec import StudySpec
 from nasflow.search._trust import format_trust
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.space import Arch
+
+
+def trial_numbers(numbers: Iterable[int], most: int = 8) -> str:
+    """Trial numbers as ranges with a count (``0-2, 5 (4 trials)``); a count and the
+    first and last numbers when they make more than ``most`` ranges."""
+    ns = sorted(set(numbers))
+    if not ns:
+        return "none"
+    runs: list[list[int]] = []
+    for n in ns:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    count = f"{len(ns)} trial{'s' if len(ns) != 1 else ''}"
+    if len(runs) > most:
+        return f"{count}, numbers {ns[0]} to {ns[-1]}"
+    shown = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return f"{shown} ({count})"
 
 
 def baseline_line(winner_test: float, paths: tuple[str | os.PathLike, ...]) -> str:
@@ -130,12 +151,13 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     multipliers = result.study.user_attrs.get(MULTIPLIERS_KEY)
     if isinstance(multipliers, dict):
         lines.extend(format_multipliers(multipliers))
-    lines.append(f"trials run by this process: {sorted(result.ran_trials)}")
+    lines.append(f"trials run by this process: {trial_numbers(result.ran_trials)}")
     lines.append(f"study: {result.storage.safe_url}")
     lines.append(f"supernet checkpoints: {result.out_dir / 'supernet'}")
     lines.append(
-        f"next: `nasflow report {spec.name}` writes {result.out_dir / 'report.html'}; "
-        f"`nasflow export {spec.name} --best --out DIR` exports the winner"
+        f"next: `nasflow report {shlex.quote(spec.name)}` writes "
+        f"{result.out_dir / 'report.html'}; "
+        f"`nasflow export {shlex.quote(spec.name)} --best --out DIR` exports the winner"
         + (" with its retrained weights" if any(w.weights for w in result.winners) else "")
     )
     return "\n".join(lines)
