@@ -217,7 +217,9 @@ def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
     from nasflow.search import StudyFileError, StudyRunner, load_study_file, summary_table
     from nasflow.train import TrainingInterrupted
 
-    spec = load_study_file(_study_path(args.study))
+    path = _study_path(args.study)
+    print(f"loading study file {str(path)!r}…", flush=True)  # (it runs user code)
+    spec = load_study_file(path)
     if getattr(args, "seed", None) is not None:
         try:
             spec = spec.replace(seed=args.seed)

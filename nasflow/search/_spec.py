@@ -253,7 +253,16 @@ class StudySpec:
             raise StudyFileError(
                 f"study {self.name!r}: data must be a callable returning a DataBundle"
             )
-        objectives = tuple(self.objectives)
+        objectives = self.objectives
+        if isinstance(objectives, str):  # objectives="accuracy": one objective
+            objectives = (objectives,)
+        try:
+            objectives = tuple(objectives)
+        except TypeError:
+            raise StudyFileError(
+                f"study {self.name!r}: objectives must be a tuple of names from "
+                f"{sorted(OBJECTIVES)}, got {self.objectives!r}"
+            ) from None
         object.__setattr__(self, "objectives", objectives)
         for o in objectives:
             if o not in OBJECTIVES:
@@ -325,6 +334,11 @@ class StudySpec:
         baseline = (
             (self.baseline,) if isinstance(self.baseline, (str, os.PathLike)) else self.baseline
         )
+        if not isinstance(baseline, (tuple, list)):
+            raise StudyFileError(
+                f"study {self.name!r}: baseline must be a file path or a tuple of paths (() "
+                f"for none), got {self.baseline!r}"
+            )
         object.__setattr__(self, "baseline", tuple(baseline))
         for b in self.baseline:
             if not isinstance(b, (str, os.PathLike)):
