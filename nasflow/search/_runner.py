@@ -38,6 +38,7 @@ from nasflow.record import (
     write_identity,
 )
 from nasflow.search._baseline import read_baseline, screening_record
+from nasflow.search._budget import SKIPS_BEFORE_NOTE, budget_excludes
 from nasflow.search._identity import scoring_record
 from nasflow.search._multipliers import search_multipliers, stack_line
 from nasflow.search._objective import (
@@ -177,6 +178,7 @@ class StudyRunner:
         self._lock: SQLiteLock | None = None
         self._data: DataBundle | None = None
         self._data_fingerprint: str | None = None
+        self._budget_said = False
         self.ran_trials: list[int] = []
         self._worker = False
         #: The speedup stack every phase trains with (``spec.stack``, resolved by ``run``).
@@ -395,11 +397,17 @@ class StudyRunner:
             return
         optuna.logging.set_verbosity(optuna.logging.WARNING)
 
+        bar = self._bar(todo, "phase 2: search", unit="trial")
+
         def after_trial(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
             self.ran_trials.append(trial.number)
+            if bar is not None:
+                bar.update(1)
+            self._say_budget(study, trial)
             if not self.progress:
                 vals = ", ".join(f"{v:.4g}" for v in trial.values or [])
-                why = trial.user_attrs.get("fail_reason") if trial.state.is_finished() else None
+                attrs = trial.user_attrs
+                why = attrs.get("fail_reason", attrs.get("skipped"))
                 why = f" ({why})" if why and trial.state != TrialState.COMPLETE else ""
                 if DUPLICATE_KEY in trial.user_attrs:
                     why = f" (architecture of trial {trial.user_attrs[DUPLICATE_KEY]}, reused)"
@@ -410,6 +418,7 @@ class StudyRunner:
         try:
             self._optimize(study, scorer, todo, timeout, target, after_trial)
         finally:
+            self._close(bar)
             # A trial stopped on request is FAIL now (even where ``catch`` swallowed the
             # stop): queue it again with the same parameters, to resume from its checkpoint.
             stopped = getattr(scorer, "interrupted", None)
@@ -437,9 +446,23 @@ class StudyRunner:
                     target, states=(TrialState.COMPLETE, TrialState.PRUNED)
                 ),
             ],
-            show_progress_bar=self.progress,
+            show_progress_bar=False,  # (the labelled bar of ``search`` is shown instead)
             gc_after_trial=False,
         )
+
+    def _say_budget(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        """Once, after the first few over-budget skips with nothing feasible: say that the
+        budget excludes what is proposed, with the smallest candidate's figures."""
+        if self._budget_said or "skipped" not in trial.user_attrs:
+            return
+        trials = study.get_trials(deepcopy=False)
+        skipped = sum("skipped" in t.user_attrs for t in trials)
+        if skipped < min(SKIPS_BEFORE_NOTE, self.spec.n_trials):
+            return
+        note = budget_excludes(trials, self.spec.budget)
+        if note is not None:
+            self._budget_said = True
+            self.log(f"warning: {note}")
 
     def retrain(self, study: optuna.Study, data: DataBundle) -> list[Winner]:
         """Phase 3: retrain the best Pareto trials from scratch; test accuracy + real cost.
@@ -651,12 +674,12 @@ class StudyRunner:
         if not self.progress:
             self.log(msg)
 
-    def _bar(self, total: int, desc: str) -> Any:
+    def _bar(self, total: int, desc: str, unit: str = "epoch") -> Any:
         if not self.progress:
             return None
         from tqdm.auto import tqdm
 
-        return tqdm(total=total, desc=desc, unit="epoch", leave=True)
+        return tqdm(total=total, desc=desc, unit=unit, leave=True)
 
     @staticmethod
     def _advance(bar: Any, epoch: int, loss: float) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections import Counter
 from collections.abc import Iterable
 
 import optuna
@@ -18,6 +19,7 @@ from nasflow.record import (
     TRUST_KEY,
 )
 from nasflow.search._baseline import read_baseline
+from nasflow.search._budget import budget_excludes
 from nasflow.search._costtable import format_cost_table
 from nasflow.search._multipliers import format_multipliers, format_stack
 from nasflow.search._objective import arch_summary
@@ -26,6 +28,18 @@ from nasflow.search._spec import StudySpec
 from nasflow.search._trust import format_trust
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.space import Arch
+
+
+def one_per_arch(trials: Iterable[optuna.trial.FrozenTrial]) -> list[optuna.trial.FrozenTrial]:
+    """The first trial of each architecture, in the given order."""
+    seen: set[str] = set()
+    out = []
+    for t in trials:
+        key = t.user_attrs.get("arch")
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out
 
 
 def trial_numbers(numbers: Iterable[int], most: int = 8) -> str:
@@ -78,6 +92,9 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         cols.append((names.FINETUNED_ACCURACY, len(names.FINETUNED_ACCURACY)))
     cols += [(names.PREDICTED_COST, len(names.PREDICTED_COST)), (names.PARAMS, 10)]
     cols.append((names.RETRAINED_TEST_ACCURACY, len(names.RETRAINED_TEST_ACCURACY)))
+    cols.append(("proposed", 8))
+    all_trials = result.study.get_trials(deepcopy=False)
+    proposed = Counter(t.user_attrs.get("arch") for t in all_trials)
     header = "  ".join(f"{n:>{w}}" for n, w in cols) + "  arch"
 
     def row(t: optuna.trial.FrozenTrial) -> str:
@@ -89,6 +106,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         cells += [f"{t.user_attrs['train_cost']:.1f}", f"{t.user_attrs['params']:,}"]
         w = retrained.get(t.number)
         cells.append(f"{w.test_accuracy:.4f}" if w is not None else "-")
+        cells.append(str(proposed[t.user_attrs["arch"]]))
         return (
             "  ".join(f"{c:>{w}}" for c, (_, w) in zip(cells, cols, strict=True))
             + f"  {arch_summary(spec.space, arch)}"
@@ -104,6 +122,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     scored.sort(
         key=lambda t: (not t.values, -(t.values or [t.user_attrs["supernet_accuracy"]])[0])
     )
+    scored = one_per_arch(scored)
     top = scored[:10] + [t for t in scored[10:] if t.number in retrained]
     meaning = [f"{names.SUPERNET_SCORE}: {names.MEANINGS[names.SUPERNET_SCORE]}"]
     if finetuned:
@@ -112,6 +131,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
             "objective)"
         )
     meaning.append(f"{names.RETRAINED_TEST_ACCURACY}: phase 3, retrained from scratch, test split")
+    meaning.append("proposed: how many trials proposed the architecture (scored once)")
     lines = [
         f"Most accurate of the {len(scored)} evaluated architectures by {first}, and the "
         f"winners ({'; '.join(meaning)}):",
@@ -120,8 +140,11 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         "",
         f"Pareto set of study {spec.name!r} ({len(result.pareto)} trials):",
         header,
-        *(row(t) for t in result.pareto),
+        *(row(t) for t in one_per_arch(result.pareto)),
     ]
+    excluded = budget_excludes(all_trials, spec.budget)
+    if excluded is not None:
+        lines.append(f"budget: {excluded}")
     for w in result.winners:
         when = " (by an earlier run)" if w.reused else ""
         lines.append(
