@@ -406,7 +406,13 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
         help="supernet weights: keep the supernet's BN statistics",
     )
     p.add_argument("--no-onnx", action="store_true", help="skip model.onnx")
-    p.add_argument("--force", action="store_true", help="replace an existing export at --out")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the complete nasflow export at --out (with --pareto: the trial-N "
+        "folders this export writes; other complete trial-N exports there are kept); a file "
+        "nasflow did not write, or changed since (README.md included), is refused",
+    )
 
     p = _one_line_errors(
         sub.add_parser("retrain", help="retrain an exported architecture from scratch")

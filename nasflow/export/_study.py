@@ -326,6 +326,7 @@ def export_study(
             prepared.append(_prepare_winner(t, space, name, *winners[t.number], base, shape))
     order = {t.number: i for i, t in enumerate(trials)}
     prepared.sort(key=lambda p: order[p[0]])
+    replaced = out.is_dir() and any(out.iterdir())
     with atomic_dir(out, force) as tmp:
         infos = []
         for number, net, info in prepared:
@@ -333,8 +334,29 @@ def export_study(
             infos.append(write_export(folder, space, net, info, onnx))
             shown = ", ".join(f"{k} {v:.4f}" for k, v in info.metrics.items())
             log(f"trial {number}: {info.kind} weights; {shown or 'no accuracy measured'}")
+        kept = keep_other_exports(out, tmp) if replaced and which == "pareto" else []
+    if replaced:
+        what = ", ".join(sorted(p.name for p in out.iterdir() if p.name not in kept))
+        log(
+            f"--force replaced {what if which == 'pareto' else 'the export'} in {out}"
+            + (f"; kept {', '.join(kept)} (complete exports this run did not write)" * bool(kept))
+        )
     log(f"exported to {out}")
     return infos
+
+
+def keep_other_exports(out: Path, tmp: Path) -> list[str]:
+    """Copy the ``trial-N`` exports of ``out`` that this run did not write into ``tmp``
+    (which replaces ``out``): ``--force`` replaces only what it writes. Returns their names.
+    (``check_target`` already made sure each is a complete nasflow export.)"""
+    import shutil
+
+    kept = []
+    for entry in sorted(out.iterdir()):
+        if entry.name.startswith("trial-") and not (tmp / entry.name).exists():
+            shutil.copytree(entry, tmp / entry.name, symlinks=True)
+            kept.append(entry.name)
+    return kept
 
 
 def _prepare_winner(
