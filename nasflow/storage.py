@@ -264,12 +264,14 @@ def lock_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"nasflow-locks-{uid}"
 
 
-def _identity_lock_path(db_path: Path) -> Path:
-    """The lock of the file ``db_path`` by its device and inode (created empty if absent,
-    so a study being created is locked too): every hard link to it meets this lock."""
-    flags = os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+def _identity_lock_path(db_path: Path) -> Path | None:
+    """The lock of the file ``db_path`` by its device and inode (``None``: no file yet):
+    every hard link to it meets this lock."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(db_path, flags, 0o666)
+        fd = os.open(db_path, flags)
+    except FileNotFoundError:
+        return None
     except OSError as e:
         why = e.strerror
         raise StorageError(f"cannot open the SQLite study file {str(db_path)!r}: {why}") from None
@@ -314,16 +316,31 @@ class SQLiteLock:
             lock.acquire(timeout=0)
         except Timeout:
             raise _busy(self.db_path, _also(self.db_path, self.path)) from None
+        self._lock = lock
         try:
-            inode_lock = file_lock(_identity_lock_path(self.db_path))
+            self.lock_identity()
+        except BaseException:
+            self.release()
+            raise
+
+    def lock_identity(self) -> None:
+        """Also lock the study file by its device and inode, once it exists (call it again
+        once Optuna has created a new file); a no-op while held or while there is no file.
+
+        Raises:
+            StorageError: Another worker holds it through a hard link to the same file.
+        """
+        if self._inode_lock is not None:
+            return
+        where = _identity_lock_path(self.db_path)
+        if where is None:
+            return
+        inode_lock = file_lock(where)
+        try:
             inode_lock.acquire(timeout=0)
         except Timeout:
-            lock.release()
             raise _busy(self.db_path, " (through a hard link: the same file)") from None
-        except BaseException:
-            lock.release()
-            raise
-        self._lock, self._inode_lock = lock, inode_lock
+        self._inode_lock = inode_lock
 
     def release(self) -> None:
         if self._inode_lock is not None:

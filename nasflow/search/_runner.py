@@ -225,6 +225,8 @@ class StudyRunner:
             self._lock = SQLiteLock(self.storage.path)  # type: ignore[arg-type]
             self._lock.acquire()
         storage = open_storage(self.storage, *self.heartbeat)
+        if self._lock is not None:
+            self._lock.lock_identity()  # (a new study file exists only now)
         directions = self.spec.directions
         names = {s.study_name for s in optuna.get_all_study_summaries(storage)}
         given = self.spec.study
