@@ -17,7 +17,7 @@ from nasflow._checks import check_int
 from nasflow._files import file_lock
 from nasflow._regular import check_run_folders
 from nasflow.bench import TabularObjective
-from nasflow.data import DataBundle, data_fingerprint
+from nasflow.data import DataBundle, check_bundle, data_fingerprint
 from nasflow.names import objective_names
 from nasflow.record import (
     DUPLICATE_KEY,
@@ -203,6 +203,7 @@ class StudyRunner:
         """The study's data, loaded once, and its fingerprint (``None``: a tabular study)."""
         if self._data is None and self.spec.table is None:
             self._data = self.spec.data()
+            check_bundle(self._data, self.spec.space.config.get("input_shape"))
             self._data_fingerprint = data_fingerprint(self._data)
         return self._data
 
@@ -224,6 +225,7 @@ class StudyRunner:
         if self.storage.kind == "sqlite":
             self._lock = SQLiteLock(self.storage.path)  # type: ignore[arg-type]
             self._lock.acquire()
+        self._load_data()  # checked (and fingerprinted) before the study is created
         storage = open_storage(self.storage, *self.heartbeat)
         if self._lock is not None:
             self._lock.lock_identity()  # (a new study file exists only now)
