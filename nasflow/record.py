@@ -272,8 +272,13 @@ def scoring_change(stored: str, want: str) -> str:
     """What differs between two scoring records, e.g. ``train.epochs 2 in the study, 3
     here``; the data fingerprint is called ``data``."""
     try:
-        old, new = _flat(json.loads(stored)), _flat(json.loads(want))
-    except (ValueError, TypeError):
+        a, b = json.loads(stored), json.loads(want)
+        old, new = {}, {}
+        for k in set(a) | set(b):  # nested records compared field by field where both are
+            both = isinstance(a.get(k), dict) and isinstance(b.get(k), dict)
+            old.update(_flat(a.get(k), k) if both else {k: a.get(k)})
+            new.update(_flat(b.get(k), k) if both else {k: b.get(k)})
+    except (ValueError, TypeError, AttributeError):
         return f"{stored} in the study, {want} here"
     diff = [
         f"{k} {old.get(k)!r} in the study, {new.get(k)!r} here"
@@ -381,17 +386,17 @@ def check_identity(
         )
     if had is None:  # created before supernets were recorded: adopt it
         study.set_user_attr(SUPERNET_IDENTITY_KEY, want)
-    notes = _check_scoring(study, stored[SCORING_KEY], identity.get(SCORING_KEY), where)
     names = study.metric_names
-    if names is None:  # created before metric names were recorded: adopt them
-        set_metric_names(study, metric_names)
-    elif list(names) != metric_names:
+    if names is not None and list(names) != metric_names:
         raise StudyMismatchError(
             f"study {name!r} in {where!r} records its objectives "
             f"as {list(names)}, this study file would record {metric_names} (a "
             "change between fine-tuning (finetune) and none changes what the first "
             "objective measures); use another study name or storage"
         )
+    notes = _check_scoring(study, stored[SCORING_KEY], identity.get(SCORING_KEY), where)
+    if names is None:  # created before metric names were recorded: adopt them
+        set_metric_names(study, metric_names)
     return notes
 
 
