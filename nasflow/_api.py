@@ -59,8 +59,12 @@ def optimize(
         ``.pareto`` (its Pareto trials), ``.winners`` (retrained test accuracy, measured
         training time, where the weights are) and ``.spec``.
     """
-    from nasflow.search import StudyRunner
+    from nasflow.search import StudyFileError, StudyRunner, StudySpec
 
+    if not isinstance(spec, StudySpec):
+        raise StudyFileError(
+            f"optimize() takes a StudySpec (or nasflow.search.load_study_file(PATH)), got {spec!r}"
+        )
     runner = StudyRunner(
         spec,
         storage=storage,

@@ -199,7 +199,9 @@ def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
     from nasflow.search import StudyFileError, StudyRunner, load_study_file, summary_table
     from nasflow.train import TrainingInterrupted
 
-    spec = load_study_file(_study_path(args.study))
+    path = _study_path(args.study)
+    print(f"loading study file {str(path)!r}…", flush=True)  # (it runs user code)
+    spec = load_study_file(path)
     if getattr(args, "seed", None) is not None:
         try:
             spec = spec.replace(seed=args.seed)
@@ -387,7 +389,13 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
         help="supernet weights: keep the supernet's BN statistics",
     )
     p.add_argument("--no-onnx", action="store_true", help="skip model.onnx")
-    p.add_argument("--force", action="store_true", help="replace an existing export at --out")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the complete nasflow export at --out (with --pareto: the trial-N "
+        "folders this export writes; other complete trial-N exports there are kept); a file "
+        "nasflow did not write, or changed since (README.md included), is refused",
+    )
 
     p = _one_line_errors(
         sub.add_parser("retrain", help="retrain an exported architecture from scratch")
@@ -690,8 +698,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "export": lambda: _cmd_export(args),
         "retrain": lambda: _cmd_retrain(args),
         "measure-stack": lambda: _cmd_measure_stack(args),
-        "bench-stack": lambda: _deprecated_command("bench-stack", "measure-stack")
-        or _cmd_measure_stack(args),
+        "bench-stack": lambda: (
+            _deprecated_command("bench-stack", "measure-stack") or _cmd_measure_stack(args)
+        ),
         "bench": lambda: _cmd_bench(args),
         "spaces": lambda: _cmd_spaces(args),
     }

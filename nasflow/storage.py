@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -253,14 +254,53 @@ def _also(given: Path, lock: Path) -> str:
     return f" ({str(real)!r})" if real != given.absolute() else ""
 
 
+def lock_dir() -> Path:
+    """Where the locks keyed by a file's identity live: ``$NASFLOW_LOCK_DIR``, else
+    ``nasflow-locks-UID`` in the temporary folder (one per user, mode 0700)."""
+    given = os.environ.get("NASFLOW_LOCK_DIR")
+    if given:
+        return Path(given)
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return Path(tempfile.gettempdir()) / f"nasflow-locks-{uid}"
+
+
+def _identity_lock_path(db_path: Path) -> Path | None:
+    """The lock of the file ``db_path`` by its device and inode (``None``: no file yet):
+    every hard link to it meets this lock."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(db_path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        why = e.strerror
+        raise StorageError(f"cannot open the SQLite study file {str(db_path)!r}: {why}") from None
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    folder = lock_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder / f"sqlite-{st.st_dev}-{st.st_ino}.lock"
+
+
+def _busy(db_path: Path, also: str) -> StorageError:
+    return StorageError(
+        f"another nasflow worker is using the SQLite study file {str(db_path)!r}{also}; "
+        "SQLite supports one worker: use --storage postgresql://... or "
+        "--storage journal:///FILE for several workers"
+    )
+
+
 class SQLiteLock:
-    """An exclusive lock next to a SQLite study file: one worker process at a time.
+    """An exclusive lock of a SQLite study file: one worker process at a time.
 
     SQLite through Optuna is for one process (concurrent writers hit "database is
-    locked"). The lock (``filelock``, an ``flock`` on Unix) is held for the life of the
-    worker, so it is released even when the process is killed. It sits next to the study
-    file's real path (symbolic links resolved), so a link to the file, or to a folder above
-    it, meets the same lock.
+    locked"). The locks (``filelock``, an ``flock`` on Unix) are held for the life of the
+    worker, so they are released even when the process is killed. One sits next to the
+    study file's real path (symbolic links resolved), so a link to the file, or to a
+    folder above it, meets the same lock; one is keyed by the file's device and inode
+    (in :func:`lock_dir`), so a hard link to it meets the same lock too.
     """
 
     def __init__(self, db_path: Path) -> None:
@@ -268,21 +308,44 @@ class SQLiteLock:
         real = Path(os.path.realpath(self.db_path))
         self.path = real.with_name(real.name + ".lock")
         self._lock: FileLock | None = None
+        self._inode_lock: FileLock | None = None
 
     def acquire(self) -> None:
         lock = file_lock(self.path)
         try:
             lock.acquire(timeout=0)
         except Timeout:
-            raise StorageError(
-                f"another nasflow worker is using the SQLite study file {str(self.db_path)!r}"
-                f"{_also(self.db_path, self.path)}; "
-                "SQLite supports one worker: use --storage postgresql://... or "
-                "--storage journal:///FILE for several workers"
-            ) from None
+            raise _busy(self.db_path, _also(self.db_path, self.path)) from None
         self._lock = lock
+        try:
+            self.lock_identity()
+        except BaseException:
+            self.release()
+            raise
+
+    def lock_identity(self) -> None:
+        """Also lock the study file by its device and inode, once it exists (call it again
+        once Optuna has created a new file); a no-op while held or while there is no file.
+
+        Raises:
+            StorageError: Another worker holds it through a hard link to the same file.
+        """
+        if self._inode_lock is not None:
+            return
+        where = _identity_lock_path(self.db_path)
+        if where is None:
+            return
+        inode_lock = file_lock(where)
+        try:
+            inode_lock.acquire(timeout=0)
+        except Timeout:
+            raise _busy(self.db_path, " (through a hard link: the same file)") from None
+        self._inode_lock = inode_lock
 
     def release(self) -> None:
+        if self._inode_lock is not None:
+            self._inode_lock.release()
+            self._inode_lock = None
         if self._lock is not None:
             self._lock.release()
             self._lock = None

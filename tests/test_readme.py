@@ -24,6 +24,9 @@ def test_the_readme_shows_the_whole_python_workflow() -> None:
         "nasflow.export_winner(",
         "nasflow.load_exported(",
         "ParetoSuccessiveHalvingPruner(",
+        "DataBundle(",  # "Your own data": tensors and an image folder, checked
+        "load_image_folder(",
+        "check_bundle(",
     ):
         assert call in code, call
 

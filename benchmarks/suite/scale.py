@@ -10,6 +10,4 @@ from __future__ import annotations
 from nasflow.data import MNIST1DVariant
 from nasflow.studies.mnist1d_front import on_variant
 
-study = on_variant(
-    "scale", MNIST1DVariant(train_samples=2000, scale_coeff=0.8, shear_scale=1.5)
-)
+study = on_variant("scale", MNIST1DVariant(train_samples=2000, scale_coeff=0.8, shear_scale=1.5))

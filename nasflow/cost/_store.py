@@ -20,6 +20,7 @@ subclasses :class:`DeviceStore`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -63,7 +64,46 @@ def shared_table_url() -> str | None:
     value = settings.shared_table_setting()
     if value == settings.OFF:
         return None
-    return resolve_url(value)
+    url = resolve_url(value)
+    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        _check_shared_file(Path(url[len("sqlite:///") :]))
+    return url
+
+
+def _check_shared_file(path: Path) -> None:
+    """The shared cache is a cache: a file SQLite cannot read is moved aside (one warning
+    line on stderr) and a new one is built; a link, FIFO or device in its place is
+    refused, unopened (opening a FIFO would wait forever)."""
+    import sqlite3
+    import sys
+    import time
+
+    from nasflow._regular import SpecialFileError, file_kind
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    kind = file_kind(st.st_mode)
+    if kind is not None:
+        raise SpecialFileError(
+            f"the shared cost cache {str(path)!r} is {kind}, not a regular file; remove it, "
+            f"or point $NASFLOW_COST_CACHE at a database file (or 'off')"
+        )
+    if st.st_size == 0:
+        return
+    try:
+        uri = path.resolve().as_uri() + "?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            conn.execute("SELECT name FROM sqlite_master").fetchall()
+    except sqlite3.DatabaseError as e:
+        aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        os.replace(path, aside)
+        print(
+            f"nasflow: warning: the shared cost cache {str(path)!r} is corrupt ({e}); moved "
+            f"it to {str(aside)!r} and started a new one (op latencies are measured again)",
+            file=sys.stderr,
+        )
 
 
 def resolve_url(url: str | os.PathLike | None) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from nasflow.data._base import DataBundle, split_indices, split_train_val
 from nasflow.data._batches import EVAL_BATCH_SIZE, Batches
+from nasflow.data._check import DataError, check_bundle
+from nasflow.data._fingerprint import data_fingerprint
 from nasflow.data._images import (
     CIFAR10_MEAN,
     CIFAR10_STD,
@@ -27,8 +29,11 @@ __all__ = [
     "CharBlocks",
     "CharVocab",
     "DataBundle",
+    "DataError",
     "MNIST1DVariant",
     "ZipImageFolder",
+    "check_bundle",
+    "data_fingerprint",
     "default_cache_dir",
     "load_cifar10",
     "load_image_folder",

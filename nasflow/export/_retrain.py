@@ -14,7 +14,7 @@ from torch import nn
 from nasflow.errors import ConfigError
 from nasflow.export._format import ONNX_FILE, ExportError, ExportInfo, retrained_notes
 from nasflow.export._loader import Exported, read_export
-from nasflow.export._study import find_study_spec
+from nasflow.export._study import find_study_spec, study_data_spec
 from nasflow.export._writer import atomic_dir, check_target, prepare_retrained, write_export
 from nasflow.train import TrainConfig, TrainResult
 from nasflow.train.stack import Stack
@@ -53,10 +53,11 @@ def retrain_exported(
     """Train the architecture of an export from freshly initialised weights.
 
     The data, seed and recipe come from the study: ``study_file`` (a path or a registered
-    study name), else the registered study named like the exported trial's study, else the
-    registered study of the space's name. It trains through the search's phase 3
-    (:func:`nasflow.search.retrain_arch`): hyper-parameters searched with the architecture
-    (``lr``, ``weight_decay``, ``batch_size``) override the recipe, and every batch goes
+    study name), else the registered study named like the exported trial's study when its
+    data is the data that study recorded (never another study of the same space). It
+    trains through the search's phase 3 (:func:`nasflow.search.retrain_arch`):
+    hyper-parameters searched with the architecture (``lr``, ``weight_decay``,
+    ``batch_size``) override the recipe, and every batch goes
     through the study's speedup stack: its ``Stack``, or with ``stack="auto"`` the stack
     the export's weights were trained with where it records one (phase 3's winners, and
     supernet weights of a study that recorded its resolved stack), else plain fp32 eager.
@@ -82,12 +83,14 @@ def retrain_exported(
     # A study file brings its own space (one no registry knows, say); its name and
     # fingerprint are still checked against the export.
     exported = read_export(path, given[0].space if given is not None else None)
-    names = [n for n in (exported.info.study.get("name"), exported.space.name) if n]
-    found = given if given is not None else find_study_spec(None, *names)
+    name = exported.info.study.get("name")
+    found = given
+    if found is None and isinstance(name, str):  # never another study of the same space
+        found = study_data_spec(name, exported.info.study.get("data_fingerprint"))
     if found is None:
         raise ExportError(
-            f"no study file to retrain {str(path)!r} with: pass --study STUDY_FILE "
-            f"(no registered study named {names})"
+            f"no study file to retrain {str(path)!r} with: pass --study STUDY_FILE (the "
+            f"study file that ran study {name!r}; no ready study of that name has its data)"
         )
     spec, where = found
     if spec.space.name != exported.space.name:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasflow._entry_points import STUDIES, module_file, registered
+from nasflow._regular import check_run_folders
 from nasflow.errors import ConfigError
 from nasflow.export._format import (
     RETRAINED,
@@ -34,6 +35,7 @@ from nasflow.record import (
     checkpoint_fingerprint,
     open_stored_study,
     stored_space,
+    study_data_fingerprint,
     study_objectives,
     study_stack_dict,
 )
@@ -182,6 +184,43 @@ def find_study_spec(arg: str | None, *names: str) -> tuple[StudySpec, str] | Non
     return None
 
 
+def study_data_spec(
+    name: str, data: str | None, study_file: str | None = None
+) -> tuple[StudySpec, str] | None:
+    """The study file whose data study ``name`` was searched on.
+
+    ``study_file`` (a path or a registered study name) when given, else the registered
+    study of the name ``name`` (a ready study run under its own name), never one matched
+    by the space's name: another study of the space may have other data.
+
+    Args:
+        name: The stored study's name.
+        data: Its recorded data fingerprint (``None``: an older study recorded none).
+        study_file: ``--study``.
+
+    Returns:
+        The study and how it was found, or ``None`` when no registered study is named
+        ``name`` or its data is not the recorded one.
+
+    Raises:
+        ExportError: ``study_file`` gives other data than the recorded fingerprint.
+    """
+    from nasflow.data import data_fingerprint
+
+    found = find_study_spec(study_file) if study_file is not None else find_study_spec(None, name)
+    if found is None or data is None:
+        return found
+    have = data_fingerprint(found[0].data())
+    if have == data:
+        return found
+    if study_file is None:
+        return None
+    raise ExportError(
+        f"the data of {found[1]} (fingerprint {have!r}) is not the data study {name!r} was "
+        f"searched on ({data!r}); pass --study with the study file that ran it"
+    )
+
+
 def export_study(
     name: str,
     out: os.PathLike | str,
@@ -237,10 +276,12 @@ def export_study(
     out = Path(out)
     if onnx:
         require_onnx()
-    if spec is None and study_file is not None:  # its space may be one no registry knows
-        found = find_study_spec(study_file)
-        spec = found[0] if found is not None else None
+    check_run_folders(RunFolder.of(runs, name).root)  # (a FIFO there would hang)
     study, _, storage_spec = open_stored_study(name, storage, runs)
+    data_of = (spec, f"study {spec.name!r}") if spec is not None else None
+    if spec is None and study_file is not None:  # its space may be one no registry knows
+        data_of = study_data_spec(name, study_data_fingerprint(study), study_file)
+        spec = data_of[0] if data_of is not None else None
     trials = select_trials(study, which)
     space = stored_space(study, spec.space if spec is not None else None)
     check_target(out, force)
@@ -264,6 +305,8 @@ def export_study(
         "storage": storage_spec.safe_url,
         "objectives": study_objectives(study),
     }
+    if study_data_fingerprint(study) is not None:  # (`nasflow retrain` finds the data by it)
+        base["data_fingerprint"] = study_data_fingerprint(study)
     prepared = []
     if missing:
         prepared += _prepare_supernet(
@@ -272,21 +315,21 @@ def export_study(
             name,
             runs,
             base,
-            spec,
-            study_file,
+            data_of or study_data_spec(name, study_data_fingerprint(study)),
             recalibrate,
             log,
             study_stack_dict(study),
         )
     shape: tuple[int, ...] | None = None
     if winners and "input_shape" not in space.config:  # then only the study's data says
-        found = (spec, "") if spec is not None else find_study_spec(study_file, name, space.name)
+        found = data_of or study_data_spec(name, study_data_fingerprint(study))
         shape = tuple(found[0].data().input_shape) if found is not None else None
     for t in trials:
         if t.number in winners:
             prepared.append(_prepare_winner(t, space, name, *winners[t.number], base, shape))
     order = {t.number: i for i, t in enumerate(trials)}
     prepared.sort(key=lambda p: order[p[0]])
+    replaced = out.is_dir() and any(out.iterdir())
     with atomic_dir(out, force) as tmp:
         infos = []
         for number, net, info in prepared:
@@ -294,8 +337,29 @@ def export_study(
             infos.append(write_export(folder, space, net, info, onnx))
             shown = ", ".join(f"{k} {v:.4f}" for k, v in info.metrics.items())
             log(f"trial {number}: {info.kind} weights; {shown or 'no accuracy measured'}")
+        kept = keep_other_exports(out, tmp) if replaced and which == "pareto" else []
+    if replaced:
+        what = ", ".join(sorted(p.name for p in out.iterdir() if p.name not in kept))
+        log(
+            f"--force replaced {what if which == 'pareto' else 'the export'} in {out}"
+            + (f"; kept {', '.join(kept)} (complete exports this run did not write)" * bool(kept))
+        )
     log(f"exported to {out}")
     return infos
+
+
+def keep_other_exports(out: Path, tmp: Path) -> list[str]:
+    """Copy the ``trial-N`` exports of ``out`` that this run did not write into ``tmp``
+    (which replaces ``out``): ``--force`` replaces only what it writes. Returns their names.
+    (``check_target`` already made sure each is a complete nasflow export.)"""
+    import shutil
+
+    kept = []
+    for entry in sorted(out.iterdir()):
+        if entry.name.startswith("trial-") and not (tmp / entry.name).exists():
+            shutil.copytree(entry, tmp / entry.name, symlinks=True)
+            kept.append(entry.name)
+    return kept
 
 
 def _prepare_winner(
@@ -345,25 +409,22 @@ def _prepare_supernet(
     name: str,
     runs: os.PathLike | str,
     base: dict[str, Any],
-    spec: StudySpec | None,
-    study_file: str | None,
+    found: tuple[StudySpec, str] | None,
     recalibrate: bool,
     log: Callable[[str], None],
     stack: dict[str, Any] | None,
 ) -> list[tuple[int, Any, ExportInfo]]:
     """The supernet paths of ``trials`` (BN recalibrated if asked) with their records;
-    ``stack`` is the one the supernet trained with (``stack="auto"`` studies)."""
+    ``found`` is the study giving the data (:func:`study_data_spec`), ``stack`` the one
+    the supernet trained with (``stack="auto"`` studies)."""
     from nasflow.train import evaluate
 
     supernet, checkpoint = load_supernet(space, RunFolder.of(runs, name).supernet, log)
-    if spec is not None:
-        found: tuple[StudySpec, str] | None = (spec, f"study {spec.name!r}")
-    else:
-        found = find_study_spec(study_file, name, space.name)
     if recalibrate and found is None:
         raise ExportError(
-            f"cannot find the data of study {name!r} to recalibrate batch norm: pass "
-            "--study STUDY_FILE, or --no-recalibrate to keep the supernet's statistics"
+            f"cannot find the data of study {name!r} to recalibrate batch norm (no ready "
+            "study of that name): pass --study STUDY_FILE (the study file that ran it), or "
+            "--no-recalibrate to keep the supernet's statistics"
         )
     data = found[0].data() if found is not None else None
     shape = input_shape_of(space, data.input_shape if data is not None else None)

@@ -251,8 +251,13 @@ def write_export(
         files.update(hf[0])
         checks["hf_max_abs_diff"] = hf[1]
     info = dataclasses.replace(info, checks=checks, files=files)
+    text = readme(info, space, onnx)
+    (folder / README_FILE).write_text(text, encoding="utf-8")
+    # Its checksum too, so `export --force` notices a README edited since (not a loader
+    # check: editing the README never makes an export unloadable).
+    files = {**files, README_FILE: sha256_file(folder / README_FILE)}
+    info = dataclasses.replace(info, files=files)
     (folder / ARCH_FILE).write_text(info.to_json(), encoding="utf-8")
-    (folder / README_FILE).write_text(readme(info, space, onnx), encoding="utf-8")
     return info
 
 

@@ -58,6 +58,10 @@ class RunContext:
         supernet: Phase 1's supernet (``None`` in tabular mode).
         ran_trials: Numbers of the trials this process ran (phase 2 appends).
         finetuned: The fine-tuning phase's result (``None``: it did not run).
+        data_fingerprint: The data's fingerprint (part of the study's identity; supernet
+            checkpoints carry it).
+        budget_said: Whether the screening already said that the budget excludes what
+            is proposed.
     """
 
     spec: StudySpec
@@ -77,6 +81,8 @@ class RunContext:
     supernet: Supernet | None = None
     ran_trials: list[int] = field(default_factory=list)
     finetuned: FineTuneResult | None = None
+    data_fingerprint: str | None = None
+    budget_said: bool = False
 
     @property
     def out(self) -> Path:
@@ -96,13 +102,14 @@ class RunContext:
         if not self.progress:
             self.log(msg)
 
-    def bar(self, total: int, desc: str) -> Any:
-        """A progress bar of ``total`` epochs (``None`` without progress bars)."""
+    def bar(self, total: int, desc: str, unit: str = "epoch") -> Any:
+        """A progress bar of ``total`` units, labelled with its phase (``None`` without
+        progress bars)."""
         if not self.progress:
             return None
         from tqdm.auto import tqdm
 
-        return tqdm(total=total, desc=desc, unit="epoch", leave=True)
+        return tqdm(total=total, desc=desc, unit=unit, leave=True)
 
     @staticmethod
     def advance(bar: Any, epoch: int, loss: float) -> None:

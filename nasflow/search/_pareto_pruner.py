@@ -48,8 +48,6 @@ __all__ = ["ParetoSuccessiveHalvingPruner", "report_values", "should_prune"]
 _COMPETING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
 
 
-
-
 def report_values(trial: optuna.Trial, values: Sequence[float], step: int) -> None:
     """``trial.report`` for any study, multi-objective included: record the objective
     vector ``values`` (one value per study direction) at ``step`` (an epoch, say) for the

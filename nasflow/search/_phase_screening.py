@@ -11,6 +11,7 @@ import optuna
 from optuna.trial import TrialState
 
 from nasflow.record import TrialRecord
+from nasflow.search._budget import SKIPS_BEFORE_NOTE, budget_excludes
 from nasflow.search._context import RunContext, ScreeningPhaseResult
 from nasflow.search._objective import CandidateError, CandidateScorer, make_reporter
 from nasflow.search._optuna import study_pruner
@@ -55,12 +56,17 @@ def run_screening(ctx: RunContext) -> ScreeningPhaseResult:
     if setup is not None:  # per-study set-up, out of the per-trial scoring path
         setup(study)
 
+    bar = ctx.bar(todo, "phase 2: search", unit="trial")
+
     def after_trial(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         ctx.ran_trials.append(trial.number)
+        if bar is not None:
+            bar.update(1)
+        _say_budget(ctx, study, trial)
         if not ctx.progress:
             rec = TrialRecord.from_trial(trial)
             vals = ", ".join(f"{v:.4g}" for v in trial.values or [])
-            why = rec.fail_reason if trial.state.is_finished() else None
+            why = rec.fail_reason or rec.skipped
             why = f" ({why})" if why and trial.state != TrialState.COMPLETE else ""
             if rec.duplicate_of is not None:
                 why = f" (architecture of trial {rec.duplicate_of}, reused)"
@@ -71,6 +77,7 @@ def run_screening(ctx: RunContext) -> ScreeningPhaseResult:
     try:
         _optimize(ctx, scorer, todo, target, after_trial)
     finally:
+        ctx.close_bar(bar)
         # A trial stopped on request is FAIL now (even where ``catch`` swallowed the
         # stop): queue it again with the same parameters, to resume from its checkpoint.
         stopped = getattr(scorer, "interrupted", None)
@@ -97,6 +104,21 @@ def _optimize(
             after_trial,
             optuna.study.MaxTrialsCallback(target, states=finished),
         ],
-        show_progress_bar=ctx.progress,
+        show_progress_bar=False,  # (the labelled bar of ``run_screening`` is shown instead)
         gc_after_trial=False,
     )
+
+
+def _say_budget(ctx: RunContext, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+    """Once, after the first few over-budget skips with nothing feasible: say that the
+    budget excludes what is proposed, with the smallest candidate's figures."""
+    if ctx.budget_said or TrialRecord.from_trial(trial).skipped is None:
+        return
+    trials = study.get_trials(deepcopy=False)
+    skipped = sum(TrialRecord.from_trial(t).skipped is not None for t in trials)
+    if skipped < min(SKIPS_BEFORE_NOTE, ctx.spec.n_trials):
+        return
+    note = budget_excludes(trials, ctx.spec.budget)
+    if note is not None:
+        ctx.budget_said = True
+        ctx.log(f"warning: {note}")

@@ -36,6 +36,7 @@ def run_supernet(ctx: RunContext) -> SupernetPhaseResult:
             checkpoint_every=ctx.checkpoint_every,
             should_stop=ctx.stop.is_set,
             stack=ctx.stack,
+            data_fingerprint=ctx.data_fingerprint,
         )
         result = trainer.fit(on_epoch=lambda e, loss: ctx.advance(bar, e, loss))
     ctx.close_bar(bar)

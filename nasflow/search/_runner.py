@@ -15,6 +15,8 @@ from pathlib import Path
 import optuna
 
 from nasflow._checks import check_int
+from nasflow._regular import check_run_folders
+from nasflow.data import DataBundle, check_bundle, data_fingerprint
 from nasflow.names import objective_names
 from nasflow.record import (
     MULTIPLIERS_KEY,
@@ -31,6 +33,7 @@ from nasflow.record import (
 )
 from nasflow.search._baseline import read_baseline, screening_record
 from nasflow.search._context import RunContext
+from nasflow.search._identity import scoring_record
 from nasflow.search._multipliers import search_multipliers
 from nasflow.search._optuna import sampler_seed, study_pruner, study_sampler
 from nasflow.search._phase_finetune import run_finetune
@@ -119,6 +122,9 @@ class StudyRunner:
         self.heartbeat = heartbeat_settings(heartbeat_interval, grace_period)
         self.checkpoint_every = check_int("checkpoint_every", checkpoint_every, 0)
         self._lock: SQLiteLock | None = None
+        self._data: DataBundle | None = None
+        self._data_fingerprint: str | None = None
+        self._budget_said = False
         self.ran_trials: list[int] = []
         self._worker = False
         #: The speedup stack every phase trains with (``spec.stack``, resolved by ``run``).
@@ -129,7 +135,17 @@ class StudyRunner:
         spec = self.spec
         supernet = None if spec.table is not None else asdict(spec.supernet)
         ident = supernet_identity(spec.space.fingerprint(), supernet)
-        return study_identity(spec.space, spec.objectives, ident)
+        self._load_data()
+        scoring = scoring_record(spec, self._data_fingerprint)
+        return study_identity(spec.space, spec.objectives, ident, scoring)
+
+    def _load_data(self) -> DataBundle | None:
+        """The study's data, loaded once, and its fingerprint (``None``: a tabular study)."""
+        if self._data is None and self.spec.table is None:
+            self._data = self.spec.data()
+            check_bundle(self._data, self.spec.space.config.get("input_shape"))
+            self._data_fingerprint = data_fingerprint(self._data)
+        return self._data
 
     @property
     def metric_names(self) -> list[str]:
@@ -149,7 +165,10 @@ class StudyRunner:
         if self.storage.kind == "sqlite":
             self._lock = SQLiteLock(self.storage.path)  # type: ignore[arg-type]
             self._lock.acquire()
+        self._load_data()  # checked (and fingerprinted) before the study is created
         storage = open_storage(self.storage, *self.heartbeat)
+        if self._lock is not None:
+            self._lock.lock_identity()  # (a new study file exists only now)
         directions = self.spec.directions
         names = {s.study_name for s in optuna.get_all_study_summaries(storage)}
         given = self.spec.study
@@ -192,7 +211,8 @@ class StudyRunner:
 
     def _check_identity(self, study: optuna.Study, directions: list[str]) -> None:
         ident, names = self._identity(), self.metric_names
-        check_identity(study, ident, directions, names, self.storage.safe_url)
+        for note in check_identity(study, ident, directions, names, self.storage.safe_url):
+            self.log(note)
 
     def _sweep_zombies(self, study: optuna.Study) -> None:
         """Fail trials left RUNNING by dead workers, and retry each at most once."""
@@ -216,6 +236,7 @@ class StudyRunner:
         spec = self.spec
         t0 = time.perf_counter()
         try:
+            check_run_folders(self.out)  # (a FIFO there would hang, a link mislead)
             study = self.open_study(worker=worker)
             self.log(f"study {spec.name!r} in {self.storage.safe_url}")
             ctx = RunContext(
@@ -233,10 +254,11 @@ class StudyRunner:
                 timeout=timeout,
                 stack=self.stack,
                 ran_trials=self.ran_trials,
+                data_fingerprint=self._data_fingerprint,
             )
             seconds: dict[str, float] = {}
             if spec.table is None:  # tabular mode skips phases 1 and 3
-                ctx.data = spec.data()
+                ctx.data = self._load_data()
                 phase1 = run_supernet(ctx)
                 self.stack, ctx.supernet = phase1.stack, phase1.supernet
                 if phase1.calibration_seconds:

@@ -89,10 +89,23 @@ class Budget:
 MAX_SEED = 2**32 - 1
 
 
+#: Longest study name (it is a folder name, and a word of the suggested commands).
+MAX_NAME_LENGTH = 100
+#: Characters a shell reads as syntax: refused in study names, which the summary's hints
+#: put in commands (quoted too).
+SHELL_METACHARACTERS = frozenset(";&|$`<>()'\"*?[]{}!#~\\")
+
+
 def _check_name(name: Any) -> None:
-    """A study name is also a folder name (``OUT/NAME``): one plain path component."""
+    """A study name is also a folder name (``OUT/NAME``) and a word of the commands the
+    summary suggests: one plain path component, no shell syntax, at most 100 characters."""
     if not isinstance(name, str) or not name.strip():
         raise StudyFileError(f"study name must be a non-empty string, got {name!r}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise StudyFileError(
+            f"study name {name[:40]!r}... is {len(name)} characters long; use at most "
+            f"{MAX_NAME_LENGTH} characters"
+        )
     if (
         name in (".", "..")
         or name != name.strip()
@@ -102,6 +115,12 @@ def _check_name(name: Any) -> None:
         raise StudyFileError(
             f"study name {name!r} must be one plain folder name (no '/', '\\', control "
             "characters, surrounding blanks, '.' or '..')"
+        )
+    shell = sorted(set(name) & SHELL_METACHARACTERS)
+    if shell:
+        raise StudyFileError(
+            f"study name {name!r} holds shell metacharacters {''.join(shell)!r}; use letters, "
+            "digits, '-', '_', '.' and spaces"
         )
 
 
@@ -242,7 +261,16 @@ class StudySpec:
             raise StudyFileError(
                 f"study {self.name!r}: data must be a callable returning a DataBundle"
             )
-        objectives = tuple(self.objectives)
+        objectives = self.objectives
+        if isinstance(objectives, str):  # objectives="accuracy": one objective
+            objectives = (objectives,)
+        try:
+            objectives = tuple(objectives)
+        except TypeError:
+            raise StudyFileError(
+                f"study {self.name!r}: objectives must be a tuple of names from "
+                f"{sorted(OBJECTIVES)}, got {self.objectives!r}"
+            ) from None
         object.__setattr__(self, "objectives", objectives)
         for o in objectives:
             if o not in OBJECTIVES:
@@ -314,6 +342,11 @@ class StudySpec:
         baseline = (
             (self.baseline,) if isinstance(self.baseline, (str, os.PathLike)) else self.baseline
         )
+        if not isinstance(baseline, (tuple, list)):
+            raise StudyFileError(
+                f"study {self.name!r}: baseline must be a file path or a tuple of paths (() "
+                f"for none), got {self.baseline!r}"
+            )
         object.__setattr__(self, "baseline", tuple(baseline))
         for b in self.baseline:
             if not isinstance(b, (str, os.PathLike)):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shlex
+from collections import Counter
+from collections.abc import Iterable
 
 import optuna
 
@@ -17,6 +20,7 @@ from nasflow.record import (
     TrialRecord,
 )
 from nasflow.search._baseline import read_baseline
+from nasflow.search._budget import budget_excludes
 from nasflow.search._costtable import format_cost_table
 from nasflow.search._multipliers import format_multipliers, format_stack
 from nasflow.search._objective import arch_summary
@@ -25,6 +29,37 @@ from nasflow.search._spec import StudySpec
 from nasflow.search._trust import format_trust
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.tabular import tabular_summary
+
+
+def one_per_arch(trials: Iterable[optuna.trial.FrozenTrial]) -> list[optuna.trial.FrozenTrial]:
+    """The first trial of each architecture, in the given order."""
+    seen: set[str] = set()
+    out = []
+    for t in trials:
+        key = t.user_attrs.get("arch")
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out
+
+
+def trial_numbers(numbers: Iterable[int], most: int = 8) -> str:
+    """Trial numbers as ranges with a count (``0-2, 5 (4 trials)``); a count and the
+    first and last numbers when they make more than ``most`` ranges."""
+    ns = sorted(set(numbers))
+    if not ns:
+        return "none"
+    runs: list[list[int]] = []
+    for n in ns:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    count = f"{len(ns)} trial{'s' if len(ns) != 1 else ''}"
+    if len(runs) > most:
+        return f"{count}, numbers {ns[0]} to {ns[-1]}"
+    shown = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return f"{shown} ({count})"
 
 
 def baseline_line(winner_test: float, paths: tuple[str | os.PathLike, ...]) -> str:
@@ -88,6 +123,9 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         cols.append((names.FINETUNED_ACCURACY, len(names.FINETUNED_ACCURACY)))
     cols += [(names.PREDICTED_COST, len(names.PREDICTED_COST)), (names.PARAMS, 10)]
     cols.append((names.RETRAINED_TEST_ACCURACY, len(names.RETRAINED_TEST_ACCURACY)))
+    cols.append(("proposed", 8))
+    all_trials = result.study.get_trials(deepcopy=False)
+    proposed = Counter(t.user_attrs.get("arch") for t in all_trials)
     header = "  ".join(f"{n:>{w}}" for n, w in cols) + "  arch"
 
     def row(t: optuna.trial.FrozenTrial) -> str:
@@ -100,6 +138,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         cells += [f"{rec.train_cost:.1f}", f"{rec.params:,}"]
         w = retrained.get(t.number)
         cells.append(f"{w.test_accuracy:.4f}" if w is not None else "-")
+        cells.append(str(proposed[t.user_attrs["arch"]]))
         return (
             "  ".join(f"{c:>{w}}" for c, (_, w) in zip(cells, cols, strict=True))
             + f"  {arch_summary(spec.space, arch)}"
@@ -119,6 +158,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
             -(t.values or [TrialRecord.from_trial(t).supernet_accuracy])[0],  # type: ignore[list-item]
         )
     )
+    scored = one_per_arch(scored)
     top = scored[:10] + [t for t in scored[10:] if t.number in retrained]
     meaning = [f"{names.SUPERNET_SCORE}: {names.MEANINGS[names.SUPERNET_SCORE]}"]
     if finetuned:
@@ -127,6 +167,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
             "objective)"
         )
     meaning.append(f"{names.RETRAINED_TEST_ACCURACY}: phase 3, retrained from scratch, test split")
+    meaning.append("proposed: how many trials proposed the architecture (scored once)")
     lines = [
         f"Most accurate of the {len(scored)} evaluated architectures by {first}, and the "
         f"winners ({'; '.join(meaning)}):",
@@ -135,8 +176,11 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         "",
         f"Pareto set of study {spec.name!r} ({len(result.pareto)} trials):",
         header,
-        *(row(t) for t in result.pareto),
+        *(row(t) for t in one_per_arch(result.pareto)),
     ]
+    excluded = budget_excludes(all_trials, spec.budget)
+    if excluded is not None:
+        lines.append(f"budget: {excluded}")
     finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
     if isinstance(finetuned_record, dict):
         lines.extend(ready_model_lines(finetuned_record))
@@ -175,12 +219,13 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     multipliers = result.study.user_attrs.get(MULTIPLIERS_KEY)
     if isinstance(multipliers, dict):
         lines.extend(format_multipliers(multipliers))
-    lines.append(f"trials run by this process: {sorted(result.ran_trials)}")
+    lines.append(f"trials run by this process: {trial_numbers(result.ran_trials)}")
     lines.append(f"study: {result.storage.safe_url}")
     lines.append(f"supernet checkpoints: {result.out_dir / 'supernet'}")
     lines.append(
-        f"next: `nasflow report {spec.name}` writes {result.out_dir / 'report.html'}; "
-        f"`nasflow export {spec.name} --best --out DIR` exports the winner"
+        f"next: `nasflow report {shlex.quote(spec.name)}` writes "
+        f"{result.out_dir / 'report.html'}; "
+        f"`nasflow export {shlex.quote(spec.name)} --best --out DIR` exports the winner"
         + (" with its retrained weights" if any(w.weights for w in result.winners) else "")
     )
     return "\n".join(lines)

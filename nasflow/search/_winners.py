@@ -22,6 +22,7 @@ from typing import Any
 from torch import nn
 
 from nasflow._files import atomic_write
+from nasflow._regular import open_regular
 from nasflow.errors import NasflowError
 
 RECORD_FILE = "record.json"
@@ -81,10 +82,11 @@ def read_winner(folder: os.PathLike | str) -> dict[str, Any]:
     """
     folder = Path(folder)
     path = folder / RECORD_FILE
-    if not path.is_file():
-        raise WinnerError(f"no {RECORD_FILE} in {str(folder)!r}")
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        with open_regular(path, WinnerError) as f:
+            record = json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise WinnerError(f"no {RECORD_FILE} in {str(folder)!r}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise WinnerError(f"{str(path)!r} is not a readable JSON record: {e}") from None
     if not isinstance(record, dict) or record.get("format") != FORMAT:
@@ -116,7 +118,7 @@ def read_winner(folder: os.PathLike | str) -> dict[str, Any]:
 def _sha256(path: Path) -> str | None:
     h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, WinnerError) as f:  # (a FIFO would block a plain open)
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
     except FileNotFoundError:
@@ -132,7 +134,7 @@ def find_winner(folder: os.PathLike | str, identity: dict[str, Any]) -> tuple[di
         when nothing was ever saved there.
     """
     folder = Path(folder)
-    if not (folder / RECORD_FILE).exists():
+    if not os.path.lexists(folder / RECORD_FILE):
         return None, ""
     try:
         record = read_winner(folder)
@@ -155,7 +157,8 @@ def load_winner_weights(folder: os.PathLike | str, record: dict[str, Any]) -> di
 
     path = Path(folder) / WEIGHTS_FILE
     try:
-        data = path.read_bytes()
+        with open_regular(path, WinnerError) as f:
+            data = f.read()
     except OSError as e:
         raise WinnerError(f"cannot read {str(path)!r}: {e.strerror}") from None
     if hashlib.sha256(data).hexdigest() != record["weights"]["sha256"]:

@@ -35,6 +35,13 @@ def space_class(name: str) -> type[SearchSpace]:
     spaces = registered_spaces()
     if name not in spaces:
         raise ConfigError(f"unknown space {name!r}; registered spaces: {sorted(spaces)}")
+        raise ValueError(
+            f"unknown space {name!r}; registered spaces: {sorted(spaces)}; register it under "
+            f'the "nasflow.spaces" entry point ({name} = "package.module:Class" in '
+            "pyproject.toml, then reinstall), pass the study file that defines it (nasflow "
+            "export STUDY_FILE.py, or --study), or export from Python with "
+            "nasflow.export_winner(result, ...)"
+        )
     module, _, attr = spaces[name].partition(":")
     try:
         cls = getattr(import_module(module), attr)

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import torch
 
 from nasflow._files import atomic_write
+from nasflow._regular import SpecialFileError, open_regular
 from nasflow.errors import ConfigError
 from nasflow.record import DIGEST_KEY
 from nasflow.train._errors import CheckpointError
@@ -76,13 +77,19 @@ def load_checkpoint(path: os.PathLike | str) -> dict[str, Any]:
     Files written without a digest (by plain ``torch.save``) load unchecked.
 
     Raises:
-        CheckpointError: The file is missing, truncated, corrupt, or needs pickle.
+        CheckpointError: The file is missing, not a regular file (a link, a FIFO...),
+            truncated, corrupt, or needs pickle.
     """
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(path, "no such file")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        f = open_regular(path)
+    except FileNotFoundError:
+        raise CheckpointError(path, "no such file") from None
+    except SpecialFileError as e:  # a FIFO would block the open; a link is not ours
+        raise CheckpointError(path, str(e).split(" is ", 1)[-1]) from None
+    try:
+        with f:
+            state = torch.load(f, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises several types for corrupt zips and pickles
         first = (str(e).strip().splitlines() or [""])[0][:200]
         raise CheckpointError(path, f"{type(e).__name__}: {first}") from e

@@ -7,11 +7,30 @@ and the stack harness's run settings extend it, each with its own defaults.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
+from typing import Any
 
 from nasflow._checks import check_int
 from nasflow.errors import ConfigError
 from nasflow.sampling import SAMPLERS
+
+
+class RecipeError(ConfigError):
+    """A training recipe holds a bad value (checked when it is built)."""
+
+
+def _check_number(name: str, value: Any, positive: bool = False) -> None:
+    """A real, finite number > 0 (``positive``) or >= 0, not a bool."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or not (value > 0 if positive else value >= 0)
+    ):
+        bound = "> 0" if positive else ">= 0"
+        raise RecipeError(f"{name} must be a finite number {bound}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -33,7 +52,11 @@ class Recipe:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_int("epochs", self.epochs)
+        check_int("epochs", self.epochs, error=RecipeError)
+        _check_number("lr", self.lr, positive=True)
+        _check_number("weight_decay", self.weight_decay)
+        _check_number("warmup_epochs", self.warmup_epochs)
+        check_int("seed", self.seed, 0, error=RecipeError)
 
 
 @dataclass(frozen=True)
@@ -53,7 +76,10 @@ class TrainConfig(Recipe):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_int("batch_size", self.batch_size)
+        check_int("batch_size", self.batch_size, error=RecipeError)
+        ls = self.label_smoothing
+        if isinstance(ls, bool) or not isinstance(ls, numbers.Real) or not 0 <= ls < 1:
+            raise RecipeError(f"label_smoothing must be a number in [0, 1), got {ls!r}")
 
 
 @dataclass(frozen=True)
@@ -75,5 +101,6 @@ class SupernetConfig(Recipe):
     def __post_init__(self) -> None:
         if self.sampler not in SAMPLERS:
             raise ConfigError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
+            raise RecipeError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
         super().__post_init__()
-        check_int("batch_size", self.batch_size)
+        check_int("batch_size", self.batch_size, error=RecipeError)

@@ -18,7 +18,7 @@ from nasflow._checks import check_int
 from nasflow._loss import flat_logits
 from nasflow.data import Batches
 from nasflow.errors import ConfigError
-from nasflow.record import CHECKPOINT_IDENTITY, supernet_identity
+from nasflow.record import CHECKPOINT_IDENTITY, checkpoint_mismatch, supernet_identity
 from nasflow.sampling import make_sampler
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet
@@ -175,6 +175,8 @@ class SupernetTrainer:
         should_stop: Polled after every step; when it returns true the trainer finishes
             that step, checkpoints and raises ``TrainingInterrupted``.
         stack: The speedup stack (``None``: ``Stack()``, plain fp32 eager).
+        data_fingerprint: The training data's fingerprint (``nasflow.data.data_fingerprint``),
+            recorded in the checkpoints: one trained on other data is refused.
     """
 
     def __init__(
@@ -188,7 +190,9 @@ class SupernetTrainer:
         checkpoint_every: int = 0,
         should_stop: Callable[[], bool] | None = None,
         stack: Stack | None = None,
+        data_fingerprint: str | None = None,
     ) -> None:
+        self.data_fingerprint = data_fingerprint
         if stack is not None and not isinstance(stack, Stack):
             raise ConfigError(f"stack must be a Stack or None, got {stack!r}")
         check_int("checkpoint_every", checkpoint_every, 0)
@@ -216,7 +220,9 @@ class SupernetTrainer:
     def _identity(self) -> str:
         # The plain stack is not recorded: it keeps older checkpoints valid.
         stack = self.stack.to_dict() if self.stack != Stack() else None
-        return supernet_identity(self.space.fingerprint(), asdict(self.config), stack)
+        return supernet_identity(
+            self.space.fingerprint(), asdict(self.config), stack, self.data_fingerprint
+        )
 
     def _resume(self, run: _Run) -> Progress | None:
         """Load the newest valid checkpoint into ``run``; its position, or ``None``."""
@@ -227,8 +233,9 @@ class SupernetTrainer:
             return None
         at, state = found
         path = self.checkpoint_dir / at.filename()
-        if state.get(CHECKPOINT_IDENTITY) != self._identity():
-            raise CheckpointError(path, "written for another space or supernet configuration")
+        why = checkpoint_mismatch(state.get(CHECKPOINT_IDENTITY), self._identity())
+        if why is not None:
+            raise CheckpointError(path, why)
         run.supernet.load_state_dict(state["model"])
         run.optimizer.load_state_dict(state["optimizer"])
         load_schedule_state(run.scheduler, state["scheduler"])

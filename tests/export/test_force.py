@@ -101,3 +101,27 @@ def test_force_replaces_a_complete_export_and_a_pareto_export(tiny_run, tmp_path
     assert main(export_args(tiny_run, front, "--trial", "0", "--no-onnx", "--force")) == 0
     assert ExportInfo.read(front).study["trial"] == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp", "front"]
+
+
+def test_force_refuses_a_readme_edited_after_the_export(tiny_run, real_export, capsys) -> None:
+    readme = real_export / "README.md"
+    readme.write_text(readme.read_text() + "\nmy notes\n")
+    err = _refused(tiny_run, real_export, capsys)
+    assert "'README.md' was changed after it was exported" in err
+    assert readme.read_text().endswith("my notes\n")
+
+
+def test_force_on_a_pareto_export_keeps_folders_it_does_not_write(
+    tiny_run, real_export, tmp_path, capsys
+) -> None:
+    front = tmp_path / "front"
+    assert main(export_args(tiny_run, front, "--pareto", "--no-onnx")) == 0
+    written = sorted(p.name for p in front.iterdir())
+    shutil.copytree(real_export, front / "trial-9999")  # a complete export, not this run's
+    extra = _tree(front / "trial-9999")
+    capsys.readouterr()
+    assert main(export_args(tiny_run, front, "--pareto", "--no-onnx", "--force")) == 0
+    assert sorted(p.name for p in front.iterdir()) == sorted([*written, "trial-9999"])
+    assert _tree(front / "trial-9999") == extra
+    out = capsys.readouterr().out
+    assert f"--force replaced {', '.join(written)}" in out and "kept trial-9999" in out, out

@@ -140,14 +140,12 @@ def test_retrain_refuses_a_tampered_export(tiny_run: TinyRun, exported, tmp_path
     assert err.count("\n") == 1 and "value 3.0 for 'width' is not in space" in err
 
 
-def test_without_study_file_the_registered_study_of_the_space_is_used(exported) -> None:
-    # The export's study ("tiny") is not registered; its space ("mnist1d") has a ready study.
-    from nasflow.studies.mnist1d import study
-
-    done = retrain_exported(exported, epochs=1)
-    assert done.data == "registered study 'mnist1d'"
-    assert done.recipe.batch_size == study.train.batch_size
-    assert 0.0 <= done.result.test_accuracy <= 1.0
+def test_without_study_file_another_study_of_the_space_is_not_used(exported) -> None:
+    # The export's study ("tiny") is not registered; its space ("mnist1d") has a ready
+    # study, whose data is not tiny's: it is not used, the user is asked for --study.
+    with pytest.raises(ExportError, match="pass --study STUDY_FILE") as info:
+        retrain_exported(exported, epochs=1)
+    assert "mnist1d" not in str(info.value) and "\n" not in str(info.value)
 
 
 def test_retrain_trains_the_run_phase_3_trained(tiny_run: TinyRun, exported) -> None:

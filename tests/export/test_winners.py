@@ -99,12 +99,16 @@ def test_a_corrupt_or_stale_saved_winner_is_retrained(tiny_run, tmp_path) -> Non
     StudyRunner(tiny_run.spec, out_dir=runs, progress=False, log=lines.append).run()
     assert any(f"retraining trial {number}" in s and "SHA-256" in s for s in lines), lines
     read_winner(folder)  # valid again
-    # Another training recipe is another winner: retrained, then reused.
-    spec = tiny_run.spec.replace(train=dataclasses.replace(tiny_run.spec.train, epochs=1))
+    # A winner saved with another training recipe is another winner: retrained, then
+    # reused. (The study itself refuses another recipe: it belongs to its identity.)
+    record = json.loads((folder / "record.json").read_text())
+    record["recipe"]["epochs"] = 1
+    (folder / "record.json").write_text(json.dumps(record))
+    spec = tiny_run.spec
     lines.clear()
     (w,) = StudyRunner(spec, out_dir=runs, progress=False, log=lines.append).run().winners
     assert not w.reused and any("trained with another ['recipe']" in s for s in lines), lines
-    assert read_winner(folder)["recipe"]["epochs"] == 1
+    assert read_winner(folder)["recipe"]["epochs"] == spec.train.epochs
     (again,) = StudyRunner(spec, out_dir=runs, progress=False, log=lambda _: None).run().winners
     assert again.reused and again.test_accuracy == w.test_accuracy
 

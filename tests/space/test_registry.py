@@ -48,3 +48,14 @@ def test_unknown_names_and_fingerprint_mismatches_are_refused() -> None:
         rebuild_space("mnist1d", config, "feedfacefeedface")
     with pytest.raises(ValueError, match="builds a space named 'test-cell', not 'mnist1d'"):
         rebuild_space("mnist1d", {"channels": 4}, cls=CellSpace)
+
+
+def test_an_unregistered_space_says_what_to_do() -> None:
+    from nasflow.space import space_class
+
+    with pytest.raises(ValueError, match="unknown space 'nope'") as info:
+        space_class("nope")
+    message = str(info.value)
+    assert "\n" not in message
+    for way in ("nasflow.spaces", "entry point", "study file", "nasflow.export_winner"):
+        assert way in message, message

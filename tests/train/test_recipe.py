@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, fields
 
 import pytest
 
 from nasflow.calibrate import RunConfig
+from nasflow.errors import NasflowError
 from nasflow.train import Recipe, SupernetConfig, TrainConfig
 
 
@@ -45,3 +47,35 @@ def test_the_supernet_record_keeps_its_keys() -> None:
 def test_bad_recipe_values_are_refused(make, message) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         make()
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda: SupernetConfig(lr=-1.0), "lr must be a finite number > 0, got -1.0"),
+        (lambda: SupernetConfig(lr=float("nan")), "lr must be a finite number > 0, got nan"),
+        (lambda: TrainConfig(lr="0.1"), "lr must be a finite number > 0, got '0.1'"),
+        (lambda: TrainConfig(weight_decay=-1), "weight_decay must be a finite number >= 0"),
+        (lambda: TrainConfig(warmup_epochs=float("inf")), "warmup_epochs must be a finite"),
+        (lambda: TrainConfig(seed=-3), "seed must be an int"),
+        (lambda: TrainConfig(label_smoothing=1.0), "label_smoothing must be a number in"),
+        (lambda: SupernetConfig(weight_decay=True), "weight_decay must be a finite number"),
+    ],
+)
+def test_every_recipe_value_is_checked_at_construction(make, says) -> None:
+    with pytest.raises(NasflowError, match=re.escape(says)):
+        make()
+
+
+def test_a_study_file_with_a_bad_recipe_fails_to_load_before_anything_is_written(
+    tmp_path, capsys
+) -> None:
+    from nasflow.cli import main
+    from tests._study_template import write_study
+
+    extra = "study = study.replace(train=TrainConfig(epochs=2, weight_decay=-1))"
+    study_file = write_study(tmp_path, n_trials=1, finetune=0, extra=extra)
+    assert main(["search", str(study_file), "--runs", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "weight_decay must be" in err, err
+    assert not (tmp_path / "runs").exists()
