@@ -45,7 +45,8 @@ def calibrated_study(tmp_path_factory: pytest.TempPathFactory) -> TinyStudy:
     import torch
 
     folder = tmp_path_factory.mktemp("report-calibrated")
-    extra = "study = study.replace(stack='auto', stack_budget=600.0)"
+    # recalibrate: a record shared by an earlier test's study on this device would be reused
+    extra = "study = study.replace(stack='auto', stack_budget=600.0, recalibrate_stack=True)"
     spec = load_study_file(
         write_study(folder, name="calibrated", n_trials=3, finetune=1, extra=extra)
     )
