@@ -42,6 +42,9 @@ HEARTBEAT_INTERVAL_ENV = "NASFLOW_HEARTBEAT_INTERVAL"
 #: Seconds without a heartbeat before a trial's worker counts as dead.
 GRACE_PERIOD_ENV = "NASFLOW_GRACE_PERIOD"
 #: Value of :data:`SHARED_TABLE_ENV` that shares nothing.
+#: Folder of the locks keyed by a file's identity (default: a per-user temporary folder).
+LOCK_DIR_ENV = "NASFLOW_LOCK_DIR"
+
 OFF = "off"
 #: What a flag variable accepts as true (after stripping, any case).
 _TRUE = ("1", "true", "yes")

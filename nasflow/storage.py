@@ -18,6 +18,7 @@ from typing import Any
 import optuna
 from filelock import FileLock, Timeout
 
+from nasflow import settings
 from nasflow._compat import retry_callback_kwargs
 from nasflow._files import file_lock
 from nasflow._urls import redact
@@ -257,7 +258,7 @@ def _also(given: Path, lock: Path) -> str:
 def lock_dir() -> Path:
     """Where the locks keyed by a file's identity live: ``$NASFLOW_LOCK_DIR``, else
     ``nasflow-locks-UID`` in the temporary folder (one per user, mode 0700)."""
-    given = os.environ.get("NASFLOW_LOCK_DIR")
+    given = settings.raw(settings.LOCK_DIR_ENV)
     if given:
         return Path(given)
     uid = os.getuid() if hasattr(os, "getuid") else 0

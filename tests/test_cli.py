@@ -150,7 +150,7 @@ SHARED_FLAGS = {
     "--timeout": "stop searching after this many seconds",
     "--no-progress": "plain log lines, no bars",
     "--study": "study file or ready study with the data",
-    "--force": "replace an existing export at --out",
+    "--force": "replace",
     "--no-onnx": "skip model.onnx",
     "--epochs": "epochs",
     "--seed": "seed",

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from optuna.trial import FrozenTrial, TrialState
 
+from nasflow.record import PARAMS_ATTR, SKIPPED_ATTR, TRAIN_COST_ATTR
 from nasflow.search._spec import Budget
 
 #: Over-budget skips, with nothing feasible, after which the run says so.
@@ -22,14 +23,14 @@ def budget_excludes(trials: Sequence[FrozenTrial], budget: Budget) -> str | None
     with the smallest proposed candidate's figures against the limits; else ``None``."""
     if any(t.state == TrialState.COMPLETE for t in trials):
         return None
-    skipped = [t for t in trials if "skipped" in t.user_attrs]
+    skipped = [t for t in trials if SKIPPED_ATTR in t.user_attrs]
     if not skipped:
         return None
     parts = []
-    params = _smallest(skipped, "params")
+    params = _smallest(skipped, PARAMS_ATTR)
     if budget.max_params is not None and params is not None:
         parts.append(f"{int(params):,} parameters (max_params={budget.max_params:,})")
-    cost = _smallest(skipped, "train_cost")
+    cost = _smallest(skipped, TRAIN_COST_ATTR)
     if budget.max_train_cost is not None and cost is not None:
         parts.append(
             f"a predicted training cost of {cost:.1f}s (max_train_cost={budget.max_train_cost}s)"

@@ -11,6 +11,7 @@ import optuna
 
 from nasflow import names
 from nasflow.record import (
+    ARCH_ATTR,
     COST_TABLE_KEY,
     FINETUNED_KEY,
     MULTIPLIERS_KEY,
@@ -36,7 +37,7 @@ def one_per_arch(trials: Iterable[optuna.trial.FrozenTrial]) -> list[optuna.tria
     seen: set[str] = set()
     out = []
     for t in trials:
-        key = t.user_attrs.get("arch")
+        key = t.user_attrs.get(ARCH_ATTR)
         if key not in seen:
             seen.add(key)
             out.append(t)
@@ -125,7 +126,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     cols.append((names.RETRAINED_TEST_ACCURACY, len(names.RETRAINED_TEST_ACCURACY)))
     cols.append(("proposed", 8))
     all_trials = result.study.get_trials(deepcopy=False)
-    proposed = Counter(t.user_attrs.get("arch") for t in all_trials)
+    proposed = Counter(t.user_attrs.get(ARCH_ATTR) for t in all_trials)
     header = "  ".join(f"{n:>{w}}" for n, w in cols) + "  arch"
 
     def row(t: optuna.trial.FrozenTrial) -> str:
@@ -138,7 +139,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         cells += [f"{rec.train_cost:.1f}", f"{rec.params:,}"]
         w = retrained.get(t.number)
         cells.append(f"{w.test_accuracy:.4f}" if w is not None else "-")
-        cells.append(str(proposed[t.user_attrs["arch"]]))
+        cells.append(str(proposed[t.user_attrs[ARCH_ATTR]]))
         return (
             "  ".join(f"{c:>{w}}" for c, (_, w) in zip(cells, cols, strict=True))
             + f"  {arch_summary(spec.space, arch)}"

@@ -34,8 +34,7 @@ def space_class(name: str) -> type[SearchSpace]:
     """
     spaces = registered_spaces()
     if name not in spaces:
-        raise ConfigError(f"unknown space {name!r}; registered spaces: {sorted(spaces)}")
-        raise ValueError(
+        raise ConfigError(
             f"unknown space {name!r}; registered spaces: {sorted(spaces)}; register it under "
             f'the "nasflow.spaces" entry point ({name} = "package.module:Class" in '
             "pyproject.toml, then reinstall), pass the study file that defines it (nasflow "
