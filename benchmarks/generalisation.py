@@ -203,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--proxy-epochs", type=int, nargs="+", default=[1, 2, 4])
     p.add_argument("--json", type=Path, help="append measured runs here (JSON lines)")
     p.add_argument("--from-json", type=Path, nargs="+", help="replay these runs only")
+    p.add_argument("--markdown", action="store_true", help="per-run rows as a Markdown table")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--limit", type=int, default=40, help="the first N table architectures")
     args = p.parse_args(argv)
@@ -221,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
                 with args.json.open("a") as f:
                     f.write(json.dumps(run) + "\n")
     lrs = [f"{v:g}" for v in args.ft_lr] if args.ft_lr else ["0.003"]
+    if args.markdown:
+        print(markdown(runs, lrs[0]))
+        return 0
     for run, lr in [(run, lr) for run in runs for lr in lrs]:
         r = replay(run, args.k[0], args.top[0], args.proxy_epochs[-1], lr)
         name = Path(run["study"]).stem
@@ -239,6 +243,31 @@ def main(argv: list[str] | None = None) -> int:
     for lr in lrs:
         summarize(runs, args, lr)
     return 0
+
+
+def markdown(runs: list[dict], lr: str) -> str:
+    """One row per measured run: the rankings, the fine-tuning cost and the trust probe."""
+    head = (
+        "| ground | seed | archs | supernet τ | fine-tuned val τ (1/2/4 ep) | table val-test τ "
+        "| fine-tuned 4 ep − scratch (test) | ft CPU-s/epoch | scratch CPU-s "
+        "| probe τ [90% bootstrap] (k=8, 2 ep) | covered |\n"
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|---|---|"
+    )
+    rows = []
+    for run in runs:
+        if lr not in run.get("fine_tuned", {"0.003": None}):
+            continue
+        r = replay(run, 8, 1, 2, lr)
+        ft = "/".join(f"{t:+.2f}" for i, t in enumerate(r["tau_ft"]) if i in (0, 1, 3))
+        lo, hi = r["probe_interval"]
+        rows.append(
+            f"| {Path(run['study']).stem} | {run['seed']} | {run['n_archs']} "
+            f"| {r['tau_supernet']:+.2f} | {ft} | {r['tau_val_test_table']:+.2f} "
+            f"| {r['ft_minus_scratch'] * 100:+.1f} pts | {r['ft_cpu_per_epoch']:.2f} "
+            f"| {r['scratch_cpu']:.1f} | {r['probe_tau']:+.2f} [{lo:+.2f}, {hi:+.2f}] "
+            f"| {'yes' if r['covered'] else 'no'} |"
+        )
+    return "\n".join([head, *rows])
 
 
 def summarize(runs: list[dict], args: argparse.Namespace, lr: str) -> None:
