@@ -24,6 +24,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 import torch
@@ -175,7 +176,7 @@ class FineTuneResult:
             for c in self.candidates
             if c.epoch_seconds
         )
-        return (full / spent if spent > 0 else float("nan")), spent, float(full)
+        return (float(full / spent) if spent > 0 else float("nan")), float(spent), float(full)
 
 
 def weights_label(rec: FineTuned) -> str:
@@ -193,9 +194,13 @@ def _load_progress(folder: Path) -> FineTuned | None:
         return None  # a foreign or damaged file: fine-tune this candidate again
 
 
+def _write(f: IO[str], text: str) -> None:
+    f.write(text)
+
+
 def _save_progress(folder: Path, rec: FineTuned) -> None:
     text = json.dumps(asdict(rec), indent=1) + "\n"
-    atomic_write(folder / PROGRESS_FILE, lambda f: f.write(text), mode="w")
+    atomic_write(folder / PROGRESS_FILE, lambda f: _write(f, text), mode="w")
 
 
 @dataclass
@@ -303,8 +308,11 @@ def run_finetuning(
                 acc, _ = evaluate(tr.model, val, device=device)
                 c.record.val_curve.append(acc)
                 c.record.epoch_seconds.append(tr.seconds - before)
-                state = {"arch": c.record.arch, "record": json.dumps(asdict(c.record))}
-                state["trainer"] = tr.state_dict()
+                state: dict[str, Any] = {
+                    "arch": c.record.arch,
+                    "record": json.dumps(asdict(c.record)),
+                    "trainer": tr.state_dict(),
+                }
                 save_checkpoint(c.folder / f"epoch-{tr.epoch}.pt", state)
                 for _, old in list_checkpoints(c.folder)[2:]:
                     old.unlink(missing_ok=True)

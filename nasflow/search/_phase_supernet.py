@@ -79,7 +79,7 @@ def resolve_stack(ctx: RunContext, data: DataBundle) -> float:
         if resumed is not None:
             ctx.stack = Stack.from_dict(resumed)
             again = " (not recalibrated: a study keeps the stack it started with)"
-            ctx.log(f"{stack_line(stored)}; stored with this study{again * refresh}")
+            ctx.log(f"{stack_line(stored or resumed)}; stored with this study{again * refresh}")
             return 0.0
         train = data.batches("train", spec.train.batch_size, spec.seed)
         res = device_stack(

@@ -147,7 +147,7 @@ def _retrain_one(
         data,
         ctx.stack,
         ctx.device,
-        on_epoch=lambda e, loss, b=bar: ctx.advance(b, e, loss),
+        on_epoch=lambda e, loss: ctx.advance(bar, e, loss),
     )
     ctx.close_bar(bar)
     w = Winner(

@@ -31,7 +31,7 @@ class _ElasticConv(SuperModule):
     """
 
     dims = 1
-    _conv: type[nn.Module] = nn.Conv1d
+    _conv: type[nn.Conv1d] | type[nn.Conv2d] = nn.Conv1d
 
     def __init__(
         self,
@@ -51,7 +51,7 @@ class _ElasticConv(SuperModule):
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = kernel_size
         self.depthwise = groups == "depthwise"
-        self.conv = self._conv(
+        self.conv: nn.Conv1d | nn.Conv2d = self._conv(
             in_channels.max,
             out_channels.max,
             kernel_size,
@@ -86,7 +86,7 @@ class _ElasticConv(SuperModule):
         )
         with torch.no_grad():
             out.weight.copy_(w)
-            if b is not None:
+            if b is not None and out.bias is not None:
                 out.bias.copy_(b)
         return out.to(w.device)
 
@@ -129,30 +129,31 @@ class ElasticLinear(SuperModule):
         return out.to(w.device)
 
 
-class _ElasticBatchNorm(SuperModule):
-    """Batch norm over the leading ``channels(arch)`` features (mixed into ``nn.BatchNormNd``).
+class ElasticBatchNorm1d(nn.BatchNorm1d, SuperModule):
+    """``nn.BatchNorm1d`` over the leading ``channels(arch)`` features.
 
     Running statistics of a narrower path are slices of the full buffers; BN
     recalibration (``recalibrate_bn``) resets and re-estimates them per path.
     """
 
-    _plain: type[nn.modules.batchnorm._BatchNorm] = nn.BatchNorm1d
+    #: The plain layer ``extract`` returns.
+    _plain: type[nn.BatchNorm1d] | type[nn.BatchNorm2d] = nn.BatchNorm1d
 
     def __init__(self, channels: Channels, eps: float = 1e-5, momentum: float = 0.1) -> None:
-        super().__init__(channels.max, eps=eps, momentum=momentum)  # type: ignore[call-arg]
+        super().__init__(channels.max, eps=eps, momentum=momentum)
         self.channels = channels
 
     def forward(self, x: torch.Tensor, arch: Mapping[str, Any]) -> torch.Tensor:  # type: ignore[override]
         c = self.channels(arch)
         if self.training and self.track_running_stats:
-            self.num_batches_tracked.add_(1)
-            momentum = (
-                1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
-            )
+            tracked = self.num_batches_tracked
+            assert tracked is not None  # (track_running_stats)
+            tracked.add_(1)
+            momentum = 1.0 / float(tracked) if self.momentum is None else self.momentum
         else:
             momentum = 0.0 if self.momentum is None else self.momentum
         use_batch = self.training or self.running_mean is None
-        return F.batch_norm(
+        return F.batch_norm(  # any number of spatial dimensions
             x,
             self.running_mean[:c] if self.running_mean is not None else None,
             self.running_var[:c] if self.running_var is not None else None,
@@ -163,23 +164,23 @@ class _ElasticBatchNorm(SuperModule):
             self.eps,
         )
 
-    def extract(self, arch: Mapping[str, Any]) -> nn.Module:
+    def extract(self, arch: Mapping[str, Any]) -> nn.BatchNorm1d | nn.BatchNorm2d:
         c = self.channels(arch)
         out = self._plain(c, eps=self.eps, momentum=self.momentum)
         with torch.no_grad():
             out.weight.copy_(self.weight[:c])
             out.bias.copy_(self.bias[:c])
+            assert self.running_mean is not None and self.running_var is not None
+            assert out.running_mean is not None and out.running_var is not None
             out.running_mean.copy_(self.running_mean[:c])
             out.running_var.copy_(self.running_var[:c])
-            out.num_batches_tracked.copy_(self.num_batches_tracked)
+            if out.num_batches_tracked is not None and self.num_batches_tracked is not None:
+                out.num_batches_tracked.copy_(self.num_batches_tracked)
         return out.to(self.weight.device)
 
 
-class ElasticBatchNorm1d(_ElasticBatchNorm, nn.BatchNorm1d):
-    """``nn.BatchNorm1d`` over the leading ``channels(arch)`` features."""
-
-
-class ElasticBatchNorm2d(_ElasticBatchNorm, nn.BatchNorm2d):
-    """``nn.BatchNorm2d`` over the leading ``channels(arch)`` channels."""
+class ElasticBatchNorm2d(ElasticBatchNorm1d):
+    """``nn.BatchNorm2d`` over the leading ``channels(arch)`` channels (the same
+    computation: ``F.batch_norm`` normalizes dimension 1 whatever follows it)."""
 
     _plain = nn.BatchNorm2d
