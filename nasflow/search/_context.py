@@ -26,12 +26,12 @@ import optuna
 
 from nasflow.data import DataBundle
 from nasflow.record import RunFolder
+from nasflow.space import Arch
 from nasflow.storage import StorageSpec
 from nasflow.train.stack import Stack
 
 if TYPE_CHECKING:
     from nasflow.search._finetune import FineTuneResult
-    from nasflow.search._phase_winners import Winner
     from nasflow.search._spec import StudySpec
     from nasflow.supernet import Supernet
 
@@ -165,6 +165,34 @@ class TrustPhaseResult:
 
     ran: bool
     seconds: float
+
+
+@dataclass
+class Winner:
+    """A retrained winner (phase 3): trial ``number``'s architecture trained from scratch.
+
+    Attributes:
+        number: The trial.
+        arch: Its architecture.
+        val_accuracy: Accuracy of the retrained weights on the validation split.
+        test_accuracy: Accuracy of the retrained weights on the test split.
+        predicted_train_cost: The cost model's predicted training seconds (search).
+        measured_train_cost: Measured seconds of the from-scratch training.
+        params: Parameter count.
+        weights: The folder holding the retrained weights and their record
+            (``OUT/NAME/winners/trial-N``), or ``None`` when they were not saved.
+        reused: Taken from an earlier run's saved winner instead of retrained now.
+    """
+
+    number: int
+    arch: Arch
+    val_accuracy: float
+    test_accuracy: float
+    predicted_train_cost: float
+    measured_train_cost: float
+    params: int
+    weights: Path | None = None
+    reused: bool = False
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ measure their training cost (entry point :func:`run_winners`)."""
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -12,40 +12,12 @@ import optuna
 
 from nasflow.data import DataBundle
 from nasflow.record import DUPLICATE_KEY, TrialRecord, WinnerRecord, retrain_key
-from nasflow.search._context import RunContext, WinnersPhaseResult
+from nasflow.search._context import RunContext, Winner, WinnersPhaseResult
 from nasflow.search._retrain import recipe_for, retrain_arch
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.search._winners import find_winner, save_winner
 from nasflow.space import Arch
 from nasflow.train.stack import Stack, is_rank_zero
-
-
-@dataclass
-class Winner:
-    """A retrained winner (phase 3): trial ``number``'s architecture trained from scratch.
-
-    Attributes:
-        number: The trial.
-        arch: Its architecture.
-        val_accuracy: Accuracy of the retrained weights on the validation split.
-        test_accuracy: Accuracy of the retrained weights on the test split.
-        predicted_train_cost: The cost model's predicted training seconds (search).
-        measured_train_cost: Measured seconds of the from-scratch training.
-        params: Parameter count.
-        weights: The folder holding the retrained weights and their record
-            (``OUT/NAME/winners/trial-N``), or ``None`` when they were not saved.
-        reused: Taken from an earlier run's saved winner instead of retrained now.
-    """
-
-    number: int
-    arch: Arch
-    val_accuracy: float
-    test_accuracy: float
-    predicted_train_cost: float
-    measured_train_cost: float
-    params: int
-    weights: Path | None = None
-    reused: bool = False
 
 
 def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:

@@ -32,7 +32,7 @@ from nasflow.record import (
     write_identity,
 )
 from nasflow.search._baseline import read_baseline, screening_record
-from nasflow.search._context import RunContext
+from nasflow.search._context import RunContext, Winner
 from nasflow.search._identity import scoring_record
 from nasflow.search._multipliers import search_multipliers
 from nasflow.search._optuna import sampler_seed, study_pruner, study_sampler
@@ -40,7 +40,7 @@ from nasflow.search._phase_finetune import run_finetune
 from nasflow.search._phase_screening import run_screening
 from nasflow.search._phase_supernet import run_supernet
 from nasflow.search._phase_trust import run_trust
-from nasflow.search._phase_winners import Winner, pareto_trials, run_winners
+from nasflow.search._phase_winners import pareto_trials, run_winners
 from nasflow.search._recovery import heartbeat_settings, sweep_zombies
 from nasflow.search._spec import StudySpec
 from nasflow.storage import (
