@@ -15,43 +15,19 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from nasflow.errors import ConfigError
+from nasflow._checks import check_int
+from nasflow.search_spaces.mnist1d import check_ops, conv_bn, residual_op
 from nasflow.space import SearchSpace, op_choice, value_choice
 from nasflow.supernet import (
     Channels,
-    ElasticBatchNorm2d,
-    ElasticConv2d,
     ElasticLinear,
     LayerChoice,
     Supernet,
-    SuperResidual,
     SuperSequential,
 )
 
 OPS: tuple[str, ...] = ("k3_e1", "k3_e2", "k5_e1", "k5_e2", "skip")
 WIDTHS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)
-
-
-def _parse_op(op: str) -> tuple[int, int]:
-    """``"k5_e2"`` -> (kernel 5, expansion 2)."""
-    k, e = op.split("_")
-    return int(k[1:]), int(e[1:])
-
-
-def _conv_bn(cin: Channels, cout: Channels, kernel: int, relu: bool) -> list[nn.Module]:
-    layers: list[nn.Module] = [ElasticConv2d(cin, cout, kernel), ElasticBatchNorm2d(cout)]
-    if relu:
-        layers.append(nn.ReLU())
-    return layers
-
-
-def _op(name: str, ch: Channels) -> nn.Module:
-    if name == "skip":
-        return nn.Identity()
-    kernel, expand = _parse_op(name)
-    inner = ch.times(expand)
-    body = SuperSequential(*_conv_bn(ch, inner, kernel, True), *_conv_bn(inner, ch, 1, False))
-    return SuperResidual(body, nn.ReLU())
 
 
 class CIFARCNNSpace(SearchSpace):
@@ -78,16 +54,8 @@ class CIFARCNNSpace(SearchSpace):
         image_size: int = 16,
         num_classes: int = 10,
     ) -> None:
-        for op in ops:
-            if op != "skip":
-                try:
-                    _parse_op(op)
-                except (ValueError, IndexError):
-                    raise ConfigError(f"op {op!r} is not 'skip' or of the form 'k5_e2'") from None
-                if _parse_op(op)[0] % 2 == 0:
-                    raise ConfigError(f"op {op!r} needs an odd kernel size")
-        if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 2:
-            raise ConfigError(f"image_size must be an int >= 2, got {image_size!r}")
+        check_ops(ops)
+        check_int("image_size", image_size, 2)
         self.layers_per_stage = layers_per_stage
         choices = [op_choice(f"s{s}/l{i}", ops) for s in (1, 2) for i in range(layers_per_stage)]
         choices.append(value_choice("width", widths))
@@ -114,14 +82,16 @@ class CIFARCNNSpace(SearchSpace):
     def supernet(self) -> Supernet:
         c1 = Channels.scaled("width", self.base_channels, self.widths)
         c2 = c1.times(2)
-        layers: list[nn.Module] = _conv_bn(Channels.fixed(3), c1, 3, True)
+        layers: list[nn.Module] = conv_bn(Channels.fixed(3), c1, 3, True, dims=2)
         for s, ch in ((1, c1), (2, c2)):
             if s == 2:
                 layers.append(nn.MaxPool2d(2))  # (B, C, H, W) -> (B, C, H/2, W/2)
-                layers.extend(_conv_bn(c1, c2, 3, True))
+                layers.extend(conv_bn(c1, c2, 3, True, dims=2))
             for i in range(self.layers_per_stage):
                 label = f"s{s}/l{i}"
-                layers.append(LayerChoice(label, {op: _op(op, ch) for op in self.ops}))
+                layers.append(
+                    LayerChoice(label, {op: residual_op(op, ch, dims=2) for op in self.ops})
+                )
         layers += [
             nn.AdaptiveAvgPool2d(1),  # (B, C, H/2, W/2) -> (B, C, 1, 1)
             nn.Flatten(),  # (B, C, 1, 1) -> (B, C)

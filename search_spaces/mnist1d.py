@@ -19,7 +19,9 @@ from nasflow.space import SearchSpace, op_choice, value_choice
 from nasflow.supernet import (
     Channels,
     ElasticBatchNorm1d,
+    ElasticBatchNorm2d,
     ElasticConv1d,
+    ElasticConv2d,
     ElasticLinear,
     LayerChoice,
     Supernet,
@@ -37,19 +39,41 @@ def _parse_op(op: str) -> tuple[int, int]:
     return int(k[1:]), int(e[1:])
 
 
-def _conv_bn(cin: Channels, cout: Channels, kernel: int, relu: bool) -> list[nn.Module]:
-    layers: list[nn.Module] = [ElasticConv1d(cin, cout, kernel), ElasticBatchNorm1d(cout)]
+def check_ops(ops: Sequence[str]) -> None:
+    """Refuse an op that is neither ``"skip"`` nor ``"kK_eE"`` with an odd kernel."""
+    for op in ops:
+        if op == "skip":
+            continue
+        try:
+            kernel, _ = _parse_op(op)
+        except (ValueError, IndexError):
+            raise ConfigError(f"op {op!r} is not 'skip' or of the form 'k5_e2'") from None
+        if kernel % 2 == 0:
+            raise ConfigError(f"op {op!r} needs an odd kernel size")
+
+
+def conv_bn(
+    cin: Channels, cout: Channels, kernel: int, relu: bool, dims: int = 1
+) -> list[nn.Module]:
+    """An elastic conv (1-D or 2-D), its batch norm and optionally a ReLU."""
+    two_d = (ElasticConv2d, ElasticBatchNorm2d)
+    conv, bn = (ElasticConv1d, ElasticBatchNorm1d) if dims == 1 else two_d
+    layers: list[nn.Module] = [conv(cin, cout, kernel), bn(cout)]
     if relu:
         layers.append(nn.ReLU())
     return layers
 
 
-def _op(name: str, ch: Channels) -> nn.Module:
+def residual_op(name: str, ch: Channels, dims: int = 1) -> nn.Module:
+    """``skip`` (identity) or ``relu(x + BN(conv1x1(relu(BN(conv_k(x))))))`` with ``e * ch``
+    inner channels, for ``"kK_eE"``."""
     if name == "skip":
         return nn.Identity()
     kernel, expand = _parse_op(name)
     inner = ch.times(expand)
-    body = SuperSequential(*_conv_bn(ch, inner, kernel, True), *_conv_bn(inner, ch, 1, False))
+    body = SuperSequential(
+        *conv_bn(ch, inner, kernel, True, dims), *conv_bn(inner, ch, 1, False, dims)
+    )
     return SuperResidual(body, nn.ReLU())
 
 
@@ -76,12 +100,7 @@ class MNIST1DSpace(SearchSpace):
         widths: Sequence[float] = WIDTHS,
         num_classes: int = 10,
     ) -> None:
-        for op in ops:
-            if op != "skip":
-                try:
-                    _parse_op(op)
-                except (ValueError, IndexError):
-                    raise ConfigError(f"op {op!r} is not 'skip' or of the form 'k5_e2'") from None
+        check_ops(ops)
         self.layers_per_stage = layers_per_stage
         choices = [op_choice(f"s{s}/l{i}", ops) for s in (1, 2) for i in range(layers_per_stage)]
         choices.append(value_choice("width", widths))
@@ -107,14 +126,14 @@ class MNIST1DSpace(SearchSpace):
     def supernet(self) -> Supernet:
         c1 = Channels.scaled("width", self.base_channels, self.widths)
         c2 = c1.times(2)
-        layers: list[nn.Module] = _conv_bn(Channels.fixed(1), c1, 5, True)
+        layers: list[nn.Module] = conv_bn(Channels.fixed(1), c1, 5, True)
         for s, ch in ((1, c1), (2, c2)):
             if s == 2:
                 layers.append(nn.MaxPool1d(2))  # (B, C, 40) -> (B, C, 20)
-                layers.extend(_conv_bn(c1, c2, 3, True))
+                layers.extend(conv_bn(c1, c2, 3, True))
             for i in range(self.layers_per_stage):
                 label = f"s{s}/l{i}"
-                layers.append(LayerChoice(label, {op: _op(op, ch) for op in self.ops}))
+                layers.append(LayerChoice(label, {op: residual_op(op, ch) for op in self.ops}))
         layers += [
             nn.AdaptiveAvgPool1d(1),  # (B, C, 20) -> (B, C, 1)
             nn.Flatten(),  # (B, C, 1) -> (B, C)

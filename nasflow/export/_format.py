@@ -23,13 +23,13 @@ import hashlib
 import json
 import math
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from nasflow import names
+from nasflow._regular import file_kind
 from nasflow.errors import NasflowError
 from nasflow.space import Arch
 
@@ -83,22 +83,6 @@ def supernet_notes(batch_norm: str, data: str) -> dict[str, str]:
 
 class ExportError(NasflowError, ValueError):
     """An export cannot be written, or a directory is not a loadable, untampered export."""
-
-
-def file_kind(mode: int) -> str | None:
-    """What a file of ``st_mode`` ``mode`` (from ``os.lstat``) is, or ``None`` for a
-    regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    kinds = [
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ]
-    return next((what for test, what in kinds if test(mode)), "not a regular file")
 
 
 def check_regular(path: os.PathLike | str) -> os.stat_result:
