@@ -131,6 +131,11 @@ class StudySpec:
             successive halving), and never before ``1 / screen_keep`` were scored. The
             others end PRUNED, with their supernet score recorded (``screened_out``).
             1.0 fine-tunes every candidate.
+        screen_batch: Candidates scored between two writes to the study's storage when
+            candidates are scored from the supernet alone (no ``finetune``, no ``table``):
+            the sampler proposes on an in-memory copy of the study and every
+            ``screen_batch`` scored candidates are written at once; a crash loses at most
+            the batch in flight.
         train: The training budget: how a candidate is trained stand-alone. Training cost
             is the time of this recipe; winners are retrained with it.
         pruner: ``"auto"`` picks Hyperband (one objective) or the Pareto pruner
@@ -213,6 +218,7 @@ class StudySpec:
     bn_batches: int = 10
     finetune: TrainConfig | None = None
     screen_keep: float = 1.0
+    screen_batch: int = 32
     train: TrainConfig = field(default_factory=TrainConfig)
     pruner: str | optuna.pruners.BasePruner = "auto"
     sampler: str | optuna.samplers.BaseSampler = "auto"
@@ -263,7 +269,7 @@ class StudySpec:
                 f"unknown sampler {self.sampler!r}; choose from {SAMPLERS} or pass an Optuna "
                 "BaseSampler"
             )
-        for name in ("n_trials", "bn_batches", "retrain_top"):
+        for name in ("n_trials", "bn_batches", "retrain_top", "screen_batch"):
             check_int(name, getattr(self, name), error=StudyFileError)
         keep = check_fraction("screen_keep", self.screen_keep, one=True, error=StudyFileError)
         if keep < 1 and self.finetune is None:
