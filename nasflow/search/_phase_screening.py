@@ -33,7 +33,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nasflow.bench import TabularObjective
-from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, TRACEBACK_ATTR, TrialRecord
+from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, PREFIX, TRACEBACK_ATTR, TrialRecord
 from nasflow.search._context import RunContext, ScreeningPhaseResult
 from nasflow.search._objective import CandidateError, CandidateScorer, make_reporter
 from nasflow.search._optuna import study_pruner
@@ -249,7 +249,7 @@ class BatchedScreening:
                 self._engine = sqlalchemy.create_engine(
                     self.ctx.storage.url, poolclass=sqlalchemy.pool.NullPool
                 )
-            digest = hashlib.sha256(f"nasflow:screening:{self.ctx.spec.name}".encode())
+            digest = hashlib.sha256(f"{PREFIX}screening:{self.ctx.spec.name}".encode())
             key = int.from_bytes(digest.digest()[:7], "big")  # a bigint advisory lock key
             with self._engine.connect() as conn:
                 conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": key})
