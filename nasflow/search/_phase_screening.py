@@ -54,8 +54,10 @@ FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
 def batched(ctx: RunContext) -> bool:
     """Whether the screening runs as a batched loop (candidates scored from the supernet
-    alone); in-trial fine-tuning and tabular studies run per trial (module docstring)."""
-    return ctx.spec.table is None and not ctx.spec.finetune_epochs
+    alone); in-trial fine-tuning, tabular studies and ``screen_batch=0`` run per trial
+    (module docstring)."""
+    spec = ctx.spec
+    return spec.screen_batch > 0 and spec.table is None and not spec.finetune_epochs
 
 
 def run_screening(ctx: RunContext) -> ScreeningPhaseResult:
