@@ -12,10 +12,13 @@ from nasflow.record import TrialRecord
 
 
 def screening_record(study: optuna.Study) -> dict[str, float] | None:
-    """How many candidates were scored from the supernet and the median time of one score
+    """How many distinct candidates were scored from the supernet and the median time of one score
     (path extraction, BN recalibration and validation; cost prediction excluded)."""
     records = (TrialRecord.from_trial(t) for t in study.get_trials(deepcopy=False))
-    times = [r.score_seconds for r in records if r.score_seconds is not None]
+    # A repeat reuses its first score (``duplicate_of``) and its score_seconds: once each.
+    times = [
+        r.score_seconds for r in records if r.score_seconds is not None and r.duplicate_of is None
+    ]
     if not times:
         return None
     times.sort()

@@ -2,11 +2,16 @@
 gate, the training stack and data-parallel training each saved, compounded, next to the
 measured wall time of the search.
 
-A multiplier is cost without the technique / cost with it. Only the training stack's is
+A multiplier is cost without the technique / cost with it. The training stack's is
 measured (by ``stack="auto"``'s calibration on this device: the chosen stack against the
-plain baseline, same work, same run); the one-shot and gate figures compare against work
-that never ran (training candidates stand-alone), so they are estimates from the cost
-model's predicted training costs, and early stopping's is an estimate from epoch counts.
+plain baseline, same work, same run). The one-shot figure compares against work that never
+ran (training every distinct candidate stand-alone): it is MEASURED when this run trained
+architectures stand-alone (the retrained winners, the fine-tuned ready models' timed
+epochs scaled to the recipe's epochs; :func:`measured_trainings`), whose measured time
+the cost model only spreads over the distinct candidates by their predicted-cost ratio;
+else an estimate from the cost model's predicted training costs. The gate figure is an
+estimate from predicted costs, and early stopping's is an estimate from epoch counts.
+A candidate scored twice (``duplicate_of``) is counted once.
 Each part says which it is (``"label"``: ``"MEASURED"``, ``"ESTIMATE"`` or ``"n/a"``) and
 what it comes from. The compounded product assumes the techniques are independent; it is
 shown next to the measured wall time of the search, never instead of it.
@@ -25,7 +30,7 @@ from nasflow.record import StackRecord, TrialRecord
 
 _ONE_SHOT_SOURCE = (
     "the predicted stand-alone training cost (trial user attribute 'train_cost': the "
-    "study's training budget, from the cost model) of every evaluated candidate"
+    "study's training budget, from the cost model) of every distinct evaluated candidate"
 )
 #: How to calibrate when a study's calibration was skipped.
 CALIBRATE_HINT = (
@@ -104,12 +109,63 @@ def _stack_part(record: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def measured_trainings(
+    trials: Iterable[FrozenTrial],
+    recipe_epochs: int,
+    winners: Iterable[tuple[int, float]] = (),
+    finetuned: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The stand-alone trainings this run measured, each at the recipe's epochs, beside
+    the cost model's prediction for the same architecture.
+
+    Args:
+        trials: The study's trials (their predicted ``train_cost``).
+        recipe_epochs: The training budget's epochs (``StudySpec.train.epochs``).
+        winners: ``(trial number, measured seconds)`` of the winners retrained from
+            scratch in this run (not those reused from an earlier run).
+        finetuned: Study user attribute ``nasflow:finetuned`` (the fine-tuning phase's
+            record): each ready model's timed epochs, their mean scaled to
+            ``recipe_epochs``. A trial also retrained counts once, by its retraining.
+
+    Returns:
+        ``{"trial", "seconds", "predicted", "source"}`` per measured training with a
+        positive prediction, ``source`` ``"retrained"`` or ``"fine-tuned epochs"``.
+    """
+    predicted = {}
+    for t in trials:
+        cost = TrialRecord.from_trial(t).train_cost
+        if cost is not None and cost > 0 and t.number not in predicted:
+            predicted[t.number] = float(cost)
+    out: dict[int, dict[str, Any]] = {}
+    for number, secs in winners:
+        if number in predicted and secs > 0 and math.isfinite(secs):
+            out[number] = {
+                "trial": number,
+                "seconds": float(secs),
+                "predicted": predicted[number],
+                "source": "retrained",
+            }
+    for c in (finetuned or {}).get("candidates") or []:
+        number, epochs = c.get("trial"), [float(x) for x in c.get("epoch_seconds") or []]
+        if number in out or number not in predicted or not epochs:
+            continue
+        out[number] = {
+            "trial": number,
+            "seconds": statistics.fmean(epochs) * recipe_epochs,
+            "predicted": predicted[number],
+            "source": "fine-tuned epochs",
+            "epochs_timed": len(epochs),
+        }
+    return list(out.values())
+
+
 def search_multipliers(
     trials: Iterable[FrozenTrial],
     seconds: Mapping[str, float],
     finetune_epochs: int,
     stack_record: Mapping[str, Any] | None = None,
     measured_standalone: Sequence[float] | None = None,
+    measured_runs: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The search-level multipliers of a finished run (a pure function of its records).
 
@@ -126,7 +182,14 @@ def search_multipliers(
             of the study's space with its recipe (the study's ``baseline`` tables). When
             given, the one-shot multiplier is measured from them: their median times the
             distinct candidates scored, against the measured supernet + search time (the
-            cost-model estimate stays in the record for comparison).
+            cost-model estimate stays in the record for comparison); an ESTIMATE, since
+            they were timed when the tables were made.
+        measured_runs: Stand-alone trainings measured in this run
+            (:func:`measured_trainings`). When given, the one-shot multiplier is MEASURED:
+            their measured seconds over their predicted ones rescale the predicted cost
+            of the distinct candidates (the cost model only spreads the measured time
+            over them by predicted-cost ratio), against the measured supernet + search
+            time; it takes precedence over ``measured_standalone``.
 
     Returns:
         A JSON-able record: ``one_shot``, ``early_stopping``, ``gate``, ``stack``, ``ddp``
@@ -137,6 +200,11 @@ def search_multipliers(
     """
     finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
     records = {id(t): TrialRecord.from_trial(t) for t in finished}  # (numbers may repeat)
+    # One trial per architecture: a repeat reused an earlier score (``duplicate_of``).
+    firsts: dict[Any, FrozenTrial] = {}
+    for t in finished:
+        firsts.setdefault(records[id(t)].arch or ("trial", t.number, id(t)), t)
+    finished = list(firsts.values())
     skipped = [t for t in finished if records[id(t)].skipped is not None]
     evaluated = [t for t in finished if records[id(t)].skipped is None]
     predicted = sum(records[id(t)].train_cost or 0.0 for t in evaluated)
@@ -152,9 +220,10 @@ def search_multipliers(
         "note": f"estimated from {_ONE_SHOT_SOURCE}, vs the measured supernet + search time",
     }
     # Candidates scored once each: a duplicate (``duplicate_of``) reused an earlier score.
-    distinct = len({records[id(t)].arch or t.number for t in evaluated})
+    distinct = len(evaluated)
     without = None
-    if measured_standalone and evaluated:
+    runs = [r for r in measured_runs or () if r["predicted"] > 0 and r["seconds"] > 0]
+    if measured_standalone and evaluated and not (runs and evaluated):
         per = statistics.median(float(v) for v in measured_standalone)
         without = distinct * per
         m = _ratio(without, actual)
@@ -178,6 +247,36 @@ def search_multipliers(
                 f"{predicted:.0f}s for the same candidates",
             }
         )
+    if runs and evaluated:
+        measured = sum(float(r["seconds"]) for r in runs)
+        scale = measured / sum(float(r["predicted"]) for r in runs)
+        without = scale * predicted
+        m = _ratio(without, actual)
+        retrained = sum(r["source"] == "retrained" for r in runs)
+        sources = [f"{retrained} retrained from scratch"] if retrained else []
+        if len(runs) - retrained:
+            sources.append(
+                f"{len(runs) - retrained} fine-tuned ready models' timed epochs scaled to the "
+                "recipe's epochs"
+            )
+        one_shot.update(
+            {
+                "multiplier": m,
+                "label": "MEASURED" if m is not None else "n/a",
+                "estimate": False,
+                "measured_standalone_seconds": without,
+                "distinct_candidates": distinct,
+                "sample": len(runs),
+                "sample_measured_seconds": measured,
+                "sample_sources": sources,
+                "scale": scale,
+                "note": f"measured: {len(runs)} stand-alone trainings timed in this run "
+                f"({'; '.join(sources)}) took {measured:.1f}s where the cost model predicted "
+                f"{measured / scale:.1f}s (x{scale:.2f}); that measured rate over the "
+                f"{distinct} distinct candidates (spread by their predicted cost, "
+                f"{predicted:.0f}s) vs the measured supernet + search time",
+            }
+        )
     planned = finetune_epochs * len(evaluated)
     trained = sum(records[id(t)].epochs_trained or 0 for t in evaluated)
     early_m = _ratio(planned, trained) if planned else None
@@ -189,7 +288,8 @@ def search_multipliers(
         "epochs_without_pruning": planned,
         "note": (
             f"estimated from epoch counts: {finetune_epochs} fine-tuning epochs x "
-            f"{len(evaluated)} evaluated candidates without pruning vs the {trained} epochs "
+            f"{len(evaluated)} distinct evaluated candidates without pruning vs the {trained} "
+            "epochs "
             "trained (counted), assuming every epoch costs the same"
             if planned
             else "no fine-tuning: nothing to stop early"
@@ -260,7 +360,17 @@ def format_multipliers(m: Mapping[str, Any]) -> list[str]:
         return f"  {name:<16} {_x(part['multiplier']):>8}  {label(part)}: {text}"
 
     lines = ["search-level multipliers (cost without / cost with):"]
-    if one.get("measured_standalone_seconds") is not None:
+    if one.get("sample_measured_seconds") is not None:
+        spent = one["sample_measured_seconds"]
+        one_text = (
+            f"{one['distinct_candidates']} distinct candidates stand-alone = "
+            f"{one['measured_standalone_seconds']:.0f}s (n={one['sample']} trainings measured "
+            f"in this run: {'; '.join(one['sample_sources'])}; "
+            f"{spent:.1f}s measured vs {spent / one['scale']:.1f}s predicted, "
+            f"x{one['scale']:.2f}, spread over the candidates by predicted cost) vs "
+            f"{one['actual_seconds']:.0f}s supernet + search (measured)"
+        )
+    elif one.get("measured_standalone_seconds") is not None:
         one_text = (
             f"{one['distinct_candidates']} distinct candidates x "
             f"{one['median_measured_seconds']:.2f}s "
@@ -272,7 +382,7 @@ def format_multipliers(m: Mapping[str, Any]) -> list[str]:
         )
     else:
         one_text = (
-            f"{one['candidates']} candidates stand-alone ~"
+            f"{one['candidates']} distinct candidates stand-alone ~"
             f"{one['estimated_standalone_seconds']:.0f}s (sum of their predicted train_cost, "
             f"cost model) vs {one['actual_seconds']:.0f}s supernet + search (measured)"
         )
@@ -289,7 +399,7 @@ def format_multipliers(m: Mapping[str, Any]) -> list[str]:
         line(
             "cost-model gate",
             gate,
-            f"{gate['skipped']} candidates skipped, predicted "
+            f"{gate['skipped']} distinct candidates skipped, predicted "
             f"{gate['skipped_predicted_seconds']:.0f}s of training (cost model)",
         )
     )
@@ -306,8 +416,9 @@ def format_multipliers(m: Mapping[str, Any]) -> list[str]:
     if e2e.get("without_nasflow_seconds") is not None:
         lines.append(
             f"  {'without nasflow':<16} training the same {one['distinct_candidates']} "
-            f"candidates stand-alone: {e2e['without_nasflow_seconds']:.0f}s (from the measured "
-            f"sample above: an ESTIMATE) vs {e2e.get('search_seconds', 0.0):.0f}s measured here"
+            f"distinct candidates stand-alone: {e2e['without_nasflow_seconds']:.0f}s (from the "
+            f"measured sample above: {label(one)}) vs {e2e.get('search_seconds', 0.0):.0f}s "
+            "measured here"
         )
     return lines
 

@@ -143,11 +143,15 @@ class CandidateScorer:
         )
         #: Batch sizes whose estimator set-up ran (once per study and batch size).
         self._prepared: set[int] = set()
+        #: The study the estimator records its tables with (``setup``; else the trial's:
+        #: a batched screening scores on an in-memory copy of the study).
+        self._study: optuna.Study | None = None
 
     def setup(self, study: optuna.Study) -> None:
         """Once per study, before its first trial: set the cost estimator up for the
         study's batch size (where the space does not search the batch size; else each
         batch size is set up at its first use)."""
+        self._study = study
         if "batch_size" not in self.spec.space.labels:
             self._prepare(study, self.spec.train.batch_size)
 
@@ -180,6 +184,18 @@ class CandidateScorer:
         reused = reuse_score(trial, arch)
         if reused is not None:  # already scored in this study: nothing is trained again
             return reused
+        return self.score(trial, arch)
+
+    def score(self, trial: optuna.Trial, arch: Arch) -> float | list[float]:
+        """Score ``arch`` on ``trial`` (its ``arch`` attribute set) without looking for an
+        earlier score of it: the batched screening (``_phase_screening``) never proposes
+        an architecture the study has scored, and a look-up would grow with the study.
+
+        Raises:
+            optuna.TrialPruned: Over budget, screened out, pruned, or a non-finite loss.
+            CandidateError: Out of memory (the study goes on).
+            TrialInterrupted: Fine-tuning stopped on request (checkpointed).
+        """
         folder = self._folder(trial)
         keep = False
         try:
@@ -218,7 +234,7 @@ class CandidateScorer:
         spec = self.spec
         recipe = recipe_for(arch, spec.train)
         path = spec.space.path(arch)  # once per candidate: cost and score share it
-        self._prepare(trial.study, recipe.batch_size)
+        self._prepare(self._study or trial.study, recipe.batch_size)
         cost, params = self.predicted_cost(arch, recipe, path)
         trial.set_user_attr(PARAMS_ATTR, params)
         trial.set_user_attr(TRAIN_COST_ATTR, cost)

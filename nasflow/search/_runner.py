@@ -19,6 +19,7 @@ from nasflow._regular import check_run_folders
 from nasflow.data import DataBundle, check_bundle, data_fingerprint
 from nasflow.names import objective_names
 from nasflow.record import (
+    FINETUNED_KEY,
     MULTIPLIERS_KEY,
     SCREENING_KEY,
     SECONDS_KEY,
@@ -34,7 +35,7 @@ from nasflow.record import (
 from nasflow.search._baseline import read_baseline, screening_record
 from nasflow.search._context import RunContext, Winner
 from nasflow.search._identity import scoring_record
-from nasflow.search._multipliers import search_multipliers
+from nasflow.search._multipliers import measured_trainings, search_multipliers
 from nasflow.search._optuna import sampler_seed, study_pruner, study_sampler
 from nasflow.search._phase_finetune import run_finetune
 from nasflow.search._phase_screening import run_screening
@@ -278,7 +279,7 @@ class StudyRunner:
                 winners, seconds["retrain"] = list(phase3.winners), phase3.seconds
             seconds["total"] = time.perf_counter() - t0
             if not worker and is_rank_zero():
-                self._record(study, seconds)
+                self._record(study, seconds, winners)
             return RunResult(
                 study,
                 self.out,
@@ -292,9 +293,12 @@ class StudyRunner:
         finally:
             self.close()
 
-    def _record(self, study: optuna.Study, seconds: dict[str, float]) -> None:
+    def _record(
+        self, study: optuna.Study, seconds: dict[str, float], winners: list[Winner]
+    ) -> None:
         """The study-level records of a finished run: phase timings, screening and the
-        search-level multipliers."""
+        search-level multipliers (the one-shot one from the stand-alone trainings this run
+        measured: ``winners`` retrained now, the fine-tuned ready models)."""
         spec = self.spec
         study.set_user_attr(SECONDS_KEY, seconds)
         screening = screening_record(study)
@@ -303,11 +307,18 @@ class StudyRunner:
         if spec.table is None:
             trials = study.get_trials(deepcopy=False)
             measured = read_baseline(spec.baseline)[1] if spec.baseline else None
+            runs = measured_trainings(
+                trials,
+                spec.train.epochs,
+                [(w.number, w.measured_train_cost) for w in winners if not w.reused],
+                study.user_attrs.get(FINETUNED_KEY),
+            )
             multipliers = search_multipliers(
                 trials,
                 seconds,
                 spec.finetune_epochs,
                 study.user_attrs.get(STACK_KEY),
                 measured_standalone=measured or None,
+                measured_runs=runs,
             )
             study.set_user_attr(MULTIPLIERS_KEY, multipliers)

@@ -135,7 +135,8 @@ class StudySpec:
             tabular study.
         objectives: Names from ``OBJECTIVES``; the first must be ``"accuracy"``.
         supernet: Phase 1 recipe.
-        n_trials: Phase 2 trials.
+        n_trials: Phase 2 candidates: distinct architectures scored (per-trial loop:
+            finished trials, a repeated architecture reusing its earlier score).
         bn_batches: Training batches used to recalibrate BN before scoring a path.
         finetune: How a candidate is fine-tuned from its inherited weights: a
             ``TrainConfig`` whose ``epochs`` are the candidate's fine-tuning epochs (one
@@ -150,6 +151,12 @@ class StudySpec:
             successive halving), and never before ``1 / screen_keep`` were scored. The
             others end PRUNED, with their supernet score recorded (``screened_out``).
             1.0 fine-tunes every candidate.
+        screen_batch: Candidates scored between two writes to the study's storage when
+            candidates are scored from the supernet alone (no ``finetune``, no ``table``):
+            the sampler proposes on an in-memory copy of the study and every
+            ``screen_batch`` scored candidates are written at once; a crash loses at most
+            the batch in flight. 0: the per-trial loop (``study.optimize``, one trial
+            written per candidate, the sampler reading the storage; kept to compare).
         train: The training budget: how a candidate is trained stand-alone. Training cost
             is the time of this recipe; winners are retrained with it.
         pruner: ``"auto"`` picks Hyperband (one objective) or the Pareto pruner
@@ -232,6 +239,7 @@ class StudySpec:
     bn_batches: int = 10
     finetune: TrainConfig | None = None
     screen_keep: float = 1.0
+    screen_batch: int = 32
     train: TrainConfig = field(default_factory=TrainConfig)
     pruner: str | optuna.pruners.BasePruner = "auto"
     sampler: str | optuna.samplers.BaseSampler = "auto"
@@ -293,6 +301,7 @@ class StudySpec:
             )
         for name in ("n_trials", "bn_batches", "retrain_top"):
             check_int(name, getattr(self, name), error=StudyFileError)
+        check_int("screen_batch", self.screen_batch, 0, error=StudyFileError)
         keep = check_fraction("screen_keep", self.screen_keep, one=True, error=StudyFileError)
         if keep < 1 and self.finetune is None:
             raise StudyFileError(

@@ -208,7 +208,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     screening = result.study.user_attrs.get(SCREENING_KEY)
     if isinstance(screening, dict):
         lines.append(
-            f"screening: {screening['candidates']} candidates scored from the supernet, "
+            f"screening: {screening['candidates']} distinct candidates scored from the supernet, "
             f"median {screening['median_score_ms']:.1f} ms each (BN recalibration on "
             f"{spec.bn_batches} training batches + validation, measured)"
         )
