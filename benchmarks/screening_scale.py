@@ -34,7 +34,6 @@ import json
 import resource
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -42,11 +41,10 @@ from typing import Any
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from nasflow.record import RunFolder, TrialRecord
+from nasflow.search import StudyRunner, load_study_file
 
-from nasflow.record import RunFolder, TrialRecord  # noqa: E402
-from nasflow.search import StudyRunner, load_study_file  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 VARIANTS = ("per-trial", "batched")
 

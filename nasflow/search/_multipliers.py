@@ -210,7 +210,7 @@ def search_multipliers(
     predicted = sum(records[id(t)].train_cost or 0.0 for t in evaluated)
     actual = float(seconds.get("supernet", 0.0)) + float(seconds.get("search", 0.0))
     one_shot_m = _ratio(predicted, actual) if evaluated else None
-    one_shot = {
+    one_shot: dict[str, Any] = {
         "multiplier": one_shot_m,
         "label": "ESTIMATE" if one_shot_m is not None else "n/a",
         "estimate": True,
@@ -322,13 +322,13 @@ def search_multipliers(
     }
     used = [name for name, p in parts.items() if p["multiplier"] is not None]
     product = math.prod(parts[name]["multiplier"] for name in used) if used else None
-    measured = [name for name in used if parts[name]["label"] == "MEASURED"]
+    measured_parts = [name for name in used if parts[name]["label"] == "MEASURED"]
     return {
         **parts,
         "compounded": {
             "multiplier": product,
             "of": used,
-            "measured": measured,
+            "measured": measured_parts,
             "estimate": True,
             "label": "ESTIMATE" if product is not None else "n/a",
         },

@@ -377,11 +377,12 @@ class BatchedScreening:
         """Score one candidate; its finished in-memory trial, and an error to re-raise
         after its batch is written (one the study's ``catch`` does not list)."""
         trial.set_user_attr(ARCH_ATTR, arch.to_json())
+        catch: tuple[type[BaseException], ...] = (CandidateError, *self.ctx.spec.catch)
         try:
             values = self.scorer.score(trial, arch)
         except optuna.TrialPruned:
             return self.memory.tell(trial, state=TrialState.PRUNED), None
-        except (CandidateError, *self.ctx.spec.catch) as e:
+        except catch as e:
             if FAIL_REASON_ATTR not in trial.user_attrs:
                 trial.set_user_attr(FAIL_REASON_ATTR, f"{type(e).__name__}: {str(e)[:500]}")
             self.ctx.quiet_log(f"candidate {arch.to_json()} failed: {e}")
