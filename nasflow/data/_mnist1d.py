@@ -90,6 +90,8 @@ class MNIST1DVariant:
         for name, default in _LATER_FIELDS.items():
             if settings[name] == default:
                 del settings[name]
+        if self.shuffle_seq:  # one permutation for pool and test (not the old two)
+            settings["shuffle"] = "shared"
         blob = json.dumps(settings, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -116,18 +118,28 @@ def _generate() -> dict[str, np.ndarray]:
 
 
 def _generate_variant(v: MNIST1DVariant) -> dict[str, np.ndarray]:
-    """A variant's training pool and test set, each from its own generator seed."""
+    """A variant's training pool and test set, each from its own generator seed.
+
+    ``shuffle_seq`` is applied here, one permutation (seeded by ``v.seed``) for the pool
+    and the test set: the ``mnist1d`` package draws its permutation from the global RNG
+    after the samples, so the pool and the test set, generated with two seeds, would each
+    get another one and the test set would not be the task the pool teaches.
+    """
     common = {
         "iid_noise_scale": v.iid_noise_scale,
         "corr_noise_scale": v.corr_noise_scale,
         "max_translation": v.max_translation,
-        "shuffle_seq": v.shuffle_seq,
+        "shuffle_seq": False,
         "scale_coeff": v.scale_coeff,
         "shear_scale": v.shear_scale,
     }
     pool = _make(num_samples=v.train_samples, train_split=1.0, seed=v.seed, **common)
     test = _make(num_samples=v.test_samples, train_split=0.0, seed=v.test_seed, **common)
-    return {"x": pool["x"], "y": pool["y"], "x_test": test["x_test"], "y_test": test["y_test"]}
+    out = {"x": pool["x"], "y": pool["y"], "x_test": test["x_test"], "y_test": test["y_test"]}
+    if v.shuffle_seq:
+        perm = np.random.default_rng(v.seed).permutation(out["x"].shape[-1])
+        out["x"], out["x_test"] = out["x"][..., perm], out["x_test"][..., perm]
+    return out
 
 
 def _shapes(variant: MNIST1DVariant | None) -> dict[str, tuple[int, ...]]:

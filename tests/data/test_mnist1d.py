@@ -227,3 +227,18 @@ def test_bad_variant_settings_are_refused(kwargs, bad) -> None:
 def test_load_refuses_a_variant_of_the_wrong_type(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="variant must be an MNIST1DVariant or None, got"):
         load_mnist1d(tmp_path, variant={"train_samples": 100})  # type: ignore[arg-type]
+
+
+def test_a_shuffled_variant_permutes_pool_and_test_alike(tmp_path) -> None:
+    import numpy as np
+
+    from nasflow.data import MNIST1DVariant, mnist1d_arrays
+
+    plain = MNIST1DVariant(train_samples=100, test_samples=100)
+    shuffled = MNIST1DVariant(train_samples=100, test_samples=100, shuffle_seq=True)
+    a, b = mnist1d_arrays(tmp_path, plain), mnist1d_arrays(tmp_path, shuffled)
+    # One permutation maps both splits of the plain variant onto the shuffled one.
+    perm = np.random.default_rng(shuffled.seed).permutation(40)
+    np.testing.assert_allclose(a["x"][..., perm], b["x"], rtol=1e-6)
+    np.testing.assert_allclose(a["x_test"][..., perm], b["x_test"], rtol=1e-6)
+    assert shuffled.key() != MNIST1DVariant(train_samples=100, test_samples=100).key()
