@@ -212,17 +212,24 @@ class _Candidate:
 
 
 def promote(
-    candidates: Sequence[FineTuned], keep: float, multi_objective: bool
+    candidates: Sequence[FineTuned], keep: float, multi_objective: bool, epochs: int | None = None
 ) -> list[FineTuned]:
     """The ``ceil(keep * n)`` candidates that go on: by validation accuracy, or with
     several objectives by non-dominated rank of (validation accuracy up, measured epoch
-    time down) and then validation accuracy."""
+    time down) and then validation accuracy; each judged after ``epochs`` epochs (the
+    rung's; ``None``: their last), so a resumed phase decides as the first run did even
+    for candidates it has trained further since."""
+
+    def at(c: FineTuned) -> tuple[float, float]:
+        n = len(c.val_curve) if epochs is None else min(epochs, len(c.val_curve))
+        return c.val_curve[n - 1], float(np.mean(c.epoch_seconds[:n]))
+
     n = max(1, math.ceil(keep * len(candidates)))
     if not multi_objective:
-        return sorted(candidates, key=lambda c: -c.val_accuracy)[:n]
-    points = [[c.val_accuracy, float(np.mean(c.epoch_seconds))] for c in candidates]
+        return sorted(candidates, key=lambda c: -at(c)[0])[:n]
+    points = [list(at(c)) for c in candidates]
     ranks = non_dominated_sort(points, ["maximize", "minimize"])
-    order = sorted(range(len(candidates)), key=lambda i: (ranks[i], -candidates[i].val_accuracy))
+    order = sorted(range(len(candidates)), key=lambda i: (ranks[i], -points[i][0]))
     return [candidates[i] for i in order[:n]]
 
 
@@ -321,7 +328,7 @@ def run_finetuning(
                     on_epoch()
         survivors = [c for c in alive if c.record.status != "diverged" and c.record.val_curve]
         if r + 1 < len(config.rungs):
-            promoted = promote([c.record for c in survivors], config.keep, multi_objective)
+            promoted = promote([c.record for c in survivors], config.keep, multi_objective, epochs)
             kept = {id(rec) for rec in promoted}
             for c in survivors:
                 if id(c.record) not in kept and c.record.status == "running":

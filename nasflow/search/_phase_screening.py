@@ -32,6 +32,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from nasflow.errors import NasflowError
 from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, PREFIX, TRACEBACK_ATTR, TrialRecord
 from nasflow.search._budget import SKIPS_BEFORE_NOTE, budget_excludes
 from nasflow.search._context import RunContext, ScreeningPhaseResult
@@ -183,7 +184,7 @@ def say_budget(ctx: RunContext, study: optuna.Study, trial: FrozenTrial) -> None
         ctx.log(f"warning: {note}")
 
 
-class SpaceExhausted(Exception):
+class SpaceExhausted(NasflowError):
     """Every architecture of the space is scored (internal: ends the batched loop)."""
 
 
