@@ -289,7 +289,7 @@ def test_a_study_searches_it_on_a_cifar10_subset(shared_data_file, tmp_path) -> 
 
 def test_the_ready_study_file_loads() -> None:
     spec = load_study_file(Path(__file__).resolve().parents[2] / "studies" / "mbconv_cifar10.py")
-    assert spec.space.name == "mbconv" and spec.space.config["input_shape"] == [3, 32, 32]
+    assert spec.space.name == "mbconv" and spec.space.config["input_shape"] == [3, 16, 16]
     assert spec.space.config["small_input"] is True and spec.supernet.sampler == "fair"
     assert rebuild_space("mbconv", spec.space.config).fingerprint() == spec.space.fingerprint()
 

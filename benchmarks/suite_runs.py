@@ -1,0 +1,173 @@
+"""B6: the study as shipped, end to end, on every ground of the generalisation suite.
+
+For every study file (the proving ground, ``benchmarks/suite/*.py``) and every search
+seed, the study runs exactly as a user would run it (``StudyRunner``, its own supernet,
+screening, trust probe, fine-tuning, from-scratch retrain of the kept finalist), in a
+temporary folder, in this process. Measured per run:
+
+- the kept model's test accuracy (retrained from scratch with the study's recipe) and the
+  share of the ground's random-architecture table (``study.baseline``, the mean of its
+  training seeds) whose stand-alone test accuracy it strictly beats;
+- the trust probe's tau, interval and verdict, and the tau it estimates: this run's own
+  supernet (its last checkpoint) scores every table architecture (BN re-estimated,
+  validation split), Kendall tau against the table's test accuracy; "covered" says
+  whether the probe's interval holds it;
+- the process CPU-seconds of the run, the seconds of each phase and the trust probe's
+  share of the run.
+
+Usage::
+
+    python benchmarks/suite_runs.py --studies studies/mnist1d_front.py \\
+        benchmarks/suite/*.py --seeds 0 1 2 --json benchmarks/data/b6_runs.jsonl
+    python benchmarks/suite_runs.py --from-json benchmarks/data/b6_runs.jsonl --markdown
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from scipy.stats import kendalltau
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ranking import load_ground_truth, merge_ground_truth
+
+from nasflow.export._study import load_supernet
+from nasflow.record import TRUST_KEY
+from nasflow.search import StudyRunner, load_study_file
+from nasflow.supernet import recalibrate_bn
+from nasflow.train import evaluate
+
+
+def beats(value: float, table: list[float]) -> float:
+    """Share of the table's architectures strictly below ``value``."""
+    return float(np.mean(np.asarray(table) < value))
+
+
+def supernet_tau(spec, folder: Path, archs, gt_test: list[float]) -> float:
+    """Kendall tau of this run's supernet scores of the table's archs against the table."""
+    supernet, _ = load_supernet(spec.space, folder, log=lambda _: None)
+    data = spec.data()
+    train, val = data.batches("train", spec.train.batch_size, spec.seed), data.batches("val")
+    scores = []
+    for arch in archs:
+        net = supernet.extract(spec.space.path(arch))
+        recalibrate_bn(net, train.epoch(0), spec.bn_batches)
+        scores.append(evaluate(net, val)[0])
+    return float(kendalltau(scores, gt_test).statistic)
+
+
+def run_one(path: Path, seed: int) -> dict:
+    """One search seed of one study, end to end; the measured row."""
+    spec = load_study_file(path).replace(seed=seed)
+    tables = [load_ground_truth(Path(p), None) for p in spec.baseline]
+    archs, _, gt_test = merge_ground_truth(tables)
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        c0, w0 = time.process_time(), time.perf_counter()
+        result = StudyRunner(spec, out_dir=Path(tmp), progress=False, log=lines.append).run()
+        cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+        trust = result.study.user_attrs.get(TRUST_KEY)
+        true_tau = supernet_tau(spec, Path(tmp) / spec.name / "supernet", archs, gt_test)
+    kept = result.winners[0]
+    row = {
+        "study": str(path),
+        "name": spec.name,
+        "seed": seed,
+        "table_archs": len(archs),
+        "table_median": statistics.median(gt_test),
+        "kept_trial": kept.number,
+        "kept_test": kept.test_accuracy,
+        "kept_val": kept.val_accuracy,
+        "kept_beats": beats(kept.test_accuracy, gt_test),
+        "supernet_tau": true_tau,
+        "run_cpu_s": cpu,
+        "run_wall_s": wall,
+        "phase_seconds": result.seconds,
+        "trust": None,
+        "summary": lines,
+    }
+    if trust:
+        row["trust"] = {
+            k: trust[k] for k in ("tau", "low", "high", "verdict", "seconds", "epochs")
+        }
+        row["covered"] = bool(trust["low"] <= true_tau <= trust["high"])
+        row["trust_share"] = trust["seconds"] / wall
+    return row
+
+
+def markdown(rows: list[dict]) -> str:
+    out = [
+        "| ground | seed | kept test | table median | kept beats | supernet τ (table) "
+        "| probe τ [interval] | covered | verdict | trust share | run CPU-s | run wall s |",
+        "|---|---:|---:|---:|---:|---:|---|---|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        t = r.get("trust")
+        probe = f"{t['tau']:+.2f} [{t['low']:+.2f}, {t['high']:+.2f}]" if t else "—"
+        out.append(
+            f"| {r['name']} | {r['seed']} | {r['kept_test']:.1%} | {r['table_median']:.1%} "
+            f"| {r['kept_beats']:.0%} | {r['supernet_tau']:+.2f} | {probe} "
+            f"| {'yes' if r.get('covered') else 'no'} | {t['verdict'] if t else '—'} "
+            f"| {r.get('trust_share', 0):.0%} | {r['run_cpu_s']:.0f} | {r['run_wall_s']:.0f} |"
+        )
+    return "\n".join(out)
+
+
+def summary(rows: list[dict]) -> str:
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["name"], []).append(r)
+    lines = ["per ground: median share of the table the kept model beats (seeds)"]
+    for name, rs in by.items():
+        shares = [r["kept_beats"] for r in rs]
+        lines.append(
+            f"  {name}: {statistics.median(shares):.0%} "
+            f"({', '.join(f'{s:.0%}' for s in shares)}; {len(rs)} seeds)"
+        )
+    probed = [r for r in rows if r.get("trust")]
+    if probed:
+        n = sum(r["covered"] for r in probed)
+        lines.append(f"trust coverage: {n}/{len(probed)} runs hold their supernet's table tau")
+        shares = [r["trust_share"] for r in probed]
+        lines.append(f"trust share of the run: median {statistics.median(shares):.0%}, "
+                     f"max {max(shares):.0%}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--studies", type=Path, nargs="+", default=[])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--json", type=Path, help="append every run here (JSON lines)")
+    p.add_argument("--from-json", type=Path, nargs="+", help="report these runs only")
+    p.add_argument("--markdown", action="store_true")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    rows: list[dict] = []
+    if args.from_json:
+        for f in args.from_json:
+            rows += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    else:
+        for seed in args.seeds:
+            for path in args.studies:
+                row = run_one(path, seed)
+                rows.append(row)
+                if args.json:
+                    with args.json.open("a") as f:
+                        f.write(json.dumps(row) + "\n")
+                print(markdown([row]).splitlines()[-1], flush=True)
+    print(markdown(rows) if args.markdown else summary(rows))
+
+
+if __name__ == "__main__":
+    main()
