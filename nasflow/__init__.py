@@ -19,6 +19,7 @@ __all__ = [
     "NasflowError",
     "SearchSpace",
     "__version__",
+    "export_ready",
     "export_winner",
     "load_exported",
     "optimize",
@@ -32,7 +33,7 @@ def __getattr__(name: str) -> Any:
         from nasflow.export import load_exported
 
         return load_exported
-    if name in ("optimize", "export_winner"):
+    if name in ("optimize", "export_winner", "export_ready"):
         from nasflow import _api
 
         return getattr(_api, name)

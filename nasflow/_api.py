@@ -1,5 +1,6 @@
 """The Python façade: ``nasflow.optimize(spec)`` runs a study, ``nasflow.export_winner``
-exports what it found, ``nasflow.load_exported`` loads it back.
+exports what it found (``nasflow.export_ready`` a ready model of its fine-tuning phase),
+``nasflow.load_exported`` loads it back.
 
 (``nasflow.search`` and ``nasflow.export`` name the sub-packages, so the two calls are
 ``optimize``, after Optuna's ``study.optimize``, and ``export_winner``.)
@@ -129,3 +130,54 @@ def export_winner(
         log=log if log is not None else (lambda _: None),
     )
     return info
+
+
+def export_ready(
+    result: RunResult,
+    out: os.PathLike | str,
+    *,
+    which: str | int = "best",
+    onnx: bool = True,
+    force: bool = False,
+    log: Callable[[str], None] | None = print,
+) -> ExportInfo:
+    """Export a ready model of a study's fine-tuning phase as plain PyTorch, like
+    :func:`export_winner`, with its fine-tuned weights exactly as saved.
+
+    Args:
+        result: What :func:`optimize` returned for a study with
+            ``StudySpec(finetuning=FineTuning(...))``.
+        out: The export directory to create.
+        which: ``"best"`` (the ready model with the best validation accuracy) or the trial
+            number of a ready model.
+        onnx: Also write ``model.onnx`` (needs the ``onnx`` extra).
+        force: Replace an existing export at ``out`` (only a complete nasflow export).
+        log: Line logger (``None``: silent).
+
+    Returns:
+        The export's record (``arch.json``): ``weights["kind"]`` is ``"fine-tuned"``;
+        ``metrics`` holds the validation and test accuracy of these weights and the
+        measured seconds of their fine-tuning.
+
+    Raises:
+        ExportError: The study has no ready model (or none of trial ``which``; the message
+            lists those it has), or its saved files are unusable.
+    """
+    from nasflow.export import ExportError
+    from nasflow.export import export_ready as export
+
+    spec = result.spec
+    if spec is None:
+        raise ExportError("export_ready needs the RunResult of nasflow.optimize (it has no spec)")
+    storage = result.storage.given if result.storage.given is not None else result.storage.url
+    return export(
+        spec.name,
+        out,
+        which=which,
+        storage=storage,
+        runs=result.out_dir.parent,
+        spec=spec,
+        onnx=onnx,
+        force=force,
+        log=log if log is not None else (lambda _: None),
+    )

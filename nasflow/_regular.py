@@ -105,6 +105,7 @@ def check_folder(
 RUN_FOLDERS = {
     "supernet": "the supernet checkpoints",
     "finetune": "the fine-tuning checkpoints",
+    "ready": "the ready models",
     "winners": "the retrained winners",
 }
 

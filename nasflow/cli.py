@@ -372,6 +372,13 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--trial", type=int, help="export this trial number")
     g.add_argument("--best", action="store_true", help="the most accurate Pareto trial (default)")
     g.add_argument("--pareto", action="store_true", help="every Pareto trial, one folder each")
+    g.add_argument(
+        "--ready",
+        metavar="{best|TRIAL}",
+        help="a ready model of the fine-tuning phase, with its fine-tuned weights exactly as "
+        "saved (not recalibrated): 'best' is the ready model with the best validation "
+        "accuracy, or give its trial number",
+    )
     p.add_argument("--out", required=True, help="export directory to create")
     p.add_argument(
         "--weights",
@@ -508,19 +515,46 @@ def _cmd_measure_stack(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ready_choice(value: str) -> str | int:
+    """``--ready``'s value: ``"best"`` or a trial number."""
+    if value == "best":
+        return value
+    if value.isdecimal() and value.isascii():
+        return int(value)
+    raise UsageError(f"--ready must be 'best' or a trial number, got {value!r}")
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
-    from nasflow.export import export_study
+    from nasflow.export import export_ready, export_study
 
     which: str | int = "pareto" if args.pareto else "best"
     if args.trial is not None:
         if args.trial < 0:
             raise UsageError(f"--trial must be a trial number >= 0, got {args.trial}")
         which = args.trial
+    ready = _ready_choice(args.ready) if args.ready is not None else None
+    if ready is not None and (args.weights or args.no_recalibrate):
+        given = "--weights" if args.weights else "--no-recalibrate"
+        raise UsageError(
+            f"--ready exports the fine-tuned weights as saved; {given} does not apply to it"
+        )
     name, study_file = args.name, args.study
     if name.endswith(".py") and Path(name).is_file():  # a study file: its own space and data
         from nasflow.search import load_study_file
 
         name, study_file = load_study_file(name).name, study_file or name
+    if ready is not None:
+        export_ready(
+            name,
+            args.out,
+            which=ready,
+            storage=args.storage,
+            runs=args.runs,
+            study_file=study_file,
+            onnx=not args.no_onnx,
+            force=args.force,
+        )
+        return 0
     export_study(
         name,
         args.out,

@@ -31,6 +31,10 @@ SUPERNET_PERPLEXITY = "supernet perplexity"
 FINETUNED_PERPLEXITY = "fine-tuned validation perplexity"
 #: Validation accuracy looked up in a tabular benchmark (tabular studies train nothing).
 TABLE_ACCURACY = "table accuracy"
+#: Test accuracy of a ready model: the inherited weights fine-tuned by the fine-tuning phase.
+FINETUNED_TEST_ACCURACY = "fine-tuned test accuracy"
+#: Seconds the fine-tuning phase spent training a ready model, measured.
+MEASURED_FINETUNE_COST = "measured fine-tuning cost (s)"
 #: Test accuracy of the network retrained from scratch with the study's recipe (phase 3).
 RETRAINED_TEST_ACCURACY = "retrained test accuracy"
 #: Validation accuracy of the network retrained from scratch (phase 3).
@@ -49,6 +53,9 @@ MEANINGS = {
     FINETUNED_ACCURACY: "validation accuracy after fine-tuning the inherited weights",
     SUPERNET_PERPLEXITY: "validation perplexity of the path in the supernet, inherited weights",
     FINETUNED_PERPLEXITY: "validation perplexity after fine-tuning the inherited weights",
+    FINETUNED_TEST_ACCURACY: "test accuracy after fine-tuning the inherited weights",
+    MEASURED_FINETUNE_COST: "seconds the fine-tuning epochs of a ready model took, measured "
+    "(the supernet training its weights were inherited from not counted)",
     TABLE_ACCURACY: "validation accuracy looked up in the tabular benchmark",
     RETRAINED_TEST_ACCURACY: "test accuracy of the network retrained from scratch",
     RETRAINED_VAL_ACCURACY: "validation accuracy of the network retrained from scratch",
@@ -57,6 +64,12 @@ MEANINGS = {
     MEASURED_COST: "seconds a stand-alone training with the study's recipe took, measured",
     PARAMS: "parameter count of the stand-alone network",
 }
+
+
+def finetuned_weights(epochs: int) -> str:
+    """What a ready model's weights are, in words: a ready model's record and its export
+    both say it this way."""
+    return f"fine-tuned from inherited supernet weights, {epochs} epoch{'s' * (epochs != 1)}"
 
 
 def objective_names(

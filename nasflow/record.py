@@ -74,7 +74,9 @@ MULTIPLIERS_KEY = "nasflow:multipliers"
 TRUST_KEY = "nasflow:trust"
 #: Study user attribute holding the cost table's stability record.
 COST_TABLE_KEY = "nasflow:cost_table"
-#: Study user attribute holding the fine-tuning phase's record (every fine-tuned finalist).
+#: Study user attribute holding the fine-tuning phase's record (every fine-tuned finalist;
+#: typed by ``nasflow.search.FineTuneResult.from_record``, each ready model's own record in
+#: ``RunFolder.ready`` by ``nasflow.search.read_ready``).
 FINETUNED_KEY = "nasflow:finetuned"
 #: Prefix of the per-winner records written by phase 3 (``nasflow:retrain:<trial number>``).
 RETRAIN_PREFIX = "nasflow:retrain:"

@@ -2,9 +2,10 @@
 
 An export directory holds ``arch.json`` (space, fingerprint, config, choices, which weights
 and the metrics of exactly those weights), ``model.safetensors`` (a study's retrained
-winner, or supernet weights), a ``torch.export`` program (``model.pt2``), an ONNX file checked
-with onnxruntime (``model.onnx``) and a ``README.md``. ``load_exported`` rebuilds the
-network from ``arch.json`` and ``model.safetensors`` only.
+winner, a ready model's fine-tuned weights, or supernet weights), a ``torch.export``
+program (``model.pt2``), an ONNX file checked with onnxruntime (``model.onnx``) and a
+``README.md``. ``load_exported`` rebuilds the network from ``arch.json`` and
+``model.safetensors`` only.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from nasflow.export._format import FORMAT_VERSION, ExportError, ExportInfo
 from nasflow.export._loader import Exported, load_exported, read_export
 from nasflow.export._programs import require_onnx
+from nasflow.export._ready import export_ready, ready_models
 from nasflow.export._retrain import Retrained, retrain_exported, retrain_target, write_retrained
 from nasflow.export._study import export_study, select_trials
 from nasflow.export._writer import export_arch
@@ -23,9 +25,11 @@ __all__ = [
     "Exported",
     "Retrained",
     "export_arch",
+    "export_ready",
     "export_study",
     "load_exported",
     "read_export",
+    "ready_models",
     "require_onnx",
     "retrain_exported",
     "retrain_target",

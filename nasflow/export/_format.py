@@ -4,8 +4,10 @@ An export directory holds:
 
 - ``arch.json``: what the network is (space name, fingerprint and config, the choices),
   which weights it carries (``weights["kind"]``: ``"retrained"`` from scratch in phase 3
-  or by ``nasflow retrain``, or ``"supernet"``), the metrics of exactly those weights with
-  what each one is (``metric_notes``), where it came from (study, trial) and checksums;
+  or by ``nasflow retrain``, ``"fine-tuned"`` from inherited supernet weights by the
+  fine-tuning phase, or ``"supernet"``; ``weights["description"]`` says it in a sentence),
+  the metrics of exactly those weights with what each one is (``metric_notes``), where it
+  came from (study, trial) and checksums;
 - ``model.safetensors``: the weights, the only file ``load_exported`` reads besides
   ``arch.json``;
 - ``model.pt2``: a ``torch.export`` program (``torch.export.load`` unpickles: trusted
@@ -55,8 +57,42 @@ PICKLE_SUFFIXES = frozenset(
 MAX_ARCH_BYTES = 1 << 20
 
 #: ``weights["kind"]`` of an export: which weights ``model.safetensors`` holds.
-RETRAINED, SUPERNET = "retrained", "supernet"
-WEIGHT_KINDS = (RETRAINED, SUPERNET)
+RETRAINED, FINE_TUNED, SUPERNET = "retrained", "fine-tuned", "supernet"
+WEIGHT_KINDS = (RETRAINED, FINE_TUNED, SUPERNET)
+
+
+def _epochs(n: object) -> str:
+    return f"{n} epoch{'s' * (n != 1)}" if isinstance(n, int) else "epochs not recorded"
+
+
+def weights_description(kind: str, weights: Mapping[str, Any]) -> str:
+    """The sentence an export's ``weights["description"]`` holds: which weights these are.
+
+    Args:
+        kind: ``weights["kind"]``.
+        weights: The rest of the ``weights`` record (``source``, ``recipe``, ``epochs``,
+            ``batch_norm``, ``status``).
+    """
+    source = weights.get("source", "an unrecorded source")
+    if kind == FINE_TUNED:
+        stopped = (
+            "; successive halving stopped it there (not promoted to the next rung)"
+            if weights.get("status") == "stopped"
+            else ""
+        )
+        epochs = weights.get("epochs")
+        what = names.finetuned_weights(epochs) if isinstance(epochs, int) else "fine-tuned"
+        return f"{what}, by {source}{stopped}"
+    if kind == RETRAINED:
+        recipe = weights.get("recipe")
+        epochs = recipe.get("epochs") if isinstance(recipe, Mapping) else None
+        return f"retrained from scratch, {_epochs(epochs)}, in {source}"
+    if kind == SUPERNET:
+        return (
+            f"the supernet's weights ({source}), inherited through weight sharing and not "
+            f"trained stand-alone; batch norm {weights.get('batch_norm', 'not recorded')}"
+        )
+    return f"weights of unknown kind {kind!r} ({source})"
 
 
 def retrained_notes(how: str) -> dict[str, str]:
@@ -68,6 +104,21 @@ def retrained_notes(how: str) -> dict[str, str]:
         f"scratch in {how}; validation split; measured",
         "train_seconds_measured": f"{names.MEASURED_COST}: seconds of the from-scratch "
         f"training in {how} (training steps only, on the machine that trained it); measured",
+    }
+
+
+def finetuned_notes(how: str, epochs: int) -> dict[str, str]:
+    """What the metrics of a ready model's weights are; ``how`` says which phase made them."""
+    what = f"these weights, {names.finetuned_weights(epochs)}, by {how}"
+    return {
+        "test_accuracy": f"{names.FINETUNED_TEST_ACCURACY}: {what}; test split; measured "
+        "once after the fine-tuning (reported, never used to choose)",
+        "val_accuracy": f"{names.FINETUNED_ACCURACY}: {what}; validation split; measured "
+        "after the last epoch (the split ready models are chosen on)",
+        "train_seconds_measured": f"{names.MEASURED_FINETUNE_COST}: seconds of the "
+        f"{_epochs(epochs)} of fine-tuning by {how} (training steps only, on the machine "
+        "that trained it; the supernet training the weights were inherited from is not "
+        "counted); measured",
     }
 
 
@@ -197,9 +248,10 @@ class ExportInfo:
             number, objectives, and what the search predicted for the architecture
             (``params``, ``train_cost_predicted_s``). Empty for an export made outside a
             study.
-        weights: Which weights these are (``kind``: ``"retrained"`` or ``"supernet"``),
-            where they came from (``source``, ``recipe``, ``seed``), how batch-norm
-            statistics were obtained, and the SHA-256 of ``model.safetensors``.
+        weights: Which weights these are (``kind``: ``"retrained"``, ``"fine-tuned"`` or
+            ``"supernet"``, and ``description``, the same in a sentence), where they came
+            from (``source``, ``recipe``, ``seed``), how batch-norm statistics were
+            obtained, and the SHA-256 of ``model.safetensors``.
         checks: Results of the checks made while writing (ONNX and program deviations).
         files: SHA-256 of every other file written.
         notes: What each metric is: which weights, which split, measured or predicted
@@ -220,7 +272,8 @@ class ExportInfo:
 
     @property
     def kind(self) -> str | None:
-        """``"retrained"``, ``"supernet"``, or ``None`` for an export that does not say."""
+        """``"retrained"``, ``"fine-tuned"``, ``"supernet"``, or ``None`` for an export
+        that does not say."""
         kind = self.weights.get("kind")
         return kind if kind in WEIGHT_KINDS else None
 

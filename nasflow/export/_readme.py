@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nasflow.export._format import RETRAINED, SUPERNET, ExportInfo
+from nasflow.export._format import FINE_TUNED, RETRAINED, SUPERNET, ExportInfo
 from nasflow.space import SearchSpace
 
 
@@ -40,12 +40,20 @@ def _weights(info: ExportInfo) -> str:
             f"supernet's. Batch norm: {bn}. The test accuracy below is that of these weights "
             "on the study's test split."
         )
+    if info.kind == FINE_TUNED:
+        return (
+            f"**Weights: fine-tuned from inherited supernet weights**, {w.get('epochs')} "
+            f"epoch{'s' * (w.get('epochs') != 1)}, by {w.get('source', '?')}: a ready model, "
+            "exported as saved (nothing recalibrated or trained since). Batch norm: "
+            f"{bn}. The accuracies below are those of these weights, on the splits named."
+        )
     if info.kind == SUPERNET:
         return (
             "**Weights: the supernet's** (inherited through weight sharing, not trained "
             f"stand-alone; {w.get('source', '?')}). Batch norm: {bn}. Their test accuracy "
             "was not measured; retrain them from scratch (below), or export the retrained "
-            "winner (`nasflow export NAME --weights retrained`) where the search retrained it."
+            "winner (`nasflow export NAME --weights retrained`) where the search retrained it, "
+            "or a ready model (`nasflow export NAME --ready best`) where it fine-tuned some."
         )
     return f"Weights: {w.get('source', 'unknown origin')}. Batch norm: {bn}."
 
@@ -112,11 +120,16 @@ Checked with onnxruntime when written: largest difference from PyTorch
         if onnx
         else "\nNo ONNX file was written (exported with `--no-onnx`).\n"
     )
+    kind = (
+        f"\n\n`arch.json`: `weights.kind` is `{info.kind}`: {info.weights['description']}."
+        if "description" in info.weights
+        else ""
+    )
     return f"""# Exported architecture: space `{info.space}`
 
 {origin}A plain PyTorch network (no nasflow supernet code).
 
-{_weights(info)}
+{_weights(info)}{kind}
 
 ## Metrics of these weights
 

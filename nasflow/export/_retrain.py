@@ -15,7 +15,7 @@ from nasflow.errors import ConfigError
 from nasflow.export._format import ONNX_FILE, ExportError, ExportInfo, retrained_notes
 from nasflow.export._loader import Exported, read_export
 from nasflow.export._study import find_study_spec, study_data_spec
-from nasflow.export._writer import atomic_dir, check_target, prepare_retrained, write_export
+from nasflow.export._writer import atomic_dir, check_target, prepare_trained, write_export
 from nasflow.train import TrainConfig, TrainResult
 from nasflow.train.stack import Stack
 
@@ -172,7 +172,7 @@ def write_retrained(
     study = {k: v for k, v in src.info.study.items() if k != "data"}
     if "train_cost" in src.info.metrics and "train_cost_predicted_s" not in study:
         study["train_cost_predicted_s"] = src.info.metrics["train_cost"]  # older exports
-    net, info = prepare_retrained(
+    net, info = prepare_trained(
         src.space,
         src.arch,
         {k: v.detach().cpu() for k, v in done.net.state_dict().items()},

@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nasflow._entry_points import STUDIES, module_file, registered
 from nasflow._regular import check_run_folders
@@ -26,7 +26,7 @@ from nasflow.export._writer import (
     check_target,
     input_shape_of,
     prepare_export,
-    prepare_retrained,
+    prepare_trained,
     write_export,
 )
 from nasflow.record import (
@@ -44,6 +44,7 @@ from nasflow.supernet import Supernet
 
 if TYPE_CHECKING:
     import optuna
+    from torch import nn
 
     from nasflow.search import StudySpec
 
@@ -221,6 +222,71 @@ def study_data_spec(
     )
 
 
+class OpenedStudy(NamedTuple):
+    """A stored study opened for export (:func:`open_for_export`).
+
+    Attributes:
+        study: The study.
+        spec: The study file's spec when one was given (its space and data), else ``None``.
+        data_of: The study giving the data and how it was found (``study_data_spec``),
+            when one was given.
+        base: What every export of it records under ``study``: name, storage (no
+            password), objectives and the data fingerprint (``nasflow retrain`` finds the
+            data by it).
+    """
+
+    study: optuna.Study
+    spec: StudySpec | None
+    data_of: tuple[StudySpec, str] | None
+    base: dict[str, Any]
+
+
+def open_for_export(
+    name: str,
+    storage: str | optuna.storages.BaseStorage | None,
+    runs: os.PathLike | str,
+    study_file: str | None,
+    spec: StudySpec | None,
+    onnx: bool,
+) -> OpenedStudy:
+    """Check what an export of study ``name`` needs before anything is read: the ONNX
+    extra, the run folders (a FIFO there would hang), the storage and the study file.
+
+    Raises:
+        MissingDependencyError: ``onnx`` without the extra installed.
+        SpecialFileError: A run folder that is a link, FIFO or file.
+        StudyRecordError: No such study.
+        ExportError: ``study_file`` gives other data than the study recorded.
+    """
+    if onnx:
+        require_onnx()
+    check_run_folders(RunFolder.of(runs, name).root)
+    study, _, storage_spec = open_stored_study(name, storage, runs)
+    data_of = (spec, f"study {spec.name!r}") if spec is not None else None
+    if spec is None and study_file is not None:  # its space may be one no registry knows
+        data_of = study_data_spec(name, study_data_fingerprint(study), study_file)
+        spec = data_of[0] if data_of is not None else None
+    base = {
+        "name": name,
+        "storage": storage_spec.safe_url,
+        "objectives": study_objectives(study),
+    }
+    if study_data_fingerprint(study) is not None:
+        base["data_fingerprint"] = study_data_fingerprint(study)
+    return OpenedStudy(study, spec, data_of, base)
+
+
+def data_input_shape(
+    space: SearchSpace, study: optuna.Study, data_of: tuple[StudySpec, str] | None
+) -> tuple[int, ...] | None:
+    """One input sample's shape from the study's data, where the space's config records
+    none (trained weights need no data otherwise); ``None`` when that data is not found."""
+    if "input_shape" in space.config:
+        return None
+    found = data_of or study_data_spec(study.study_name, study_data_fingerprint(study))
+    return tuple(found[0].data().input_shape) if found is not None else None
+
+
 def export_study(
     name: str,
     out: os.PathLike | str,
@@ -274,14 +340,7 @@ def export_study(
     if weights not in ("auto", RETRAINED, SUPERNET):
         raise ExportError(f"--weights must be 'retrained' or 'supernet', got {weights!r}")
     out = Path(out)
-    if onnx:
-        require_onnx()
-    check_run_folders(RunFolder.of(runs, name).root)  # (a FIFO there would hang)
-    study, _, storage_spec = open_stored_study(name, storage, runs)
-    data_of = (spec, f"study {spec.name!r}") if spec is not None else None
-    if spec is None and study_file is not None:  # its space may be one no registry knows
-        data_of = study_data_spec(name, study_data_fingerprint(study), study_file)
-        spec = data_of[0] if data_of is not None else None
+    study, spec, data_of, base = open_for_export(name, storage, runs, study_file, spec, onnx)
     trials = select_trials(study, which)
     space = stored_space(study, spec.space if spec is not None else None)
     check_target(out, force)
@@ -300,13 +359,6 @@ def export_study(
             "with --retrain, the default; it retrains the study's retrain_top most accurate "
             "Pareto trials), or pass --weights supernet"
         )
-    base = {
-        "name": name,
-        "storage": storage_spec.safe_url,
-        "objectives": study_objectives(study),
-    }
-    if study_data_fingerprint(study) is not None:  # (`nasflow retrain` finds the data by it)
-        base["data_fingerprint"] = study_data_fingerprint(study)
     prepared = []
     if missing:
         prepared += _prepare_supernet(
@@ -320,28 +372,51 @@ def export_study(
             log,
             study_stack_dict(study),
         )
-    shape: tuple[int, ...] | None = None
-    if winners and "input_shape" not in space.config:  # then only the study's data says
-        found = data_of or study_data_spec(name, study_data_fingerprint(study))
-        shape = tuple(found[0].data().input_shape) if found is not None else None
+    shape = data_input_shape(space, study, data_of) if winners else None
     for t in trials:
         if t.number in winners:
             prepared.append(_prepare_winner(t, space, name, *winners[t.number], base, shape))
     order = {t.number: i for i, t in enumerate(trials)}
     prepared.sort(key=lambda p: order[p[0]])
+    return write_prepared(out, space, prepared, which == "pareto", onnx, force, log)
+
+
+def write_prepared(
+    out: Path,
+    space: SearchSpace,
+    prepared: list[tuple[int, nn.Module, ExportInfo]],
+    per_trial: bool,
+    onnx: bool,
+    force: bool,
+    log: Callable[[str], None],
+) -> list[ExportInfo]:
+    """Write prepared networks into ``out`` all at once, and say what was written.
+
+    Args:
+        out: The export directory (checked with ``check_target``).
+        space: Their space.
+        prepared: ``(trial number, network, record)`` of each, in order.
+        per_trial: One ``trial-N`` folder each inside ``out`` (``--pareto``); else the
+            one network's export is ``out`` itself.
+        onnx: Also write and check ``model.onnx``.
+        force: Replace a complete export at ``out``; with ``per_trial`` the complete
+            ``trial-N`` exports there that this run does not write are kept.
+        log: Line logger.
+    """
     replaced = out.is_dir() and any(out.iterdir())
     with atomic_dir(out, force) as tmp:
         infos = []
         for number, net, info in prepared:
-            folder = tmp / f"trial-{number}" if which == "pareto" else tmp
+            folder = tmp / f"trial-{number}" if per_trial else tmp
             infos.append(write_export(folder, space, net, info, onnx))
             shown = ", ".join(f"{k} {v:.4f}" for k, v in info.metrics.items())
-            log(f"trial {number}: {info.kind} weights; {shown or 'no accuracy measured'}")
-        kept = keep_other_exports(out, tmp) if replaced and which == "pareto" else []
+            what = info.weights.get("description", f"{info.kind} weights")
+            log(f"trial {number}: {what}; {shown or 'no accuracy measured'}")
+        kept = keep_other_exports(out, tmp) if replaced and per_trial else []
     if replaced:
         what = ", ".join(sorted(p.name for p in out.iterdir() if p.name not in kept))
         log(
-            f"--force replaced {what if which == 'pareto' else 'the export'} in {out}"
+            f"--force replaced {what if per_trial else 'the export'} in {out}"
             + (f"; kept {', '.join(kept)} (complete exports this run did not write)" * bool(kept))
         )
     log(f"exported to {out}")
@@ -379,7 +454,7 @@ def _prepare_winner(
     except WinnerError as e:
         raise ExportError(f"the retrained weights of trial {t.number} are unusable: {e}") from None
     how = f"phase 3 of study {name!r}"
-    net, info = prepare_retrained(
+    net, info = prepare_trained(
         space,
         TrialRecord.from_trial(t).get_arch(),
         state,

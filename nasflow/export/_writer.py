@@ -23,10 +23,12 @@ from nasflow.export._format import (
     README_FILE,
     RETRAINED,
     SUPERNET,
+    WEIGHT_KINDS,
     WEIGHTS_FILE,
     ExportError,
     ExportInfo,
     sha256_file,
+    weights_description,
 )
 from nasflow.export._loader import Exported, build_with_weights, load_weights
 from nasflow.export._readme import readme
@@ -261,6 +263,12 @@ def write_export(
     return info
 
 
+def weights_record(kind: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """An export's ``weights`` record: ``kind``, the sentence that says which weights these
+    are (``description``), then ``fields`` (``source``, ``batch_norm``, ``recipe``...)."""
+    return {"kind": kind, "description": weights_description(kind, fields), **fields}
+
+
 def prepare_export(
     space: SearchSpace,
     supernet: Supernet,
@@ -304,39 +312,49 @@ def prepare_export(
         shape,
         metrics=dict(metrics or {}),
         study=dict(study or {}),
-        weights={"kind": SUPERNET, "source": source, "batch_norm": bn}
-        | ({"stack": dict(stack)} if stack is not None else {}),
+        weights=weights_record(
+            SUPERNET,
+            {"source": source, "batch_norm": bn}
+            | ({"stack": dict(stack)} if stack is not None else {}),
+        ),
         notes=dict(notes or {}),
     )
     return net, info
 
 
-def prepare_retrained(
+def prepare_trained(
     space: SearchSpace,
     arch: Mapping[str, Any],
     state: Mapping[str, torch.Tensor],
     *,
     metrics: Mapping[str, float],
     notes: Mapping[str, str],
+    kind: str = RETRAINED,
     study: Mapping[str, Any] | None = None,
     weights: Mapping[str, Any] | None = None,
     input_shape: Sequence[int] | None = None,
 ) -> tuple[nn.Module, ExportInfo]:
-    """``space.build(arch)`` with retrained weights ``state``, and its record.
+    """``space.build(arch)`` with trained weights ``state`` (retrained from scratch, or a
+    ready model's fine-tuned ones) exactly as given, and its record.
 
     Args:
         space: The space ``arch`` belongs to.
         arch: A full architecture of ``space``.
-        state: The retrained network's ``state_dict`` (exactly its names and shapes).
+        state: The trained network's ``state_dict`` (exactly its names and shapes).
         metrics: Numbers measured with these weights.
         notes: What each metric is (weights, split, measured or predicted).
+        kind: ``weights["kind"]``: ``"retrained"`` or ``"fine-tuned"``.
         study: Provenance to record.
-        weights: Where the weights came from (``source``, ``recipe``, ``seed``...).
+        weights: Where the weights came from (``source``, ``recipe``, ``seed``...) and
+            how their batch-norm statistics were obtained (``batch_norm``; default: those
+            of the from-scratch training).
         input_shape: One sample's shape when the space's config records none.
 
     Raises:
         ExportError: ``arch`` is not in ``space``, or ``state`` does not fit it.
     """
+    if kind not in WEIGHT_KINDS or kind == SUPERNET:
+        raise ExportError(f"kind must be 'retrained' or 'fine-tuned', got {kind!r}")
     try:
         full = space.validate(arch)
     except ValueError as e:
@@ -349,11 +367,10 @@ def prepare_retrained(
         input_shape_of(space, input_shape),
         metrics=dict(metrics),
         study=dict(study or {}),
-        weights={
-            "kind": RETRAINED,
-            "batch_norm": "running statistics of the from-scratch training",
-            **dict(weights or {}),
-        },
+        weights=weights_record(
+            kind,
+            {"batch_norm": "running statistics of the from-scratch training", **(weights or {})},
+        ),
         notes=dict(notes),
     )
     net = build_with_weights(Exported(Path("."), info, space, full), dict(state))

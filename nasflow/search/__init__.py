@@ -11,7 +11,14 @@ from typing import Any
 from nasflow.record import StudyMismatchError
 from nasflow.search._baseline import read_baseline
 from nasflow.search._evolution import RegularizedEvolutionSampler
-from nasflow.search._finetune import FineTuned, FineTuning
+from nasflow.search._finetune import (
+    FineTuned,
+    FineTuneResult,
+    FineTuning,
+    ReadyModelError,
+    read_ready,
+    weights_label,
+)
 from nasflow.search._objective import CandidateError, arch_summary
 from nasflow.search._optuna import study_sampler
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
@@ -39,9 +46,11 @@ __all__ = [
     "WINNER_RECORD_FILE",
     "Budget",
     "CandidateError",
+    "FineTuneResult",
     "FineTuned",
     "FineTuning",
     "ParetoSuccessiveHalvingPruner",
+    "ReadyModelError",
     "RegularizedEvolutionSampler",
     "RunResult",
     "StudyFileError",
@@ -60,6 +69,7 @@ __all__ = [
     "non_dominated_sort",
     "pareto_trials",
     "read_baseline",
+    "read_ready",
     "read_winner",
     "recipe_for",
     "report_values",
@@ -69,6 +79,7 @@ __all__ = [
     "spread_over_ranking",
     "study_sampler",
     "summary_table",
+    "weights_label",
 ]
 
 

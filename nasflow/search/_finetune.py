@@ -10,8 +10,10 @@ successive-halving pruner promotes. The learning-rate schedule spans the last ru
 ASHA, so a candidate stopped early trained exactly the first epochs of the full schedule.
 
 Every fine-tuned candidate is a ready model: its weights (``model.safetensors``) and a
-record (validation accuracy after every epoch, test accuracy of the final weights, every
-epoch's measured training seconds) are saved under ``RUNS/NAME/finetune/trial-N/``.
+record (``record.json``: validation accuracy after every epoch, test accuracy of the final
+weights, every epoch's measured training seconds, and what trained it: space, fingerprint,
+recipe, seed, speedup stack, device) are saved under ``RUNS/NAME/ready/trial-N/`` in the
+format of phase 3's winners (:func:`read_ready` reads one back, checked).
 Progress is checkpointed after every epoch, so a killed study loses at most the epoch in
 flight, and a resumed one never fine-tunes a candidate twice. A candidate whose loss turns
 NaN or infinite is dropped (recorded as diverged) and the phase goes on.
@@ -21,7 +23,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -29,12 +32,13 @@ from typing import IO, Any
 import numpy as np
 import torch
 
+from nasflow import names
 from nasflow._checks import check_fraction, check_int
 from nasflow._files import atomic_write
 from nasflow.data import DataBundle
-from nasflow.errors import ConfigError
+from nasflow.errors import ConfigError, NasflowError
 from nasflow.search._pareto import non_dominated_sort
-from nasflow.search._winners import save_winner
+from nasflow.search._winners import read_winner, save_winner
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet, recalibrate_bn
 from nasflow.train import (
@@ -49,6 +53,13 @@ from nasflow.train import (
 from nasflow.train.stack import Stack
 
 PROGRESS_FILE = "progress.json"
+#: A candidate's ``status`` values (see :class:`FineTuned`).
+STATUSES = ("running", "ready", "stopped", "diverged")
+
+
+class ReadyModelError(NasflowError, ValueError):
+    """A fine-tuned candidate's record (in the study or beside its weights) is malformed,
+    or is not a ready model."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,55 @@ class FineTuned:
     test_accuracy: float | None = None
     status: str = "running"
 
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "fine-tuning record") -> FineTuned:
+        """From a stored record (``asdict`` of one; other keys are ignored), every field
+        checked.
+
+        Raises:
+            ReadyModelError: Not a mapping, or a field missing or of the wrong type,
+                naming it and ``where`` the record was read from.
+        """
+        if not isinstance(data, Mapping):
+            raise ReadyModelError(f"{where} is not a JSON object: {data!r:.80}")
+
+        def bad(key: str, what: str) -> ReadyModelError:
+            return ReadyModelError(f"{where}: {key} is {data.get(key)!r:.80}, not {what}")
+
+        def number(v: Any) -> bool:
+            return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+        trial, arch, status = data.get("trial"), data.get("arch"), data.get("status")
+        if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
+            raise bad("trial", "a trial number")
+        if not isinstance(arch, str):
+            raise bad("arch", "an architecture's JSON")
+        if not number(data.get("supernet_accuracy")):
+            raise bad("supernet_accuracy", "a number")
+        curve, seconds = data.get("val_curve"), data.get("epoch_seconds")
+        if not isinstance(curve, list) or not all(number(v) for v in curve):
+            raise bad("val_curve", "a list of numbers")
+        if (
+            not isinstance(seconds, list)
+            or len(seconds) != len(curve)
+            or not all(number(v) and v >= 0 for v in seconds)
+        ):
+            raise bad("epoch_seconds", f"{len(curve)} non-negative numbers (one per epoch)")
+        test = data.get("test_accuracy")
+        if test is not None and not number(test):
+            raise bad("test_accuracy", "a number")
+        if status not in STATUSES:
+            raise bad("status", f"one of {list(STATUSES)}")
+        return cls(
+            trial,
+            arch,
+            float(data["supernet_accuracy"]),
+            [float(v) for v in curve],
+            [float(v) for v in seconds],
+            None if test is None else float(test),
+            status,
+        )
+
     @property
     def epochs(self) -> int:
         return len(self.val_curve)
@@ -152,6 +212,24 @@ class FineTuneResult:
 
     candidates: list[FineTuned]
     full_epochs: int
+
+    @classmethod
+    def from_record(cls, record: Any, where: str = "the fine-tuning record") -> FineTuneResult:
+        """From the study's record of the phase (``nasflow.record.FINETUNED_KEY``).
+
+        Raises:
+            ReadyModelError: A malformed record, naming what is wrong.
+        """
+        if not isinstance(record, Mapping) or not isinstance(record.get("candidates"), list):
+            raise ReadyModelError(f"{where} lists no candidates: {record!r:.80}")
+        rungs = record.get("rungs")
+        if not (isinstance(rungs, list) and rungs and all(isinstance(r, int) for r in rungs)):
+            raise ReadyModelError(f"{where}: rungs is {rungs!r:.80}, not a list of epochs")
+        cands = [
+            FineTuned.from_dict(c, f"{where}, candidate {i}")
+            for i, c in enumerate(record["candidates"])
+        ]
+        return cls(cands, int(rungs[-1]))
 
     @property
     def ready(self) -> list[FineTuned]:
@@ -180,8 +258,27 @@ class FineTuneResult:
 
 
 def weights_label(rec: FineTuned) -> str:
-    """What a fine-tuned candidate's weights are, in words."""
-    return f"inherited from the supernet, fine-tuned {rec.epochs} epochs"
+    """What a fine-tuned candidate's weights are, in words (the ready model's record and
+    its export say it)."""
+    return names.finetuned_weights(rec.epochs)
+
+
+def read_ready(folder: os.PathLike | str) -> tuple[FineTuned, dict[str, Any]]:
+    """The ready model saved in ``folder`` (``RUNS/NAME/ready/trial-N``): its typed record
+    and the record as stored, after checking that both files are regular files and the
+    weights match the record's SHA-256.
+
+    Raises:
+        WinnerError: A missing or unreadable record, a link or FIFO in place of a file,
+            or weights that are missing or do not match their checksum.
+        ReadyModelError: A record that is not a fine-tuned candidate with weights.
+    """
+    record = read_winner(folder, numbers=("test_accuracy",))
+    where = str(Path(folder) / "record.json")
+    rec = FineTuned.from_dict(record, where)
+    if not rec.val_curve or rec.status == "diverged":
+        raise ReadyModelError(f"{where} is of a candidate that {rec.status} without weights")
+    return rec, record
 
 
 def _load_progress(folder: Path) -> FineTuned | None:
@@ -189,8 +286,8 @@ def _load_progress(folder: Path) -> FineTuned | None:
     if not path.is_file():
         return None
     try:
-        return FineTuned(**json.loads(path.read_text()))
-    except (ValueError, TypeError):
+        return FineTuned.from_dict(json.loads(path.read_text()))
+    except ValueError:  # (ReadyModelError and JSONDecodeError are ValueErrors)
         return None  # a foreign or damaged file: fine-tune this candidate again
 
 
@@ -269,6 +366,14 @@ def run_finetuning(
     """
     say = log or (lambda _msg: None)
     ft_recipe = config.recipe(recipe)
+    trained_by = {  # what every ready model's record says trained it
+        "space": space.name,
+        "fingerprint": space.fingerprint(),
+        "recipe": asdict(ft_recipe),
+        "seed": seed,
+        "stack": (stack or Stack()).to_dict(),
+        "device": str(device),
+    }
     val, test = data.batches("val"), data.batches("test")
     alive: list[_Candidate] = []
     for f in finalists:
@@ -291,7 +396,7 @@ def run_finetuning(
         found = load_latest(c.folder, on_bad=lambda e: say(f"fine-tuning: {e}"))
         if found is not None and found[1].get("arch") == c.record.arch:
             c.trainer.load_state_dict(found[1]["trainer"])
-            c.record = FineTuned(**json.loads(found[1]["record"]))
+            c.record = FineTuned.from_dict(json.loads(found[1]["record"]))
         else:
             c.record.val_curve, c.record.epoch_seconds = [], []
         return c.trainer
@@ -344,9 +449,8 @@ def run_finetuning(
         if c.record.status != "diverged" and c.record.val_curve and c.record.test_accuracy is None:
             tr = trainer_for(c)
             c.record.test_accuracy = evaluate(tr.model, test, device=device)[0]
-            save_winner(
-                c.folder, tr.model, {"weights_origin": weights_label(c.record), **asdict(c.record)}
-            )
+            origin = {"weights_origin": weights_label(c.record), **trained_by}
+            save_winner(c.folder, tr.model, {**origin, **asdict(c.record)})
         _save_progress(c.folder, c.record)
         c.trainer = None  # free the weights
     return FineTuneResult([c.record for c in every], config.rungs[-1])

@@ -228,5 +228,11 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         f"{result.out_dir / 'report.html'}; "
         f"`nasflow export {shlex.quote(spec.name)} --best --out DIR` exports the winner"
         + (" with its retrained weights" if any(w.weights for w in result.winners) else "")
+        + (
+            f"; `nasflow export {shlex.quote(spec.name)} --ready best --out DIR` the ready "
+            "model with the best validation accuracy, with its fine-tuned weights"
+            if isinstance(finetuned_record, dict)
+            else ""
+        )
     )
     return "\n".join(lines)

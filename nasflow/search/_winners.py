@@ -73,8 +73,20 @@ def save_winner(folder: os.PathLike | str, net: nn.Module, record: dict[str, Any
     return full
 
 
-def read_winner(folder: os.PathLike | str) -> dict[str, Any]:
+#: The numbers a winner's record must hold.
+WINNER_NUMBERS = ("test_accuracy", "val_accuracy", "measured_train_cost")
+
+
+def read_winner(
+    folder: os.PathLike | str, numbers: tuple[str, ...] = WINNER_NUMBERS
+) -> dict[str, Any]:
     """The record of the winner saved in ``folder``, after checking its weights' SHA-256.
+
+    Args:
+        folder: The winner's folder (or a ready model's: the fine-tuning phase saves them
+            in this format too).
+        numbers: Keys whose values must be numbers (a ready model records its validation
+            accuracy per epoch and its cost per epoch, not as one number).
 
     Raises:
         WinnerError: No record, a record that is not valid JSON or of another format, or
@@ -108,7 +120,7 @@ def read_winner(folder: os.PathLike | str) -> dict[str, Any]:
             f"{str(folder / WEIGHTS_FILE)!r} has SHA-256 {have[:16]}..., its record "
             f"{want[:16]}...: the weights are corrupt or were changed"
         )
-    for key in ("test_accuracy", "val_accuracy", "measured_train_cost"):
+    for key in numbers:
         value = record.get(key)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise WinnerError(f"{str(path)!r}: {key} is {value!r}, not a number")

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +26,23 @@ class TinyRun:
     spec: StudySpec
     runs: Path
     printed: str
+    result: Any = None
+
+
+@contextlib.contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Interrupt a blocked system call (``open`` on a FIFO) after ``seconds``."""
+
+    def hung(*_: object) -> None:
+        raise TimeoutError(f"still blocked after {seconds}s")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 @pytest.fixture(scope="session")
@@ -64,3 +85,26 @@ def exported_supernet(tiny_run: TinyRun, tmp_path_factory: pytest.TempPathFactor
     out = tmp_path_factory.mktemp("exports") / "best-supernet"
     assert main(export_args(tiny_run, out, "--weights", "supernet")) == 0
     return out
+
+
+#: A fine-tuning phase on the tiny study: three finalists, one rung of one epoch, the best
+#: half (two) fine-tuned a second epoch; the third is a ready model "stopped" at one epoch.
+FINETUNING = """
+from nasflow.search import FineTuning
+study = study.replace(finetuning=FineTuning(finalists=3, rungs=(1, 2), keep=0.5))
+"""
+
+
+@pytest.fixture(scope="session")
+def ready_run(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
+    """A finished tiny study with a fine-tuning phase (ready models in
+    ``RUNS/tinyft/ready/trial-N``) and no phase 3."""
+    root = tmp_path_factory.mktemp("ready-study")
+    study_file = write_study(
+        root, name="tinyft", channels=4, n_trials=6, finetune=0, extra=FINETUNING
+    )
+    spec = load_study_file(study_file)
+    runner = StudyRunner(spec, out_dir=root / "runs", progress=False, log=lambda _: None)
+    result = runner.run(retrain=False)
+    printed = summary_table(result, spec)
+    return TinyRun("tinyft", study_file, spec, root / "runs", printed, result)

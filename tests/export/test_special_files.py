@@ -3,17 +3,16 @@ is refused at once, unopened (a FIFO used to block it forever)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from nasflow.export import ExportError, load_exported
+from tests.export.conftest import deadline
 
 #: Seconds ``load_exported`` gets before the test counts it as hung.
 HANG = 60
@@ -22,22 +21,6 @@ HANG = 60
 @pytest.fixture
 def copy(exported: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(exported, tmp_path / "e"))
-
-
-@contextlib.contextmanager
-def _deadline(seconds: int) -> Iterator[None]:
-    """Interrupt a blocked system call (``open`` on a FIFO) after ``seconds``."""
-
-    def hung(*_: object) -> None:
-        raise TimeoutError(f"load_exported still blocked after {seconds}s")
-
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _fifo(path: Path) -> None:
@@ -93,7 +76,7 @@ def test_anything_but_a_regular_file_is_refused_unopened(copy, name, make, kind)
     (copy.parent / "elsewhere.txt").write_text("not part of the export")
     (copy / name).parent.mkdir(exist_ok=True)
     make(copy / name)
-    with _deadline(HANG), pytest.raises(ExportError) as info:
+    with deadline(HANG), pytest.raises(ExportError) as info:
         load_exported(copy)
     msg = str(info.value)
     assert name in msg and kind in msg and "\n" not in msg

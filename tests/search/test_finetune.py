@@ -17,6 +17,7 @@ from nasflow.search._finetune import (
     FineTuned,
     FineTuning,
     promote,
+    read_ready,
     run_finetuning,
 )
 from nasflow.train import EpochTrainer, SupernetConfig, SupernetTrainer, TrainConfig
@@ -67,10 +68,10 @@ def test_successive_halving_keeps_the_best_share_each_rung(trained, tmp_path: Pa
     for c in res.candidates:
         assert c.test_accuracy is not None and len(c.epoch_seconds) == c.epochs
         record = json.loads((tmp_path / f"trial-{c.trial}" / "record.json").read_text())
-        assert (
-            record["weights_origin"]
-            == f"inherited from the supernet, fine-tuned {c.epochs} epochs"
+        assert record["weights_origin"] == (
+            f"fine-tuned from inherited supernet weights, {c.epochs} epoch" + "s" * (c.epochs != 1)
         )
+        assert read_ready(tmp_path / f"trial-{c.trial}") == (c, record)  # typed, checked
         assert (tmp_path / f"trial-{c.trial}" / "model.safetensors").is_file()
     mult, spent, full = res.early_stopping_multiplier()
     assert spent == pytest.approx(sum(c.train_seconds for c in res.candidates))

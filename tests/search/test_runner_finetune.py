@@ -30,7 +30,7 @@ def test_finalists_become_ready_models_and_phase_3_retrains_the_best(tmp_path) -
     ready = tmp_path / "runs" / "tiny" / "ready"
     for c in cands:
         saved = json.loads((ready / f"trial-{c['trial']}" / "record.json").read_text())
-        assert saved["weights_origin"].startswith("inherited from the supernet, fine-tuned")
+        assert saved["weights_origin"].startswith("fine-tuned from inherited supernet weights, ")
         assert saved["test_accuracy"] == c["test_accuracy"]
     best = max((c for c in cands if len(c["val_curve"]) == 2), key=lambda c: c["val_curve"][-1])
     assert [w.number for w in result.winners] == [best["trial"]]
