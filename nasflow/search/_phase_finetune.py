@@ -14,22 +14,27 @@ from nasflow.search._finetune import Finalist, run_finetuning, summary_line
 from nasflow.space import Arch
 
 
-def select_finalists(study: optuna.Study, n: int) -> list[Finalist]:
-    """Up to ``n`` distinct screened architectures: the screened Pareto set (best supernet
-    accuracy first), then the best supernet scores."""
+def select_finalists(study: optuna.Study, n: int, top: int = 0) -> list[Finalist]:
+    """Up to ``n`` distinct screened architectures: the ``top`` best supernet scores
+    (protected: fine-tuned through every rung), then the screened Pareto set (best supernet
+    accuracy first), then the next best scores."""
     seen: dict[Arch, Finalist] = {}
     front = [t for t in study.best_trials if DUPLICATE_KEY not in t.user_attrs]
     rest = sorted(
         (t for t in study.get_trials(deepcopy=False) if t.state.is_finished()),
         key=lambda t: -(TrialRecord.from_trial(t).supernet_accuracy or float("-inf")),
     )
-    for t in sorted(front, key=lambda t: -t.values[0]) + rest:
+    best = [(t, True) for t in rest]
+    others = [(t, False) for t in sorted(front, key=lambda t: -t.values[0]) + rest]
+    for t, protect in best + others:
+        if protect and sum(f.protected for f in seen.values()) >= top:
+            continue
         rec = TrialRecord.from_trial(t)
         if not rec.screened or rec.supernet_accuracy is None:
             continue
         arch = rec.get_arch()
         if arch not in seen:
-            seen[arch] = Finalist(t.number, arch, float(rec.supernet_accuracy))
+            seen[arch] = Finalist(t.number, arch, float(rec.supernet_accuracy), protect)
         if len(seen) == n:
             break
     return list(seen.values())
@@ -41,7 +46,7 @@ def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
     t0 = time.perf_counter()
     spec, study = ctx.spec, ctx.study
     assert ctx.data is not None and ctx.supernet is not None and spec.finetuning is not None
-    finalists = select_finalists(study, spec.finetuning.finalists)
+    finalists = select_finalists(study, spec.finetuning.finalists, spec.finetuning.top)
     total = sum(
         len(finalists) for _ in spec.finetuning.rungs
     )  # an upper bound of the epochs: the bar is a guide

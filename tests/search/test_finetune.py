@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import torch
 from torch.utils.data import TensorDataset
 
 from nasflow.data import DataBundle
+from nasflow.errors import ConfigError
 from nasflow.search._finetune import (
     PROGRESS_FILE,
     Finalist,
@@ -148,3 +150,26 @@ def test_promotion_with_two_objectives_uses_fronts() -> None:
 def test_bad_settings_are_refused_in_one_line(kw, match) -> None:
     with pytest.raises(ValueError, match=match):
         FineTuning(**kw)
+
+
+def test_protected_finalists_are_never_halved(trained, tmp_path: Path) -> None:
+    """``FineTuning.top``: the finalists flagged protected reach the last rung whatever
+    their validation accuracy; halving applies to the others only."""
+    space, data, supernet, finalists = trained
+    flagged = [replace(f, protected=f.trial >= 2) for f in finalists]
+    recipe = TrainConfig(epochs=9, batch_size=32, lr=1e-3)
+    cfg = FineTuning(finalists=4, rungs=(1, 2), keep=0.5, top=2)
+    res = run_finetuning(
+        flagged, supernet, space, data, recipe, cfg, 2, tmp_path, seed=0, multi_objective=False
+    )
+    epochs = {c.trial: c.epochs for c in res.candidates}
+    assert epochs[2] == epochs[3] == 2  # protected: never halved
+    assert sorted([epochs[0], epochs[1]]) == [1, 2]  # the other two: ceil(0.5 * 2) = 1 goes on
+
+
+def test_top_defaults_to_half_the_finalists_and_is_checked() -> None:
+    assert FineTuning().top == 5 and FineTuning(finalists=3).top == 2
+    with pytest.raises(
+        ConfigError, match=r"FineTuning.top must be at most finalists \(3\), got 4"
+    ):
+        FineTuning(finalists=3, top=4)

@@ -26,7 +26,15 @@ def test_finalists_become_ready_models_and_phase_3_retrains_the_best(tmp_path) -
     record = result.study.user_attrs[FINETUNED_KEY]
     cands = record["candidates"]
     assert len(cands) == 4 and record["rungs"] == [1, 2]
-    assert sorted(len(c["val_curve"]) for c in cands) == [1, 1, 2, 2]
+    # top=2 (half of 4): the two best supernet scores go through every rung; of the other
+    # two, halving keeps one.
+    assert sorted(len(c["val_curve"]) for c in cands) == [1, 2, 2, 2]
+    scores = sorted(
+        (t.values[0] for t in result.study.trials if t.values is not None), reverse=True
+    )
+    protected = sorted((c for c in cands), key=lambda c: -c["supernet_accuracy"])[:2]
+    assert [c["supernet_accuracy"] for c in protected] == scores[:2]
+    assert all(len(c["val_curve"]) == 2 for c in protected)
     ready = tmp_path / "runs" / "tiny" / "ready"
     for c in cands:
         saved = json.loads((ready / f"trial-{c['trial']}" / "record.json").read_text())
