@@ -46,7 +46,7 @@ def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
     t0 = time.perf_counter()
     spec, study = ctx.spec, ctx.study
     assert ctx.data is not None and ctx.supernet is not None and spec.finetuning is not None
-    finalists = select_finalists(study, spec.finetuning.finalists, spec.finetuning.top)
+    finalists = select_finalists(study, spec.finetuning.finalists, spec.finetuning.top or 0)
     total = sum(
         len(finalists) for _ in spec.finetuning.rungs
     )  # an upper bound of the epochs: the bar is a guide
