@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ranking import load_ground_truth, merge_ground_truth
 
 from nasflow.export._study import load_supernet
-from nasflow.record import TRUST_KEY
+from nasflow.record import FINETUNED_KEY, TRUST_KEY
 from nasflow.search import StudyRunner, load_study_file
 from nasflow.supernet import recalibrate_bn
 from nasflow.train import evaluate
@@ -94,6 +94,15 @@ def run_one(path: Path, seed: int) -> dict:
         "phase_seconds": result.seconds,
         "trust": None,
         "summary": lines,
+        # What the kept model was chosen from: the fine-tuned finalists' records and the
+        # screened candidates' supernet scores (for reading a losing row).
+        "finetuned": result.study.user_attrs.get(FINETUNED_KEY),
+        "pareto": [t.number for t in result.pareto],
+        "kept_score_rank": 1
+        + sum(
+            t.values is not None and t.values[0] > result.study.trials[kept.number].values[0]
+            for t in result.study.trials
+        ),
     }
     if trust:
         row["trust"] = {
@@ -151,6 +160,7 @@ def main() -> None:
     p.add_argument("--json", type=Path, help="append every run here (JSON lines)")
     p.add_argument("--from-json", type=Path, nargs="+", help="report these runs only")
     p.add_argument("--markdown", action="store_true")
+    p.add_argument("--skip-done", action="store_true", help="skip runs already in --json")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     rows: list[dict] = []
@@ -158,8 +168,15 @@ def main() -> None:
         for f in args.from_json:
             rows += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
     else:
+        done = set()
+        if args.skip_done and args.json and args.json.exists():
+            for line in args.json.read_text().splitlines():
+                r = json.loads(line)
+                done.add((r["study"], r["seed"]))
         for seed in args.seeds:
             for path in args.studies:
+                if (str(path), seed) in done:
+                    continue
                 row = run_one(path, seed)
                 rows.append(row)
                 if args.json:
