@@ -147,8 +147,10 @@ def summary(rows: list[dict]) -> str:
         n = sum(r["covered"] for r in probed)
         lines.append(f"trust coverage: {n}/{len(probed)} runs hold their supernet's table tau")
         shares = [r["trust_share"] for r in probed]
-        lines.append(f"trust share of the run: median {statistics.median(shares):.0%}, "
-                     f"max {max(shares):.0%}")
+        lines.append(
+            f"trust share of the run: median {statistics.median(shares):.0%}, "
+            f"max {max(shares):.0%}"
+        )
     return "\n".join(lines)
 
 
