@@ -133,6 +133,29 @@ def test_b1_replay_of_random_search_on_the_table_follows_the_incumbent(tmp_path:
     assert 150 < counts.count(None) < 250
 
 
+def test_b1_counts_ready_models_as_trained_events_with_an_estimated_cost() -> None:
+    from nasflow.search import FineTuned, FineTuneResult, load_study_file
+
+    b1 = _load("search_efficiency.py")
+    spec = load_study_file(ROOT / "studies" / "mnist1d_front.py")  # data() is lazy
+    arch = Arch({"x": 1}).to_json()
+    result = FineTuneResult(
+        [
+            FineTuned(3, arch, 0.9, [0.8, 0.9], [1.0, 3.0], 0.91, "stopped"),
+            FineTuned(4, arch, 0.8, [0.7], [2.0], None, "stopped"),  # no test: not counted
+            FineTuned(5, arch, 0.7, [], [], None, "diverged"),  # no weights
+        ],
+        full_epochs=4,
+    )
+    run = b1.Run("nasflow", 0, threshold=0.99, budget=1e9)
+    b1.add_ready_models(run, spec, result)
+    assert len(run.events) == 1
+    event = run.events[0]
+    assert (event["val"], event["test"]) == (0.9, 0.91)
+    assert event["train_cpu"] == pytest.approx(2.0 * spec.train.epochs)  # mean epoch x recipe
+    assert "ready model fine-tuned 2 epochs" in event["note"]
+
+
 # ---------------------------------------------------------------------------- smoke runs
 @pytest.mark.slow
 def test_b1_quick_runs_every_method(tmp_path: Path) -> None:
