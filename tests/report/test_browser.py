@@ -20,7 +20,7 @@ from tests.conftest import require_or_skip
 from tests.report._cdp import Browser, chromium_binary
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-DATA_FIGURES = ("pareto", "params", "history", "budget", "fairness", "costmodel")
+DATA_FIGURES = ("pareto", "params", "history", "budget", "fairness", "costmodel", "multipliers")
 
 #: Per plot div: whether plotly drew its SVG, how many data points (markers, bars) it has,
 #: and its visible text.
