@@ -51,7 +51,12 @@ _STATE_COLORS = {COMPLETED: BLUE, PRUNED: "#ff7f0e", SKIPPED: RED, FAILED: DARK}
 
 
 def _layout(fig: go.Figure, title: str, caption: str, height: int = 480) -> go.Figure:
-    lines = textwrap.wrap(caption, 120, break_on_hyphens=False) or [""]
+    # One paragraph per "\n" of the caption, each wrapped.
+    lines = [
+        line
+        for paragraph in caption.split("\n")
+        for line in textwrap.wrap(paragraph, 120, break_on_hyphens=False)
+    ] or [""]
     fig.update_layout(
         title={
             "text": html.escape(title),
@@ -359,15 +364,8 @@ def plot_costmodel(data: CostModelData) -> go.Figure:
     if not data.points and not steps:
         why = f"{no_winner}; no calibration steps: {data.why or 'none recorded'}."
         return not_measured(title, why[0].upper() + why[1:])
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=(
-            "calibration: the steps the model was fitted on (one training step, s)",
-            "retrained winners (whole training, s)",
-        ),
-        horizontal_spacing=0.12,
-    )
+    # (Each side is named by its axis titles: subplot titles would collide with the caption.)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14)
     clock = data.clock or "seconds"
     if steps and cal is not None:
         fitted = [cal.predict(x.ops) for x in steps]
@@ -429,13 +427,15 @@ def plot_costmodel(data: CostModelData) -> go.Figure:
     for col in (1, 2):
         fig.update_xaxes(type="log", row=1, col=col)
         fig.update_yaxes(type="log", row=1, col=col)
-    fig.update_xaxes(title="fitted step (s)", row=1, col=1)
-    fig.update_yaxes(title=f"measured step ({clock}, s)", row=1, col=1)
-    fig.update_xaxes(title=names.PREDICTED_COST, row=1, col=2)
-    fig.update_yaxes(title=names.MEASURED_COST, row=1, col=2)
+    fig.update_xaxes(title="calibration step: fitted (s)", row=1, col=1)
+    fig.update_yaxes(title=f"calibration step: measured ({clock}, s)", row=1, col=1)
+    fig.update_xaxes(title=f"winner: {names.PREDICTED_COST}", row=1, col=2)
+    fig.update_yaxes(title=f"winner: {names.MEASURED_COST}", row=1, col=2)
     caption = (
-        "Predicted: the cost model's fitted step time of the candidate times the recipe's "
-        "steps (during search)."
+        "Left: the whole-network training steps the cost model was fitted on, measured "
+        "against its fitted line (one step each). Right: the retrained winners' whole "
+        "training. Predicted: the cost model's fitted step time of the candidate times the "
+        "recipe's steps (during search)."
     )
     if steps and cal is not None:
         caption += (
@@ -562,16 +562,8 @@ def plot_multipliers(data: MultipliersData) -> go.Figure:
             f"{MULTIPLIERS_KEY}): a search run writes it when it finishes (a tabular study "
             "has none).",
         )
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        column_widths=[0.72, 0.28],
-        subplot_titles=(
-            "multiplier: cost without / cost with (log scale)",
-            "measured wall time of this run",
-        ),
-        horizontal_spacing=0.1,
-    )
+    # (Each side is named by its axis titles: subplot titles would collide with the caption.)
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.7, 0.3], horizontal_spacing=0.12)
     steps = [*data.steps, data.compounded] if data.compounded else list(data.steps)
     comp = data.compounded
     y = [0.0 if s.multiplier is None else math.log(s.multiplier) for s in data.steps]
@@ -589,6 +581,7 @@ def plot_multipliers(data: MultipliersData) -> go.Figure:
             base=0.0,
             text=[_step_text(s) for s in steps],
             textposition="outside",
+            textfont={"size": 12},
             customdata=[
                 "<br>".join(textwrap.wrap(html.escape(f"{s.label}: {s.basis}"), 90)) for s in steps
             ],
@@ -605,30 +598,26 @@ def plot_multipliers(data: MultipliersData) -> go.Figure:
     lo, hi = math.exp(min(running)), math.exp(max(running))
     ticks = _log_ticks(min(lo, 1.0), max(hi, 1.0))
     fig.update_yaxes(
+        title="multiplier: cost without / cost with (log scale)",
         tickvals=[math.log(t) for t in ticks],
         ticktext=[f"x{t:g}" for t in ticks],
         range=[math.log(min(ticks)) - 0.3, math.log(max(ticks)) + 0.6],
         row=1,
         col=1,
     )
-    bars = [("search (supernet + search)", data.search_seconds, "MEASURED")]
+    bars = [("search", data.search_seconds, "MEASURED")]
     bars.append(("whole run", data.run_seconds, "MEASURED"))
     if data.without_nasflow_seconds is not None:
         one = next((s for s in data.steps if s.key == "one_shot"), None)
-        bars.append(
-            (
-                "same candidates trained stand-alone",
-                data.without_nasflow_seconds,
-                one.label if one else "ESTIMATE",
-            )
-        )
+        bars.append(("stand-alone", data.without_nasflow_seconds, one.label if one else "n/a"))
     shown = [(n, v, lab) for n, v, lab in bars if v is not None]
     fig.add_trace(
         go.Bar(
             x=[n for n, _, _ in shown],
             y=[v for _, v, _ in shown],
-            text=[f"{v:.0f}s<br>{lab}" for _, v, lab in shown],
+            text=[f"{v:.3g}s<br>{lab}" for _, v, lab in shown],
             textposition="outside",
+            textfont={"size": 12},
             cliponaxis=False,
             marker={"color": [GREY if lab != "MEASURED" else DARK for _, _, lab in shown]},
             name="seconds",
@@ -638,7 +627,10 @@ def plot_multipliers(data: MultipliersData) -> go.Figure:
         row=1,
         col=2,
     )
-    fig.update_yaxes(title="seconds", rangemode="tozero", row=1, col=2)
+    top = max((v for _, v, _ in shown), default=1.0)
+    fig.update_yaxes(
+        title="measured wall time of this run (s)", range=[0, top * 1.3], row=1, col=2
+    )
     lines = [
         f"{s.title} x{s.multiplier:.2f} {s.label}: {s.basis}"
         if s.multiplier is not None
@@ -650,9 +642,17 @@ def plot_multipliers(data: MultipliersData) -> go.Figure:
         "it), from the run's stored record, the one the search summary prints; MEASURED: "
         "measured in this run, ESTIMATE: estimated, as each basis says. The compounded "
         "figure assumes the techniques are independent: the measured wall time beside it "
-        "is what the run took. " + " | ".join(lines)
+        "is what the run took (search: supernet + search; whole run: every phase"
+        + (
+            "; stand-alone: training the same candidates stand-alone, from the one-shot "
+            "basis and labelled as it is"
+            if data.without_nasflow_seconds is not None
+            else ""
+        )
+        + ").\n"
+        + "\n".join(lines)
     )
-    return _layout(fig, title, caption, height=520)
+    return _layout(fig, title, caption, height=560)
 
 
 def table_cells(data: ParetoTable) -> tuple[list[str], list[list[str]]]:
