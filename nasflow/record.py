@@ -933,3 +933,227 @@ class WinnerRecord:
             **{k: v for k, v in values.items() if v is not None},
             **self.extra,
         }
+
+
+#: The parts of the ``nasflow:multipliers`` record (``MULTIPLIERS_KEY``), in the order the
+#: summary prints them and the report stacks them.
+MULTIPLIER_PARTS = ("one_shot", "early_stopping", "gate", "stack", "ddp")
+#: What a multiplier's number is: measured in this run, estimated, or neither.
+MEASURED, ESTIMATE, NOT_AVAILABLE = "MEASURED", "ESTIMATE", "n/a"
+
+
+@dataclass(frozen=True)
+class MultiplierPart:
+    """One technique's multiplier in the ``nasflow:multipliers`` record, typed.
+
+    Attributes:
+        key: The part's key (one of ``MULTIPLIER_PARTS``, or ``"compounded"``).
+        multiplier: Cost without the technique / cost with it; ``None``: not measured or
+            not applicable (``note`` says why).
+        label: ``MEASURED``, ``ESTIMATE`` or ``NOT_AVAILABLE`` (``"n/a"``); a record
+            written before parts carried a label gets ``ESTIMATE`` when it says
+            ``estimate``, else ``MEASURED``, and ``n/a`` without a multiplier.
+        note: What the number comes from, or why there is none.
+        fields: Every key of the part as stored (the basis figures: seconds, counts...).
+    """
+
+    key: str
+    multiplier: float | None
+    label: str
+    note: str = ""
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, key: str, part: Any) -> MultiplierPart:
+        """From one part of the record (a missing or malformed part reads as ``n/a``)."""
+        data = dict(part) if isinstance(part, Mapping) else {}
+        mult = _opt_float(data.get("multiplier"))
+        label = _opt_str(data.get("label"))
+        if label is None:
+            label = ESTIMATE if data.get("estimate") else MEASURED
+        if mult is None:
+            label = NOT_AVAILABLE
+        return cls(key, mult, label, _opt_str(data.get("note")) or "", data)
+
+    @property
+    def measured(self) -> bool:
+        """Whether the multiplier was measured in this run."""
+        return self.label == MEASURED and self.multiplier is not None
+
+
+@dataclass(frozen=True)
+class MultipliersRecord:
+    """The search-level multipliers of a finished run (study user attribute
+    ``MULTIPLIERS_KEY``, written by ``nasflow.search``'s ``search_multipliers``), typed.
+
+    Attributes:
+        parts: One per ``MULTIPLIER_PARTS`` key, in that order (a part the record lacks
+            reads as ``n/a``).
+        compounded: The product of the parts with a multiplier (an estimate: it assumes
+            the techniques are independent); ``compounded_of`` names them.
+        compounded_of: The part keys multiplied into ``compounded``.
+        run_seconds: Measured wall time of the whole run.
+        search_seconds: Measured wall time of the supernet and the search.
+        without_nasflow_seconds: Training the same candidates stand-alone, from the
+            one-shot part's basis (labelled as that part is), or ``None``.
+        extra: Every key as stored.
+    """
+
+    parts: tuple[MultiplierPart, ...]
+    compounded: MultiplierPart
+    compounded_of: tuple[str, ...] = ()
+    run_seconds: float | None = None
+    search_seconds: float | None = None
+    without_nasflow_seconds: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> MultipliersRecord:
+        """From the stored record."""
+        comp = MultiplierPart.from_dict("compounded", record.get("compounded"))
+        e2e = record.get("end_to_end")
+        e2e = e2e if isinstance(e2e, Mapping) else {}
+        of = comp.fields.get("of")
+        return cls(
+            parts=tuple(MultiplierPart.from_dict(k, record.get(k)) for k in MULTIPLIER_PARTS),
+            compounded=comp,
+            compounded_of=tuple(str(k) for k in of) if isinstance(of, list | tuple) else (),
+            run_seconds=_opt_float(e2e.get("seconds")),
+            search_seconds=_opt_float(e2e.get("search_seconds")),
+            without_nasflow_seconds=_opt_float(e2e.get("without_nasflow_seconds")),
+            extra=dict(record),
+        )
+
+    @classmethod
+    def from_study(cls, study: optuna.Study) -> MultipliersRecord | None:
+        """The study's record, or ``None`` when it holds none (a run that did not finish,
+        a tabular study)."""
+        record = study.user_attrs.get(MULTIPLIERS_KEY)
+        return cls.from_dict(record) if isinstance(record, Mapping) else None
+
+    def part(self, key: str) -> MultiplierPart:
+        """The part ``key`` (one of ``MULTIPLIER_PARTS``).
+
+        Raises:
+            KeyError: Not a part's key.
+        """
+        for p in self.parts:
+            if p.key == key:
+                return p
+        raise KeyError(key)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as stored."""
+        return dict(self.extra)
+
+
+@dataclass(frozen=True)
+class CalibrationStep:
+    """One whole-network training step the cost model was fitted on.
+
+    Attributes:
+        ops: Sum of the path's measured op seconds (the fit's input).
+        measured: The step's measured seconds (best of rounds, the cost table's clock).
+        arch: The path, as ``Arch.to_json()``.
+    """
+
+    ops: float
+    measured: float
+    arch: str = ""
+
+
+@dataclass(frozen=True)
+class CostCalibration:
+    """The cost model's fit, as the study records it inside its cost-table record
+    (``COST_TABLE_KEY``, key ``"calibration"``): ``step = slope * ops + intercept``.
+
+    Attributes:
+        slope: Seconds of a step per second of summed op latency.
+        intercept: Fixed seconds per step.
+        steps: The measured steps the line was fitted on.
+        batch_size: The batch size of the steps.
+    """
+
+    slope: float
+    intercept: float
+    steps: tuple[CalibrationStep, ...] = ()
+    batch_size: int | None = None
+
+    def predict(self, ops: float) -> float:
+        """The fitted step seconds of a path whose op seconds sum to ``ops``."""
+        return max(0.0, self.slope * ops + self.intercept)
+
+    @classmethod
+    def from_dict(cls, record: Any) -> CostCalibration | None:
+        """From a stored ``"calibration"`` object (``None``: missing or malformed)."""
+        if not isinstance(record, Mapping):
+            return None
+        slope, intercept = _opt_float(record.get("slope")), _opt_float(record.get("intercept"))
+        if slope is None or intercept is None:
+            return None
+        steps = []
+        for p in record.get("points") or ():
+            if not isinstance(p, Mapping):
+                continue
+            ops, measured = _opt_float(p.get("ops")), _opt_float(p.get("measured"))
+            if ops is not None and measured is not None:
+                steps.append(CalibrationStep(ops, measured, _opt_str(p.get("arch")) or ""))
+        return cls(slope, intercept, tuple(steps), _opt_int(record.get("batch_size")))
+
+    def to_dict(self) -> dict[str, Any]:
+        """As stored in the cost-table record."""
+        return {
+            "slope": self.slope,
+            "intercept": self.intercept,
+            "batch_size": self.batch_size,
+            "points": [{"ops": s.ops, "measured": s.measured, "arch": s.arch} for s in self.steps],
+        }
+
+
+@dataclass(frozen=True)
+class CostTableRecord:
+    """The study's cost-table record (``COST_TABLE_KEY``: where the cost model's table came
+    from, how steady the machine was, and the fit), typed.
+
+    Attributes:
+        device: The device the table describes.
+        clock: What the table's seconds are (``"thread CPU time"``, ``"wall time"``...).
+        source: ``"measured now"``, ``"shared table"`` or ``"stored"``.
+        batch_size: The batch size the model predicts.
+        calibration: The fit and its measured steps (``None``: a record written before
+            studies recorded it).
+        extra: Every key as stored.
+    """
+
+    device: str | None = None
+    clock: str | None = None
+    source: str | None = None
+    batch_size: int | None = None
+    calibration: CostCalibration | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> CostTableRecord:
+        """From the stored record."""
+        return cls(
+            device=_opt_str(record.get("device")),
+            clock=_opt_str(record.get("clock")),
+            source=_opt_str(record.get("source")),
+            batch_size=_opt_int(record.get("batch_size")),
+            calibration=CostCalibration.from_dict(record.get("calibration")),
+            extra=dict(record),
+        )
+
+    @classmethod
+    def from_study(cls, study: optuna.Study) -> CostTableRecord | None:
+        """The study's record, or ``None`` when it holds none (its cost estimator timed
+        every candidate, or the study is tabular)."""
+        record = study.user_attrs.get(COST_TABLE_KEY)
+        return cls.from_dict(record) if isinstance(record, Mapping) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as stored (the calibration as :meth:`CostCalibration.to_dict`)."""
+        out = dict(self.extra)
+        if self.calibration is not None:
+            out["calibration"] = self.calibration.to_dict()
+        return out

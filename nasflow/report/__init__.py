@@ -3,7 +3,8 @@ optuna-dashboard push.
 
 Each figure's data comes from a pure function of the study that returns a NamedTuple
 (``tradeoff_data``, ``history_data``, ``budget_data``, ``fairness_data``,
-``costmodel_data``, ``stack_data``, ``pareto_table``); ``_figures.py`` draws them.
+``costmodel_data``, ``stack_data``, ``multipliers_data``, ``ready_models``,
+``pareto_table``); ``_figures.py`` draws them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from nasflow.report._figures import (
     plot_costmodel,
     plot_fairness,
     plot_history,
+    plot_multipliers,
     plot_pareto_table,
     plot_stack,
     plot_tradeoff,
@@ -31,10 +33,16 @@ from nasflow.report._records import (
     CostModelData,
     FairnessData,
     LabelCounts,
+    MultipliersData,
+    MultiplierStep,
+    ReadyModels,
+    ReadyRow,
     StackData,
     StackLayerRow,
     costmodel_data,
     fairness_data,
+    multipliers_data,
+    ready_models,
     stack_data,
 )
 from nasflow.report._report import ReportData, ReportFigure, report_data, report_figures
@@ -63,8 +71,12 @@ __all__ = [
     "FairnessData",
     "HistoryData",
     "LabelCounts",
+    "MultiplierStep",
+    "MultipliersData",
     "ParetoRow",
     "ParetoTable",
+    "ReadyModels",
+    "ReadyRow",
     "ReportData",
     "ReportError",
     "ReportFigure",
@@ -79,16 +91,19 @@ __all__ = [
     "generic_summary",
     "history_data",
     "is_loopback",
+    "multipliers_data",
     "not_measured",
     "pareto_table",
     "plot_budget",
     "plot_costmodel",
     "plot_fairness",
     "plot_history",
+    "plot_multipliers",
     "plot_pareto_table",
     "plot_stack",
     "plot_tradeoff",
     "push_figures",
+    "ready_models",
     "render_html",
     "report_data",
     "report_figures",

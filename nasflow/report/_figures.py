@@ -11,10 +11,25 @@ import math
 import textwrap
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from nasflow import names
-from nasflow.record import STACK_KEY, SUPERNET_KEY
-from nasflow.report._records import CostModelData, FairnessData, StackData
+from nasflow.record import (
+    COST_TABLE_KEY,
+    MULTIPLIERS_KEY,
+    PARAMS_ATTR,
+    STACK_KEY,
+    SUPERNET_KEY,
+)
+from nasflow.report._records import (
+    CostModelData,
+    FairnessData,
+    MultipliersData,
+    MultiplierStep,
+    ReadyModels,
+    ReadyRow,
+    StackData,
+)
 from nasflow.report._trials import (
     COMPLETED,
     DOMINATED,
@@ -36,7 +51,12 @@ _STATE_COLORS = {COMPLETED: BLUE, PRUNED: "#ff7f0e", SKIPPED: RED, FAILED: DARK}
 
 
 def _layout(fig: go.Figure, title: str, caption: str, height: int = 480) -> go.Figure:
-    lines = textwrap.wrap(caption, 120) or [""]
+    # One paragraph per "\n" of the caption, each wrapped.
+    lines = [
+        line
+        for paragraph in caption.split("\n")
+        for line in textwrap.wrap(paragraph, 120, break_on_hyphens=False)
+    ] or [""]
     fig.update_layout(
         title={
             "text": html.escape(title),
@@ -84,8 +104,28 @@ def _hover(p: TrialPoint, x_title: str, y_title: str) -> str:
     return "<br>".join(lines)
 
 
-def plot_tradeoff(data: TradeoffData, title: str) -> go.Figure:
-    """Accuracy against cost or parameters: front, dominated, violators, winner."""
+def _ready_x(row: ReadyRow, x_attr: str) -> float | None:
+    value = row.params if x_attr == PARAMS_ATTR else row.train_cost
+    return None if value is None else float(value)
+
+
+def _ready_hover(row: ReadyRow, x_title: str) -> str:
+    x = _ready_x(row, PARAMS_ATTR if x_title == names.PARAMS else "")
+    lines = [
+        f"trial {row.number}: ready model ({names.finetuned_weights(row.epochs)})",
+        f"{names.FINETUNED_ACCURACY} {row.val_accuracy:.4f} (measured)",
+    ]
+    if row.test_accuracy is not None:
+        lines.append(f"{names.FINETUNED_TEST_ACCURACY} {row.test_accuracy:.4f} (measured)")
+    lines.append(f"{names.MEASURED_FINETUNE_COST} {row.seconds:.3g}")
+    if x is not None:
+        lines.append(f"{x_title} {x:,.0f}" if x_title == names.PARAMS else f"{x_title} {x:.4g}")
+    return "<br>".join(lines)
+
+
+def plot_tradeoff(data: TradeoffData, title: str, ready: ReadyModels | None = None) -> go.Figure:
+    """Accuracy against cost or parameters: front, dominated, violators, winner, and the
+    fine-tuning phase's ready models (one trace per number of fine-tuned epochs)."""
     if not data.points:
         return not_measured(title, "no completed trial records this quantity yet")
     evaluated = [p.accuracy for p in data.points if p.accuracy is not None]
@@ -127,6 +167,21 @@ def plot_tradeoff(data: TradeoffData, title: str) -> go.Figure:
                 hovertemplate="%{text}<extra></extra>",
             )
         )
+    shown = [r for r in (ready.rows if ready else []) if _ready_x(r, data.x_attr) is not None]
+    for epochs in sorted({r.epochs for r in shown}):
+        rows = sorted((r for r in shown if r.epochs == epochs), key=lambda r: r.number)
+        fig.add_trace(
+            go.Scatter(
+                x=[_ready_x(r, data.x_attr) for r in rows],
+                y=[r.val_accuracy for r in rows],
+                mode="markers",
+                marker={"color": "#2ca02c", "symbol": "diamond", "size": 11 + 2 * epochs},
+                name=f"fine-tuned ({epochs} epoch{'s' * (epochs != 1)}): "
+                f"{names.FINETUNED_ACCURACY}, measured",
+                text=[_ready_hover(r, data.x_title) for r in rows],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
     xs = [p.x for p in data.points]
     wide = min(xs) > 0 and max(xs) / min(xs) > 20  # spans more than a decade or so
     fig.update_xaxes(title=data.x_title, type="log" if wide else "linear")
@@ -141,6 +196,12 @@ def plot_tradeoff(data: TradeoffData, title: str) -> go.Figure:
     )
     if data.left_out:
         caption += f" {data.left_out} trials without a {data.x_attr} record are left out."
+    if shown:
+        caption += (
+            f" Green diamonds: the {len(shown)} ready models of the fine-tuning phase, drawn at "
+            f"their {names.FINETUNED_ACCURACY} (measured on the fine-tuned weights, not the "
+            "supernet's), bigger for more epochs."
+        )
     return _layout(fig, title, caption)
 
 
@@ -178,6 +239,20 @@ def plot_budget(data: BudgetData) -> go.Figure:
     title = "Budget each trial received"
     if not data.numbers:
         return not_measured(title, "no finished trial yet")
+    if not any(data.epochs):
+        return not_measured(
+            title,
+            f"Nothing to show: none of the {len(data.numbers)} finished trials was fine-tuned "
+            "during the search (a one-shot study: every candidate was scored from the "
+            "supernet's inherited weights, 0 epochs each, so no pruner had epochs to cut). "
+            + (
+                f"The fine-tuning phase after the search trained {data.finetuned} finalists: "
+                "see the ready models."
+                if data.finetuned
+                else ""
+            ),
+            label="no fine-tuning during the search",
+        )
     fig = go.Figure()
     for state, color in _STATE_COLORS.items():
         idx = [i for i, s in enumerate(data.states) if s == state]
@@ -261,25 +336,69 @@ def plot_fairness(data: FairnessData) -> go.Figure:
     return _layout(fig, title, caption)
 
 
+def _diagonal(lo: float, hi: float, show: bool) -> go.Scatter:
+    return go.Scatter(
+        x=[lo, hi],
+        y=[lo, hi],
+        mode="lines",
+        line={"dash": "dash", "color": GREY},
+        name="measured = predicted",
+        legendgroup="diagonal",
+        showlegend=show,
+        hoverinfo="skip",
+    )
+
+
+def _span(values: list[float]) -> tuple[float, float]:
+    positive = [v for v in values if v > 0] or [1.0]
+    return min(positive) * 0.8, max(positive) * 1.2
+
+
 def plot_costmodel(data: CostModelData) -> go.Figure:
-    """Predicted against measured training cost of the retrained winners."""
+    """Left: the measured training steps the cost model was fitted on, against its fitted
+    line; right: predicted against measured training cost of the retrained winners."""
     title = "Cost model: predicted vs measured training cost"
-    if not data.points:
-        return not_measured(
-            title, "no winner was retrained from scratch (run nasflow search with --retrain)"
-        )
-    ends = [v for p in data.points for v in (p.predicted, p.measured)]
-    lo, hi = min(ends) * 0.8, max(ends) * 1.2
-    fig = go.Figure(
-        [
+    cal = data.calibration
+    steps = list(cal.steps) if cal is not None else []
+    no_winner = "no winner was retrained from scratch (run nasflow search with --retrain)"
+    if not data.points and not steps:
+        why = f"{no_winner}; no calibration steps: {data.why or 'none recorded'}."
+        return not_measured(title, why[0].upper() + why[1:])
+    # (Each side is named by its axis titles: subplot titles would collide with the caption.)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14)
+    clock = data.clock or "seconds"
+    if steps and cal is not None:
+        fitted = [cal.predict(x.ops) for x in steps]
+        measured = [x.measured for x in steps]
+        fig.add_trace(_diagonal(*_span(fitted + measured), True), row=1, col=1)
+        fig.add_trace(
             go.Scatter(
-                x=[lo, hi],
-                y=[lo, hi],
-                mode="lines",
-                line={"dash": "dash", "color": GREY},
-                name="measured = predicted",
-                hoverinfo="skip",
+                x=fitted,
+                y=measured,
+                mode="markers",
+                marker={"color": BLUE, "size": 10},
+                name=f"calibration step ({len(steps)}, measured)",
+                customdata=[x.ops for x in steps],
+                hovertemplate="fitted %{x:.3g}s, measured %{y:.3g}s (ops sum "
+                "%{customdata:.3g}s)<extra></extra>",
             ),
+            row=1,
+            col=1,
+        )
+    else:
+        fig.add_annotation(
+            text=html.escape(f"no calibration steps: {data.why}"),
+            xref="x domain",
+            yref="y domain",
+            x=0.5,
+            y=0.5,
+            showarrow=False,
+            font={"color": DARK},
+        )
+    if data.points:
+        ends = [v for p in data.points for v in (p.predicted, p.measured)]
+        fig.add_trace(_diagonal(*_span(ends), not steps), row=1, col=2)
+        fig.add_trace(
             go.Scatter(
                 x=[p.predicted for p in data.points],
                 y=[p.measured for p in data.points],
@@ -292,15 +411,46 @@ def plot_costmodel(data: CostModelData) -> go.Figure:
                 hovertemplate="predicted %{x:.3g}s, measured %{y:.3g}s "
                 "(x%{customdata:.2f})<extra></extra>",
             ),
-        ]
-    )
-    fig.update_xaxes(title=names.PREDICTED_COST, type="log")
-    fig.update_yaxes(title=names.MEASURED_COST, type="log")
-    ratios = ", ".join(f"trial {p.number} x{p.ratio:.2f}" for p in data.points)
+            row=1,
+            col=2,
+        )
+    else:
+        fig.add_annotation(
+            text=html.escape(no_winner),
+            xref="x2 domain",
+            yref="y2 domain",
+            x=0.5,
+            y=0.5,
+            showarrow=False,
+            font={"color": DARK},
+        )
+    for col in (1, 2):
+        fig.update_xaxes(type="log", row=1, col=col)
+        fig.update_yaxes(type="log", row=1, col=col)
+    fig.update_xaxes(title="calibration step: fitted (s)", row=1, col=1)
+    fig.update_yaxes(title=f"calibration step: measured ({clock}, s)", row=1, col=1)
+    fig.update_xaxes(title=f"winner: {names.PREDICTED_COST}", row=1, col=2)
+    fig.update_yaxes(title=f"winner: {names.MEASURED_COST}", row=1, col=2)
     caption = (
-        "Predicted: measured median training-step time of the candidate times the recipe's "
-        f"steps (during search). Measured: the from-scratch retrain. measured/predicted: {ratios}."
+        "Left: the whole-network training steps the cost model was fitted on, measured "
+        "against its fitted line (one step each). Right: the retrained winners' whole "
+        "training. Predicted: the cost model's fitted step time of the candidate times the "
+        "recipe's steps (during search)."
     )
+    if steps and cal is not None:
+        caption += (
+            f" Fitted on {len(steps)} whole-network training steps measured on "
+            f"{data.device or 'this device'} ({clock}, best of rounds"
+            + (f", batch {cal.batch_size}" if cal.batch_size else "")
+            + f"): step = {cal.slope:.3g} x sum of op seconds + {cal.intercept:.3g}s."
+        )
+    else:
+        caption += f" Calibration steps not shown: {data.why} (study user attribute " + (
+            f"{COST_TABLE_KEY})."
+        )
+    if data.points:
+        ratios = ", ".join(f"trial {p.number} x{p.ratio:.2f}" for p in data.points)
+        caption += f" Measured: the from-scratch retrain. measured/predicted: {ratios}."
     return _layout(fig, title, caption)
 
 
@@ -387,6 +537,124 @@ def plot_stack(data: StackData) -> go.Figure:
     return _layout(fig, title, caption)
 
 
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Multiplier ticks (x1, x2, x5, x10...) covering ``[lo, hi]``."""
+    ticks = [m * 10.0**e for e in range(-3, 7) for m in (1, 2, 5)]
+    inside = [t for t in ticks if lo / 2.5 <= t <= hi * 2.5]
+    return inside or [1.0]
+
+
+def _step_text(step: MultiplierStep) -> str:
+    if step.multiplier is None:
+        return "not measured<br>n/a"
+    return f"x{step.multiplier:.2f}<br>{step.label}"
+
+
+def plot_multipliers(data: MultipliersData) -> go.Figure:
+    """The search-level multipliers as a waterfall from x1 to the compounded figure (log
+    scale), each step labelled with its multiplier, MEASURED/ESTIMATE and its basis, beside
+    the run's measured wall time."""
+    title = "Search-level multipliers: what each technique saved"
+    if not data.recorded:
+        return not_measured(
+            title,
+            f"No multiplier record is stored with this study (study user attribute "
+            f"{MULTIPLIERS_KEY}): a search run writes it when it finishes (a tabular study "
+            "has none).",
+        )
+    # (Each side is named by its axis titles: subplot titles would collide with the caption.)
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.7, 0.3], horizontal_spacing=0.12)
+    steps = [*data.steps, data.compounded] if data.compounded else list(data.steps)
+    comp = data.compounded
+    y = [0.0 if s.multiplier is None else math.log(s.multiplier) for s in data.steps]
+    measure = ["relative"] * len(data.steps)
+    if comp is not None:
+        # The total bar is drawn at the record's compounded figure (the running sum of the
+        # available steps' logs is the same number).
+        y.append(0.0)
+        measure.append("total")
+    fig.add_trace(
+        go.Waterfall(
+            x=[s.title for s in steps],
+            y=y,
+            measure=measure,
+            base=0.0,
+            text=[_step_text(s) for s in steps],
+            textposition="outside",
+            textfont={"size": 12},
+            customdata=[
+                "<br>".join(textwrap.wrap(html.escape(f"{s.label}: {s.basis}"), 90)) for s in steps
+            ],
+            hovertemplate="%{x}: %{customdata}<extra></extra>",
+            name="multiplier",
+            showlegend=False,
+        ),
+        row=1,
+        col=1,
+    )
+    running = [0.0]
+    for v in y[: len(data.steps)]:
+        running.append(running[-1] + v)
+    lo, hi = math.exp(min(running)), math.exp(max(running))
+    ticks = _log_ticks(min(lo, 1.0), max(hi, 1.0))
+    fig.update_yaxes(
+        title="multiplier: cost without / cost with (log scale)",
+        tickvals=[math.log(t) for t in ticks],
+        ticktext=[f"x{t:g}" for t in ticks],
+        range=[math.log(min(ticks)) - 0.3, math.log(max(ticks)) + 0.6],
+        row=1,
+        col=1,
+    )
+    bars = [("search", data.search_seconds, "MEASURED")]
+    bars.append(("whole run", data.run_seconds, "MEASURED"))
+    if data.without_nasflow_seconds is not None:
+        one = next((s for s in data.steps if s.key == "one_shot"), None)
+        bars.append(("stand-alone", data.without_nasflow_seconds, one.label if one else "n/a"))
+    shown = [(n, v, lab) for n, v, lab in bars if v is not None]
+    fig.add_trace(
+        go.Bar(
+            x=[n for n, _, _ in shown],
+            y=[v for _, v, _ in shown],
+            text=[f"{v:.3g}s<br>{lab}" for _, v, lab in shown],
+            textposition="outside",
+            textfont={"size": 12},
+            cliponaxis=False,
+            marker={"color": [GREY if lab != "MEASURED" else DARK for _, _, lab in shown]},
+            name="seconds",
+            showlegend=False,
+            hovertemplate="%{x}: %{y:.1f}s<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
+    top = max((v for _, v, _ in shown), default=1.0)
+    fig.update_yaxes(
+        title="measured wall time of this run (s)", range=[0, top * 1.3], row=1, col=2
+    )
+    lines = [
+        f"{s.title} x{s.multiplier:.2f} {s.label}: {s.basis}"
+        if s.multiplier is not None
+        else f"{s.title} n/a (not measured, drawn flat at x1): {s.basis}"
+        for s in steps
+    ]
+    caption = (
+        "Each step multiplies the cost of the search (cost without the technique / cost with "
+        "it), from the run's stored record, the one the search summary prints; MEASURED: "
+        "measured in this run, ESTIMATE: estimated, as each basis says. The compounded "
+        "figure assumes the techniques are independent: the measured wall time beside it "
+        "is what the run took (search: supernet + search; whole run: every phase"
+        + (
+            "; stand-alone: training the same candidates stand-alone, from the one-shot "
+            "basis and labelled as it is"
+            if data.without_nasflow_seconds is not None
+            else ""
+        )
+        + ").\n"
+        + "\n".join(lines)
+    )
+    return _layout(fig, title, caption, height=560)
+
+
 def table_cells(data: ParetoTable) -> tuple[list[str], list[list[str]]]:
     """Header and rows (as text, the architecture last) of the Pareto table.
 
@@ -404,6 +672,34 @@ def table_cells(data: ParetoTable) -> tuple[list[str], list[list[str]]]:
         row += [_fmt(r.train_cost, ".3g")] * extra_cost + [_fmt(r.params, ",")] * extra_params
         row += [_fmt(r.test_accuracy, ".4f"), _fmt(r.measured_train_cost, ".3g"), r.arch]
         rows.append(row)
+    return header, rows
+
+
+def ready_cells(data: ReadyModels) -> tuple[list[str], list[list[str]]]:
+    """Header and rows (as text, the architecture last) of the ready-models table."""
+    header = [
+        "trial",
+        "fine-tuned epochs",
+        names.FINETUNED_ACCURACY,
+        names.FINETUNED_TEST_ACCURACY,
+        names.MEASURED_FINETUNE_COST,
+        names.PREDICTED_COST,
+        "status",
+        "arch",
+    ]
+    rows = [
+        [
+            str(r.number),
+            str(r.epochs),
+            f"{r.val_accuracy:.4f}",
+            _fmt(r.test_accuracy, ".4f"),
+            f"{r.seconds:.3g}",
+            _fmt(r.train_cost, ".3g"),
+            r.status,
+            r.arch,
+        ]
+        for r in data.rows
+    ]
     return header, rows
 
 

@@ -14,7 +14,8 @@ import nasflow
 from nasflow import record
 from nasflow._files import atomic_write
 from nasflow.errors import ConfigError
-from nasflow.report._figures import table_cells
+from nasflow.report._figures import ready_cells, table_cells
+from nasflow.report._records import ReadyModels
 from nasflow.report._report import ReportData, ReportFigure, report_data, report_figures
 from nasflow.report._trials import ParetoTable
 from nasflow.space import SearchSpace
@@ -47,6 +48,28 @@ def _table_html(table: ParetoTable) -> str:
     if not rows:
         lines.append(f'<tr><td colspan="{len(header)}">no completed trial yet</td></tr>')
     return '<table id="nasflow-pareto-table">' + "".join(lines) + "</table>"
+
+
+def _ready_html(ready: ReadyModels) -> str:
+    header, rows = ready_cells(ready)
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in header[:-1])
+    lines = [f'<tr>{cells}<th class="arch">arch</th></tr>']
+    for row in rows:
+        tds = "".join(f"<td>{html.escape(t)}</td>" for t in row[:-1])
+        lines.append(f'<tr>{tds}<td class="arch">{html.escape(row[-1])}</td></tr>')
+    if not rows:
+        why = ready.error or "no candidate of the fine-tuning phase kept weights"
+        lines.append(f'<tr><td colspan="{len(header)}">{html.escape(why)}</td></tr>')
+    note = (
+        "The fine-tuning phase's models with weights (fine-tuned from the inherited supernet "
+        "weights for the epochs shown): accuracies measured on those weights; the cost is "
+        "the measured seconds of their fine-tuning epochs, not a stand-alone training. Best "
+        "validation accuracy first."
+    )
+    return (
+        f'<p class="meta">{html.escape(note)}</p>'
+        '<table id="nasflow-ready-table">' + "".join(lines) + "</table>"
+    )
 
 
 def _meta_html(study: optuna.Study, storage_label: str) -> str:
@@ -97,6 +120,9 @@ def render_html(
             f'<section class="figure" data-has-data="{str(f.has_data).lower()}">{div}</section>'
         )
     parts.append(f"<section><h2>Pareto set</h2>{_table_html(data.table)}</section>")
+    if data.ready.recorded:
+        ready = _ready_html(data.ready)
+        parts.append(f"<section><h2>Ready models (fine-tuned)</h2>{ready}</section>")
     name = html.escape(study.study_name)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -1,4 +1,5 @@
-"""Figure data from the study-level records: supernet op counts, winners, speedup stack.
+"""Figure data from the study-level records: supernet op counts, winners and the cost
+model's fit, speedup stack, search-level multipliers, ready models.
 
 Every function here is pure: it reads study user attributes and returns a NamedTuple; the
 drawing lives in ``_figures.py``.
@@ -12,7 +13,24 @@ from typing import Any, NamedTuple
 import optuna
 
 from nasflow.errors import ConfigError
-from nasflow.record import STACK_KEY, SUPERNET_KEY, StackRecord, retrain_records
+from nasflow.record import (
+    FINETUNED_KEY,
+    STACK_KEY,
+    SUPERNET_KEY,
+    CostCalibration,
+    CostTableRecord,
+    MultipliersRecord,
+    StackRecord,
+    TrialRecord,
+    retrain_records,
+)
+from nasflow.report._study import Summarizer, generic_summary
+from nasflow.search import (
+    MULTIPLIER_TITLES,
+    FineTuneResult,
+    ReadyModelError,
+    multiplier_basis,
+)
 
 
 # ---------------------------------------------------------------------- fairness
@@ -106,19 +124,46 @@ class CostPoint(NamedTuple):
 
 
 class CostModelData(NamedTuple):
-    """Cost-model predictions next to the winners' measured training cost."""
+    """Cost-model predictions next to the winners' measured training cost, and the
+    measured steps the model was fitted on.
+
+    Attributes:
+        points: The retrained winners (whole trainings, seconds).
+        calibration: The fit and its measured steps, from the study's cost-table record
+            (``None``: the study records none; ``why`` says why).
+        clock: What the cost table's seconds are (``"thread CPU time"``...), if recorded.
+        device: The device the table describes, if recorded.
+        why: Why no calibration is shown (empty when one is).
+    """
 
     points: list[CostPoint]
+    calibration: CostCalibration | None = None
+    clock: str | None = None
+    device: str | None = None
+    why: str = ""
 
 
 def costmodel_data(study: optuna.Study) -> CostModelData:
-    """Predicted ``train_cost`` against phase 3's ``measured_train_cost``, per winner."""
+    """Predicted ``train_cost`` against phase 3's ``measured_train_cost``, per winner, and
+    the cost model's calibration steps (``CostTableRecord.calibration``)."""
     points = []
     for number, rec in retrain_records(study).items():
         pred, meas = rec.get("predicted_train_cost"), rec.get("measured_train_cost")
         if isinstance(pred, (int, float)) and isinstance(meas, (int, float)):
             points.append(CostPoint(number, float(pred), float(meas)))
-    return CostModelData(points)
+    table = CostTableRecord.from_study(study)
+    if table is None:
+        why = (
+            "the study records no cost model (its cost estimator timed every candidate, "
+            "or it is scored from a table)"
+        )
+        return CostModelData(points, why=why)
+    why = (
+        ""
+        if table.calibration
+        else ("the study's cost-table record predates the recording of the fit's steps")
+    )
+    return CostModelData(points, table.calibration, table.clock, table.device, why)
 
 
 # ---------------------------------------------------------------------- speedup stack
@@ -261,3 +306,135 @@ def _origin(origin: Any) -> str:
     if origin.get("kind") == "calibrated":
         return f"Calibrated on this device for this study ({when} UTC)."
     return ""
+
+
+# ---------------------------------------------------------------------- multipliers
+class MultiplierStep(NamedTuple):
+    """One technique's multiplier, as the search summary prints it.
+
+    Attributes:
+        key: The record's part key (``"one_shot"``...; ``"compounded"``).
+        title: Its name (``"one-shot"``).
+        multiplier: Cost without / cost with; ``None``: not measured or not applicable.
+        label: ``"MEASURED"``, ``"ESTIMATE"`` or ``"n/a"``.
+        basis: What the number comes from, or why there is none (the summary's text).
+    """
+
+    key: str
+    title: str
+    multiplier: float | None
+    label: str
+    basis: str
+
+
+class MultipliersData(NamedTuple):
+    """The search-level multipliers of the run (study record ``MultipliersRecord``).
+
+    Attributes:
+        recorded: Whether the study holds the record (a finished search run writes it).
+        steps: One per technique, in the summary's order.
+        compounded: Their product (``None`` multiplier: nothing to multiply).
+        run_seconds: Measured wall time of the whole run.
+        search_seconds: Measured wall time of the supernet and the search.
+        without_nasflow_seconds: Training the same candidates stand-alone (labelled as
+            the one-shot step is), or ``None``.
+    """
+
+    recorded: bool
+    steps: list[MultiplierStep]
+    compounded: MultiplierStep | None = None
+    run_seconds: float | None = None
+    search_seconds: float | None = None
+    without_nasflow_seconds: float | None = None
+
+    @property
+    def available(self) -> list[MultiplierStep]:
+        """The steps with a multiplier."""
+        return [s for s in self.steps if s.multiplier is not None]
+
+
+def multipliers_data(study: optuna.Study) -> MultipliersData:
+    """The record the search summary's multiplier lines are printed from, with the same
+    basis text (``nasflow.search.multiplier_basis``)."""
+    record = MultipliersRecord.from_study(study)
+    if record is None:
+        return MultipliersData(False, [])
+    basis = multiplier_basis(record)
+
+    def step(p: Any) -> MultiplierStep:
+        return MultiplierStep(p.key, MULTIPLIER_TITLES[p.key], p.multiplier, p.label, basis[p.key])
+
+    return MultipliersData(
+        True,
+        [step(p) for p in record.parts],
+        step(record.compounded),
+        record.run_seconds,
+        record.search_seconds,
+        record.without_nasflow_seconds,
+    )
+
+
+# ---------------------------------------------------------------------- ready models
+class ReadyRow(NamedTuple):
+    """One ready model of the fine-tuning phase.
+
+    Attributes:
+        number: Its trial.
+        epochs: Epochs fine-tuned from the inherited supernet weights.
+        val_accuracy: Validation accuracy of the fine-tuned weights (measured).
+        test_accuracy: Test accuracy of the same weights, if measured.
+        seconds: Measured seconds of its fine-tuning epochs (their sum).
+        train_cost: The trial's predicted stand-alone training cost, if recorded.
+        params: The trial's parameter count, if recorded.
+        status: How its fine-tuning ended (the phase's status).
+        arch: Its architecture, in one line (the report's summarizer).
+    """
+
+    number: int
+    epochs: int
+    val_accuracy: float
+    test_accuracy: float | None
+    seconds: float
+    train_cost: float | None
+    params: int | None
+    status: str
+    arch: str
+
+
+class ReadyModels(NamedTuple):
+    """The fine-tuning phase's ready models; ``recorded`` is false without the phase."""
+
+    recorded: bool
+    rows: list[ReadyRow]
+    error: str = ""
+
+
+def ready_models(study: optuna.Study, summarize: Summarizer = generic_summary) -> ReadyModels:
+    """The ready models (``FineTuneResult.ready``) from the study's fine-tuning record,
+    each with its trial's predicted cost and parameters (for the trade-off figures);
+    ``summarize`` names an architecture from its JSON."""
+    record = study.user_attrs.get(FINETUNED_KEY)
+    if record is None:
+        return ReadyModels(False, [])
+    try:
+        result = FineTuneResult.from_record(record)
+    except ReadyModelError as e:
+        return ReadyModels(True, [], str(e))
+    trials = {t.number: TrialRecord.from_trial(t) for t in study.get_trials(deepcopy=False)}
+    rows = []
+    for c in result.ready:
+        trial = trials.get(c.trial, TrialRecord())
+        rows.append(
+            ReadyRow(
+                c.trial,
+                c.epochs,
+                c.val_accuracy,
+                c.test_accuracy,
+                c.train_seconds,
+                trial.train_cost,
+                trial.params,
+                c.status,
+                summarize(c.arch),
+            )
+        )
+    return ReadyModels(True, sorted(rows, key=lambda r: (-r.val_accuracy, r.number)))

@@ -13,6 +13,7 @@ from nasflow.report._figures import (
     plot_costmodel,
     plot_fairness,
     plot_history,
+    plot_multipliers,
     plot_pareto_table,
     plot_stack,
     plot_tradeoff,
@@ -20,9 +21,13 @@ from nasflow.report._figures import (
 from nasflow.report._records import (
     CostModelData,
     FairnessData,
+    MultipliersData,
+    ReadyModels,
     StackData,
     costmodel_data,
     fairness_data,
+    multipliers_data,
+    ready_models,
     stack_data,
 )
 from nasflow.report._study import summarizer
@@ -50,6 +55,8 @@ class ReportData(NamedTuple):
     costmodel: CostModelData
     stack: StackData
     table: ParetoTable
+    multipliers: MultipliersData
+    ready: ReadyModels
 
 
 def report_data(study: optuna.Study, space: SearchSpace | None = None) -> ReportData:
@@ -73,6 +80,8 @@ def report_data(study: optuna.Study, space: SearchSpace | None = None) -> Report
         costmodel=costmodel_data(study),
         stack=stack_data(study),
         table=pareto_table(study, summarize),
+        multipliers=multipliers_data(study),
+        ready=ready_models(study, summarize),
     )
 
 
@@ -85,22 +94,31 @@ class ReportFigure(NamedTuple):
 
 
 def report_figures(data: ReportData) -> list[ReportFigure]:
-    """Draw every figure (the Pareto table is drawn as a figure for optuna-dashboard)."""
+    """Draw every figure (the Pareto table is drawn as a figure for optuna-dashboard).
+
+    ``has_data`` is false for a panel with nothing to show; such a panel says why.
+    """
+    cost = data.costmodel
     return [
         ReportFigure(
             "pareto",
-            plot_tradeoff(data.pareto, "Pareto front: accuracy vs training cost"),
+            plot_tradeoff(data.pareto, "Pareto front: accuracy vs training cost", data.ready),
             bool(data.pareto.points),
         ),
         ReportFigure(
             "params",
-            plot_tradeoff(data.params, "Accuracy vs parameters"),
+            plot_tradeoff(data.params, "Accuracy vs parameters", data.ready),
             bool(data.params.points),
         ),
         ReportFigure("history", plot_history(data.history), bool(data.history.numbers)),
-        ReportFigure("budget", plot_budget(data.budget), bool(data.budget.numbers)),
+        ReportFigure("budget", plot_budget(data.budget), any(data.budget.epochs)),
         ReportFigure("fairness", plot_fairness(data.fairness), bool(data.fairness.labels)),
-        ReportFigure("costmodel", plot_costmodel(data.costmodel), bool(data.costmodel.points)),
+        ReportFigure(
+            "costmodel",
+            plot_costmodel(cost),
+            bool(cost.points) or bool(cost.calibration and cost.calibration.steps),
+        ),
         ReportFigure("stack", plot_stack(data.stack), bool(data.stack.measured_layers)),
+        ReportFigure("multipliers", plot_multipliers(data.multipliers), data.multipliers.recorded),
         ReportFigure("table", plot_pareto_table(data.table), bool(data.table.rows)),
     ]

@@ -15,6 +15,7 @@ from optuna.trial import FrozenTrial, TrialState
 from nasflow import names
 from nasflow._checks import check_choice
 from nasflow.record import (
+    FINETUNED_KEY,
     PARAMS_ATTR,
     TRAIN_COST_ATTR,
     TrialRecord,
@@ -23,7 +24,7 @@ from nasflow.record import (
     study_metric_names,
 )
 from nasflow.report._study import Summarizer, generic_summary
-from nasflow.search import non_dominated_sort, pareto_trials
+from nasflow.search import FineTuneResult, ReadyModelError, non_dominated_sort, pareto_trials
 
 #: Point statuses of a trade-off figure.
 FRONT, DOMINATED, INFEASIBLE, OVER_BUDGET = "front", "dominated", "infeasible", "over budget"
@@ -147,11 +148,19 @@ COMPLETED, PRUNED, SKIPPED, FAILED = "completed", "pruned", "skipped (over budge
 
 
 class BudgetData(NamedTuple):
-    """Fine-tuning epochs each trial received before it finished or was pruned."""
+    """Fine-tuning epochs each trial received before it finished or was pruned.
+
+    Attributes:
+        numbers: Trial numbers.
+        epochs: Epochs each was fine-tuned during the search.
+        states: How each ended.
+        finetuned: Finalists the fine-tuning phase trained after the search (0: none).
+    """
 
     numbers: list[int]
     epochs: list[int]
     states: list[str]
+    finetuned: int = 0
 
 
 def budget_data(study: optuna.Study) -> BudgetData:
@@ -168,7 +177,11 @@ def budget_data(study: optuna.Study) -> BudgetData:
             labels.append(FAILED)
         else:
             labels.append(SKIPPED if rec.skipped else PRUNED)
-    return BudgetData(numbers, epochs, labels)
+    try:
+        finetuned = len(FineTuneResult.from_record(study.user_attrs.get(FINETUNED_KEY)).candidates)
+    except ReadyModelError:  # no fine-tuning phase (or a record the ready table reports)
+        finetuned = 0
+    return BudgetData(numbers, epochs, labels, finetuned)
 
 
 class ParetoRow(NamedTuple):

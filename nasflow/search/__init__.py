@@ -19,6 +19,7 @@ from nasflow.search._finetune import (
     read_ready,
     weights_label,
 )
+from nasflow.search._multipliers import MULTIPLIER_TITLES, multiplier_basis
 from nasflow.search._objective import CandidateError, arch_summary
 from nasflow.search._optuna import study_sampler
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
@@ -42,6 +43,7 @@ from nasflow.search._winners import RECORD_FILE as WINNER_RECORD_FILE
 from nasflow.search._winners import WinnerError, load_winner_weights, read_winner
 
 __all__ = [
+    "MULTIPLIER_TITLES",
     "OBJECTIVES",
     "WINNER_RECORD_FILE",
     "Budget",
@@ -66,6 +68,7 @@ __all__ = [
     "crowding_distance",
     "load_study_file",
     "load_winner_weights",
+    "multiplier_basis",
     "non_dominated_sort",
     "pareto_trials",
     "read_baseline",

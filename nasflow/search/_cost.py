@@ -17,7 +17,7 @@ import optuna
 import torch
 
 from nasflow.cost import CostModel
-from nasflow.record import COST_TABLE_KEY
+from nasflow.record import COST_TABLE_KEY, CalibrationStep, CostCalibration
 from nasflow.search._costtable import format_cost_table
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet
@@ -90,8 +90,9 @@ class PredictedCost(CostEstimator):
 
     def prepare(self, study: optuna.Study, batch_size: int) -> None:
         """Fit the cost model of ``batch_size`` at its first use and record how stable
-        its table is in the study (the first record only: a resumed study keeps its
-        table, and is not re-measured)."""
+        its table is, and the measured steps its line was fitted on (``CostCalibration``),
+        in the study (the first record only: a resumed study keeps its table, and is not
+        re-measured)."""
         if batch_size in self.models:
             return
         stored = study.user_attrs.get(COST_TABLE_KEY)
@@ -100,6 +101,15 @@ class PredictedCost(CostEstimator):
             self.log("cost table: not re-measured (a study keeps the table it started with)")
         model = self.model(batch_size, remeasure=wanted and not isinstance(stored, dict))
         record = {**(model.stability or {}), "batch_size": batch_size}
+        if model.calibration is not None:  # what the report draws the fit's points from
+            cal = model.calibration
+            steps = tuple(
+                CalibrationStep(float(p["ops"]), float(p["measured"]), str(p.get("arch", "")))
+                for p in cal.points
+            )
+            record["calibration"] = CostCalibration(
+                float(cal.slope), float(cal.intercept), steps, batch_size
+            ).to_dict()
         if not isinstance(stored, dict):
             study.set_user_attr(COST_TABLE_KEY, record)
         for line in format_cost_table(record):

@@ -26,7 +26,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
-from nasflow.record import StackRecord, TrialRecord
+from nasflow.record import MultipliersRecord, StackRecord, TrialRecord
 
 _ONE_SHOT_SOURCE = (
     "the predicted stand-alone training cost (trial user attribute 'train_cost': the "
@@ -346,20 +346,25 @@ def search_multipliers(
     }
 
 
-def format_multipliers(m: Mapping[str, Any]) -> list[str]:
-    """Summary lines for a :func:`search_multipliers` record."""
-    one, early, gate, stack = m["one_shot"], m["early_stopping"], m["gate"], m["stack"]
-    comp, e2e, ddp = m["compounded"], m["end_to_end"], m["ddp"]
+#: How the summary and the report name each part of the record.
+MULTIPLIER_TITLES = {
+    "one_shot": "one-shot",
+    "early_stopping": "early stopping",
+    "gate": "cost-model gate",
+    "stack": "training stack",
+    "ddp": "DDP",
+    "compounded": "compounded",
+}
 
-    def label(part: Mapping[str, Any]) -> str:
-        if "label" in part:
-            return part["label"]
-        return "ESTIMATE" if part.get("estimate") else "MEASURED"
 
-    def line(name: str, part: Mapping[str, Any], text: str) -> str:
-        return f"  {name:<16} {_x(part['multiplier']):>8}  {label(part)}: {text}"
-
-    lines = ["search-level multipliers (cost without / cost with):"]
+def multiplier_basis(record: MultipliersRecord) -> dict[str, str]:
+    """What each multiplier of a :func:`search_multipliers` record comes from, in words:
+    the text the summary prints after each part's label (and the report shows beside its
+    step), keyed by part (``MULTIPLIER_PARTS`` and ``"compounded"``). A part without a
+    multiplier says why: its counts (0 candidates...), or its note where there is nothing
+    to count (no fine-tuning epochs planned, no stack measured, one process)."""
+    one = record.part("one_shot").fields
+    early, gate = record.part("early_stopping").fields, record.part("gate").fields
     if one.get("sample_measured_seconds") is not None:
         spent = one["sample_measured_seconds"]
         one_text = (
@@ -380,44 +385,59 @@ def format_multipliers(m: Mapping[str, Any]) -> list[str]:
             f"{one['actual_seconds']:.0f}s supernet + search (measured); the cost model "
             f"predicted {one['estimated_standalone_seconds']:.0f}s"
         )
-    else:
+    elif "candidates" in one:
         one_text = (
             f"{one['candidates']} distinct candidates stand-alone ~"
             f"{one['estimated_standalone_seconds']:.0f}s (sum of their predicted train_cost, "
             f"cost model) vs {one['actual_seconds']:.0f}s supernet + search (measured)"
         )
-    lines.append(line("one-shot", one, one_text))
-    lines.append(
-        line(
-            "early stopping",
-            early,
-            f"{early['epochs_trained']} of {early['epochs_without_pruning']} fine-tuning "
-            "epochs trained (counted; time assumed proportional to epochs)",
-        )
+    else:
+        one_text = record.part("one_shot").note or "not in the record"
+    early_text = (
+        f"{early['epochs_trained']} of {early['epochs_without_pruning']} fine-tuning "
+        "epochs trained (counted; time assumed proportional to epochs)"
+        if early.get("epochs_without_pruning")  # (none planned: the note says why)
+        else record.part("early_stopping").note or "not in the record"
     )
-    lines.append(
-        line(
-            "cost-model gate",
-            gate,
-            f"{gate['skipped']} distinct candidates skipped, predicted "
-            f"{gate['skipped_predicted_seconds']:.0f}s of training (cost model)",
-        )
+    gate_text = (
+        f"{gate['skipped']} distinct candidates skipped, predicted "
+        f"{gate['skipped_predicted_seconds']:.0f}s of training (cost model)"
+        if "skipped" in gate
+        else record.part("gate").note or "not in the record"
     )
-    lines.append(line("training stack", stack, stack["note"]))
-    lines.append(line("DDP", ddp, ddp["note"]))
-    names = {"one_shot": "one-shot", "early_stopping": "early stopping", "gate": "gate"}
-    of = " x ".join(names.get(n, n) for n in comp["of"]) or "nothing measured or estimated"
+    short = {"one_shot": "one-shot", "early_stopping": "early stopping", "gate": "gate"}
+    of = " x ".join(short.get(n, n) for n in record.compounded_of)
+    return {
+        "one_shot": one_text,
+        "early_stopping": early_text,
+        "gate": gate_text,
+        "stack": record.part("stack").note or "not in the record",
+        "ddp": record.part("ddp").note or "not in the record",
+        "compounded": f"{of or 'nothing measured or estimated'}; assumes the techniques are "
+        "independent",
+    }
+
+
+def format_multipliers(m: Mapping[str, Any]) -> list[str]:
+    """Summary lines for a :func:`search_multipliers` record."""
+    record = MultipliersRecord.from_dict(m)
+    basis = multiplier_basis(record)
+    lines = ["search-level multipliers (cost without / cost with):"]
+    for part in record.parts:
+        title = MULTIPLIER_TITLES[part.key]
+        lines.append(f"  {title:<16} {_x(part.multiplier):>8}  {part.label}: {basis[part.key]}")
+    comp = record.compounded
     lines.append(
-        f"  {'compounded':<16} {_x(comp['multiplier']):>8}  {label(comp)} ({of}; assumes "
-        f"the techniques are independent) | measured wall time: search "
-        f"{e2e.get('search_seconds', 0.0):.0f}s (supernet + search), whole run "
-        f"{e2e['seconds']:.0f}s"
+        f"  {'compounded':<16} {_x(comp.multiplier):>8}  {comp.label} ({basis['compounded']}) "
+        f"| measured wall time: search {record.search_seconds or 0.0:.0f}s (supernet + "
+        f"search), whole run {record.run_seconds or 0.0:.0f}s"
     )
-    if e2e.get("without_nasflow_seconds") is not None:
+    if record.without_nasflow_seconds is not None:
+        one = record.part("one_shot")
         lines.append(
-            f"  {'without nasflow':<16} training the same {one['distinct_candidates']} "
-            f"distinct candidates stand-alone: {e2e['without_nasflow_seconds']:.0f}s (from the "
-            f"measured sample above: {label(one)}) vs {e2e.get('search_seconds', 0.0):.0f}s "
+            f"  {'without nasflow':<16} training the same {one.fields['distinct_candidates']} "
+            f"distinct candidates stand-alone: {record.without_nasflow_seconds:.0f}s (from "
+            f"the measured sample above: {one.label}) vs {record.search_seconds or 0.0:.0f}s "
             "measured here"
         )
     return lines

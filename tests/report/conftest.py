@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import pytest
 
-from nasflow.search import StudyRunner, load_study_file
+from nasflow.search import StudyRunner, load_study_file, summary_table
 from tests._study_template import write_study
 
 
@@ -58,6 +58,36 @@ def calibrated_study(tmp_path_factory: pytest.TempPathFactory) -> TinyStudy:
     finally:
         torch.set_num_threads(threads)
     return TinyStudy(spec.name, out)
+
+
+class OneShotStudy(NamedTuple):
+    """A finished one-shot study and the summary its run printed."""
+
+    name: str
+    out: Path
+    printed: str
+
+    @property
+    def url(self) -> str:
+        return f"sqlite:///{self.out / self.name / 'study.db'}"
+
+
+@pytest.fixture(scope="session")
+def oneshot_study(tmp_path_factory: pytest.TempPathFactory) -> OneShotStudy:
+    """A real one-shot study (no fine-tuning during the search) with a fine-tuning phase
+    (three finalists halved over rungs of 1 and 2 epochs, ``top=0``: ready models of 1
+    and of 2 epochs) and one retrained winner."""
+    folder = tmp_path_factory.mktemp("report-oneshot")
+    extra = (
+        "from nasflow.search import FineTuning\n"
+        "study = study.replace(finetuning=FineTuning(finalists=3, rungs=(1, 2), keep=0.5, top=0))"
+    )
+    spec = load_study_file(
+        write_study(folder, name="oneshot", n_trials=6, finetune=0, extra=extra)
+    )
+    out = folder / "runs"
+    result = StudyRunner(spec, out_dir=out, progress=False, log=lambda _: None).run()
+    return OneShotStudy(spec.name, out, summary_table(result, spec))
 
 
 @pytest.fixture

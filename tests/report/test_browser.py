@@ -20,7 +20,7 @@ from tests.conftest import require_or_skip
 from tests.report._cdp import Browser, chromium_binary
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-DATA_FIGURES = ("pareto", "params", "history", "budget", "fairness", "costmodel")
+DATA_FIGURES = ("pareto", "params", "history", "budget", "fairness", "costmodel", "multipliers")
 
 #: Per plot div: whether plotly drew its SVG, how many data points (markers, bars) it has,
 #: and its visible text.
@@ -140,3 +140,28 @@ def test_the_checks_catch_console_errors_and_outside_requests(browser, tmp_path)
     assert "http://example.com/x.png" in browser.requested_urls()
     loaded = browser.evaluate("document.images[0].complete && document.images[0].naturalWidth")
     assert not loaded
+
+
+@pytest.mark.slow
+def test_a_one_shot_report_explains_its_panels_and_lists_its_ready_models(
+    browser, oneshot_study, tmp_path
+) -> None:
+    stored = open_stored_study(oneshot_study.name, oneshot_study.url)
+    page = write_report(stored.study, tmp_path / "report.html")
+    browser.open(page.as_uri())
+    divs = _rendered(browser, expected=len(DATA_FIGURES) + 1)
+    browser.screenshot(ARTIFACTS / "report-oneshot.png")
+    # The budget panel draws no empty axis: it says why there is nothing to show.
+    budget = divs["budget"]
+    assert budget["points"] == 0 and "no fine-tuning during the search" in budget["text"]
+    # The cost model shows the calibration steps it was fitted on beside the one winner.
+    cost = divs["costmodel"]
+    assert cost["points"] > 1 and "calibration" in cost["text"], cost
+    # The multipliers: a waterfall of five steps and the compounded bar, labelled.
+    mult = divs["multipliers"]
+    assert mult["points"] >= 6 and "compounded" in mult["text"], mult
+    assert "MEASURED" in mult["text"] and "not measured" in mult["text"]
+    assert "fine-tuned (" in divs["pareto"]["text"]
+    rows = browser.evaluate("document.querySelectorAll('#nasflow-ready-table tr').length")
+    assert rows >= 2
+    _assert_offline_and_clean(browser, page)

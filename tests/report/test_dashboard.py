@@ -29,7 +29,17 @@ from nasflow.storage import SQLiteLock, StorageError, open_storage, resolve_stor
 from tests.conftest import require_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
-KEYS = ("pareto", "params", "history", "budget", "fairness", "costmodel", "stack", "table")
+KEYS = (
+    "pareto",
+    "params",
+    "history",
+    "budget",
+    "fairness",
+    "costmodel",
+    "stack",
+    "multipliers",
+    "table",
+)
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 

@@ -11,7 +11,16 @@ from nasflow.record import open_stored_study
 from nasflow.report import write_atomic, write_report
 from tests.report._studies import make_study
 
-FIGURE_IDS = ("pareto", "params", "history", "budget", "fairness", "costmodel", "stack")
+FIGURE_IDS = (
+    "pareto",
+    "params",
+    "history",
+    "budget",
+    "fairness",
+    "costmodel",
+    "stack",
+    "multipliers",
+)
 
 
 def test_report_of_a_real_study_is_one_offline_file(tiny_study, tmp_path) -> None:
