@@ -23,6 +23,7 @@ from nasflow.record import (
 from nasflow.search._baseline import read_baseline
 from nasflow.search._budget import budget_excludes
 from nasflow.search._costtable import format_cost_table
+from nasflow.search._finetune import FineTuneResult, kept_weights
 from nasflow.search._multipliers import format_multipliers, format_stack
 from nasflow.search._objective import arch_summary
 from nasflow.search._runner import RunResult
@@ -201,6 +202,15 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         )
         if w.weights is not None:
             lines.append(f"  weights: {w.weights / WINNER_WEIGHTS}")
+        if isinstance(finetuned_record, dict) and w is result.winners[0]:
+            kept = kept_weights(
+                w.number,
+                w.val_accuracy,
+                w.test_accuracy,
+                FineTuneResult.from_record(finetuned_record),
+            )
+            if kept is not None:
+                lines.append(kept.line(spec.name))
     if result.winners and spec.baseline:
         lines.append(baseline_line(result.winners[0].test_accuracy, spec.baseline))
     secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())

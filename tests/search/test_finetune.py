@@ -17,7 +17,9 @@ from nasflow.search._finetune import (
     PROGRESS_FILE,
     Finalist,
     FineTuned,
+    FineTuneResult,
     FineTuning,
+    kept_weights,
     promote,
     read_ready,
     run_finetuning,
@@ -173,3 +175,25 @@ def test_top_defaults_to_half_the_finalists_and_is_checked() -> None:
         ConfigError, match=r"FineTuning.top must be at most finalists \(3\), got 4"
     ):
         FineTuning(finalists=3, top=4)
+
+
+def test_kept_weights_are_the_ones_that_validate_higher() -> None:
+    result = FineTuneResult(
+        [
+            FineTuned(3, "{}", 0.5, [0.40, 0.52], [1.0, 1.0], 0.50, "ready"),
+            FineTuned(4, "{}", 0.4, [0.30], [1.0], 0.29, "stopped"),
+        ],
+        full_epochs=2,
+    )
+    # Fine-tuned validates above the retrain: the fine-tuned weights are kept.
+    kept = kept_weights(3, retrained_val=0.45, retrained_test=0.46, result=result)
+    assert kept is not None and kept.kind == "fine-tuned"
+    assert (kept.val_accuracy, kept.other_val_accuracy, kept.test_accuracy) == (0.52, 0.45, 0.50)
+    assert "--ready 3" in kept.line("s") and "2 epochs" in kept.line("s")
+    # The retrain validates higher, or ties: the retrain is kept.
+    for val in (0.60, 0.52):
+        kept = kept_weights(3, retrained_val=val, retrained_test=0.58, result=result)
+        assert kept is not None and kept.kind == "retrained" and kept.test_accuracy == 0.58
+        assert "retrained from scratch" in kept.line("s") and "--ready" not in kept.line("s")
+    # A trial without a ready model: nothing to compare.
+    assert kept_weights(9, retrained_val=0.5, retrained_test=0.5, result=result) is None

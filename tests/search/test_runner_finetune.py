@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from nasflow.record import FINETUNED_KEY
-from nasflow.search import StudyRunner, load_study_file
+from nasflow.search import StudyRunner, load_study_file, summary_table
 from tests._study_template import write_study
 
 EXTRA = """
@@ -21,7 +21,7 @@ def _run(tmp_path, **kw):
 
 
 def test_finalists_become_ready_models_and_phase_3_retrains_the_best(tmp_path) -> None:
-    _, runner = _run(tmp_path)
+    spec, runner = _run(tmp_path)
     result = runner.run()
     record = result.study.user_attrs[FINETUNED_KEY]
     cands = record["candidates"]
@@ -44,6 +44,12 @@ def test_finalists_become_ready_models_and_phase_3_retrains_the_best(tmp_path) -
     assert [w.number for w in result.winners] == [best["trial"]]
     assert record["early_stopping"]["multiplier"] > 1
     assert "finetune" in result.seconds
+    # The summary says which of the winner's weights validate higher and are kept.
+    winner = result.winners[0]
+    kept = [line for line in summary_table(result, spec).splitlines() if "kept model" in line]
+    finetuned_higher = best["val_curve"][-1] > winner.val_accuracy
+    assert len(kept) == 1 and f"trial {winner.number}" in kept[0]
+    assert ("fine-tuned weights" in kept[0]) == finetuned_higher
 
 
 def test_a_rerun_reuses_the_ready_models(tmp_path, monkeypatch) -> None:
