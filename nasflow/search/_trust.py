@@ -299,9 +299,12 @@ def format_trust(record: dict, run_seconds: float | None = None) -> str:
         if record.get("margin")
         else f"90% bootstrap interval {record['low']:+.2f} to {record['high']:+.2f}"
     )
-    share = f", {record['seconds'] / run_seconds:.0%} of the run" if run_seconds else ""
+    # The whole phase where recorded (scoring the random pool from the supernet, then the
+    # probe's trainings); older records timed the trainings only.
+    seconds = record.get("phase_seconds", record["seconds"])
+    share = f", {seconds / run_seconds:.0%} of the run" if run_seconds else ""
     return (
         f"trust: Kendall tau {record['tau']:+.2f} ({interval}) between supernet score and "
         f"validation accuracy after {how}, {len(record['archs'])} architectures spread over "
-        f"the ranking, {record['seconds']:.0f}s{share}: {record['verdict']}"
+        f"the ranking, {seconds:.0f}s{share}: {record['verdict']}"
     )

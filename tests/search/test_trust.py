@@ -6,7 +6,7 @@ import pytest
 
 from nasflow.record import TRUST_KEY
 from nasflow.search import StudyFileError, StudyRunner, TrustProbe, load_study_file
-from nasflow.search._trust import bootstrap_tau, spread_over_ranking, verdict
+from nasflow.search._trust import bootstrap_tau, format_trust, spread_over_ranking, verdict
 from nasflow.space import Arch
 from tests._study_template import write_study
 
@@ -131,4 +131,9 @@ def test_the_probe_spreads_over_random_architectures_not_the_screened_ones(tmp_p
     while len(pool) < 12:
         pool.setdefault(spec.space.sample(rng).to_json())
     assert set(record["archs"]) <= set(pool)  # drawn from the seeded random pool
+    # The cost the summary states is the whole phase's (the pool's scoring included).
+    assert record["phase_seconds"] == pytest.approx(result.seconds["trust"])
+    assert record["phase_seconds"] >= record["seconds"]
+    line = format_trust(record, result.seconds["total"])
+    assert f"{record['phase_seconds']:.0f}s, " in line and "of the run" in line
     assert len(set(record["archs"]) - screened) > 0 or len(screened) >= 12
