@@ -37,8 +37,9 @@ study = StudySpec(
     # 300 candidates scored from the supernet (milliseconds each); 10 finalists fine-tuned
     # from their inherited weights into ready models: the 5 best scores for all 4 epochs,
     # 5 of the screened front under successive halving (1/2/4 epochs); the one that
-    # validates best after 4 epochs is retrained from scratch (fine-tuned 4 epochs tests several points below a 12-epoch
-    # training from scratch on the generalisation suite: benchmarks/RESULTS.md, B5).
+    # validates best after 4 epochs is retrained from scratch (fine-tuned 4 epochs tests
+    # several points below a 12-epoch training from scratch on the generalisation suite:
+    # benchmarks/RESULTS.md, B5).
     n_trials=300,
     finetuning=FineTuning(finalists=10, rungs=(1, 2, 4), keep=0.5, top=5),
     # The calibrated trust check (B5): 8 architectures spread over the ranking, 2 epochs
