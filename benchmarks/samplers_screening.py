@@ -60,7 +60,7 @@ import torch
 from ground_truth import train_one
 from ranking import load_ground_truth, merge_ground_truth
 
-from nasflow.record import RunFolder, sampler_constraints_kwargs
+from nasflow.record import ARCH_ATTR, RunFolder, sampler_constraints_kwargs
 from nasflow.search import StudyRunner, StudySpec, _phase_screening, load_study_file, study_sampler
 from nasflow.space import Arch
 
@@ -234,6 +234,42 @@ def screen(work: Path, seed: int, sampler: str, n: int, runs: Path) -> dict[str,
     }
 
 
+def trace_path(rows: Path) -> Path:
+    """Where the per-candidate traces of the rows in ``rows`` are kept."""
+    return rows.with_name(rows.stem + "_traces.json")
+
+
+def save_trace(rows: Path, seed: int, sampler: str, run: dict[str, Any]) -> None:
+    """Keep the run's per-candidate trace: ``[cpu_s, supernet accuracy, predicted cost,
+    asks, fallbacks]`` after each candidate (CPU from the first proposal)."""
+    cpu, asks, fallbacks = run["marks"]
+    trials = run["trials"]
+    assert len(cpu) == len(trials) + 1, (len(cpu), len(trials))  # every proposal COMPLETE
+    trace = [
+        [
+            round(cpu[k + 1] - cpu[0], 3),
+            round(t.values[0], 4),
+            round(t.values[1], 4),
+            asks[k + 1],
+            fallbacks[k + 1],
+        ]
+        for k, t in enumerate(trials)
+    ]
+    path = trace_path(rows)
+    traces = json.loads(path.read_text()) if path.exists() else {}
+    traces[f"{sampler}/seed{seed}"] = trace
+    path.write_text(json.dumps(traces))
+
+
+def hv_at_cpu(trace: list[list[float]], budget: float) -> float | None:
+    """Hypervolume of the candidates screened within ``budget`` CPU-s (``None``: the run
+    ended before it)."""
+    if trace[-1][0] < budget:
+        return None
+    pts = np.array([[acc, cost] for cpu, acc, cost, *_ in trace if cpu <= budget])
+    return hypervolume(pts) if len(pts) else 0.0
+
+
 def rows_for(run: dict, seed: int, sampler: str, sizes: list[int], truth: Truth) -> list[dict]:
     trials = run["trials"]
     cpu, asks, fallbacks = run["marks"]
@@ -246,7 +282,7 @@ def rows_for(run: dict, seed: int, sampler: str, sizes: list[int], truth: Truth)
         # Up to the n-th candidate: the start of the (n+1)-th proposal, or the loop's end.
         spent, n_asks, n_fall = cpu[n] - cpu[0], asks[n], fallbacks[n]
         top = max(head, key=lambda t: t.values[0])
-        arch = Arch.from_json(top.user_attrs["nasflow:arch"])
+        arch = Arch.from_json(top.user_attrs[ARCH_ATTR])
         test, source = truth.test_accuracy(arch)
         hv = hypervolume(points)
         out.append(
@@ -272,6 +308,72 @@ def rows_for(run: dict, seed: int, sampler: str, sizes: list[int], truth: Truth)
     return out
 
 
+def table_lines(rows: list[dict]) -> list[str]:
+    """Markdown: one line per (N, sampler), means over the seeds (± sample std)."""
+
+    def ms(xs: list[float], fmt: str) -> str:
+        if len(xs) < 2:
+            return format(xs[0], fmt)
+        return f"{format(statistics.fmean(xs), fmt)} ± {format(statistics.stdev(xs), fmt)}"
+
+    lines = [
+        "| N | sampler | seeds | HV (fraction of box) | HV − random's, same seed | CPU-s "
+        "| HV per 100 CPU-s "
+        "| asks per distinct | drawn at random | winner supernet acc. | winner test acc. "
+        "| winner beats (share of 200 random) | winners looked up / trained |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n in sorted({r["n"] for r in rows}):
+        for name in SAMPLERS:
+            mine = sorted(
+                (r for r in rows if r["n"] == n and r["sampler"] == name), key=lambda r: r["seed"]
+            )
+            if not mine:
+                continue
+            looked = sum(r["winner_source"] == "table" for r in mine)
+            rand = {r["seed"]: r["hv"] for r in rows if r["n"] == n and r["sampler"] == "random"}
+            gain = [r["hv"] - rand[r["seed"]] for r in mine if r["seed"] in rand]
+            lines.append(
+                f"| {n} | {name} | {','.join(str(r['seed']) for r in mine)} "
+                f"| {ms([r['hv'] for r in mine], '.4f')} "
+                f"| {ms(gain, '+.4f') if gain else '—'} "
+                f"| {ms([r['cpu_s'] for r in mine], '.0f')} "
+                f"| {ms([100 * r['hv_per_cpu_s'] for r in mine], '.3f')} "
+                f"| {statistics.fmean(r['asks_per_distinct'] for r in mine):.2f} "
+                f"| {sum(r['fallbacks'] for r in mine) / sum(r['n'] for r in mine):.0%} "
+                f"| {ms([r['winner_supernet_acc'] for r in mine], '.3f')} "
+                f"| {ms([r['winner_test'] for r in mine], '.4f')} "
+                f"| {ms([r['winner_beats'] for r in mine], '.2f')} "
+                f"| {looked} / {len(mine) - looked} |"
+            )
+    top = max(r["max_cost"] for r in rows)
+    lines.append(f"\nhighest predicted cost screened: {top:.2f} s (reference {REF_COST} s)")
+    return lines
+
+
+def budget_lines(traces: dict[str, list[list[float]]], budgets: list[float]) -> list[str]:
+    """Markdown: hypervolume at equal CPU budgets, mean ± std over the seeds whose run
+    lasted that long (how many: ``k/n``)."""
+    lines = [
+        "| sampler | " + " | ".join(f"HV within {b:g} CPU-s" for b in budgets) + " |",
+        "|---|" + "---:|" * len(budgets),
+    ]
+    for name in SAMPLERS:
+        mine = [t for key, t in sorted(traces.items()) if key.split("/")[0] == name]
+        if not mine:
+            continue
+        cells = []
+        for b in budgets:
+            hvs = [h for t in mine if (h := hv_at_cpu(t, b)) is not None]
+            if not hvs:
+                cells.append(f"— (0/{len(mine)} runs lasted)")
+                continue
+            std = f" ± {statistics.stdev(hvs):.4f}" if len(hvs) > 1 else ""
+            cells.append(f"{statistics.fmean(hvs):.4f}{std} ({len(hvs)}/{len(mine)})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -279,7 +381,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
     p.add_argument("--work", default="/tmp/samplers-bench", help="supernets, trained winners")
     p.add_argument("--json", help="append the rows here (rows of the same key are replaced)")
+    p.add_argument(
+        "--table", action="store_true", help="print --json's rows as a table, run nothing"
+    )
+    p.add_argument(
+        "--budgets",
+        type=float,
+        nargs="+",
+        default=[30.0, 100.0],
+        help="CPU-s budgets of the equal-CPU table",
+    )
     args = p.parse_args(argv)
+    if args.table:
+        print("\n".join(table_lines(json.loads(Path(args.json).read_text()))))
+        traces = json.loads(trace_path(Path(args.json)).read_text())
+        print("\n".join(["", *budget_lines(traces, args.budgets)]))
+        return 0
     torch.set_num_threads(1)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -295,14 +412,17 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory() as tmp:
                 run = screen(work, seed, sampler, sizes[-1], Path(tmp))
             new = rows_for(run, seed, sampler, sizes, truth)
+            if out:
+                save_trace(out, seed, sampler, run)
             keys = {(r["seed"], r["sampler"], r["n"]) for r in new}
             rows = [r for r in rows if (r["seed"], r["sampler"], r["n"]) not in keys] + new
             for r in new:
                 print(json.dumps(r), flush=True)
             if out:
                 out.write_text(json.dumps(rows, indent=1))
+    print("\n".join(table_lines(rows)))
     return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
