@@ -9,8 +9,8 @@ told FAIL, never scored), then a uniformly random unqueried cell is drawn and en
 Study: ``studies/nb201_tabular.py`` (all 15,625 cells, the ``cifar10_test_acc_200ep``
 column of ``../shared/data/nb201_cifar10.csv``, one objective). Samplers: the study
 runner's own ``study_sampler`` for ``nsga2``, ``evolution`` and ``random``; its TPE (10
-start-up trials) with ``multivariate`` False (``tpe-uni``) or True (``tpe-mv``, what the
-runner's ``"tpe"`` is on this one-objective study with Optuna 5), as
+start-up trials) with ``multivariate`` False (``tpe-uni``) or True (``tpe-mv``, the
+runner's ``"tpe"``; on this one-objective study it was already so with Optuna 5), as
 ``samplers_screening.make_sampler`` builds them. Per sampler, mean ± sample std over the seeds of
 the regret (table optimum minus the best test accuracy among the queried cells, in
 points), the share of runs that queried the optimum, sampler asks per distinct query,
