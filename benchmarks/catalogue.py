@@ -18,6 +18,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "cost_model": ("", "cost-model predictions vs measured step times"),
     "cost_stability": ("", "cost-model predictions across fresh studies on a loaded machine"),
     "tabular": ("", "samplers on tabular NAS-Bench-201"),
+    "samplers_tabular": ("", "samplers on tabular NAS-Bench-201 at N distinct queries"),
+    "samplers_screening": ("", "samplers for large screenings: front hypervolume per CPU-s"),
     "screening": ("", "one-shot winner vs fine-tuning the top screened candidates"),
     "winner_pick": ("", "keep the top supernet score or the best retrained val of the top k"),
 }

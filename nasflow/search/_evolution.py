@@ -10,8 +10,11 @@ luck cannot dominate the search. SPOS (Guo et al. 2019) and NNI search supernets
 Mapped onto Optuna: the population is the ``population_size`` most recently *finished*
 COMPLETE trials (by trial number) whose parameters cover the relative search space;
 until there are that many, proposals are random (Optuna's ``RandomSampler``, the paper's
-random initial population). With several objectives the parent is the contender on the
-best non-dominated front, ties broken by the first objective.
+random initial population). With several objectives the tournament is NSGA-II's crowded
+comparison (Deb et al. 2002): the contender on the best non-dominated front of the
+population wins, and among contenders on that front the least crowded one (the largest
+crowding distance within its front, so the front's ends and its gaps are bred from, not
+only its most accurate end); remaining ties are broken at random.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from nasflow._checks import check_int
 from nasflow.errors import ConfigError, ConfigTypeError
-from nasflow.search._pareto import non_dominated_sort
+from nasflow.search._pareto import crowding_distance, non_dominated_sort
 
 __all__ = ["RegularizedEvolutionSampler"]
 
@@ -90,14 +93,26 @@ class RegularizedEvolutionSampler(BaseSampler):
         return done[-self.population_size :]
 
     def select_parent(self, study: optuna.Study, population: list[FrozenTrial]) -> FrozenTrial:
-        """Tournament selection: the best of ``S`` members drawn without replacement."""
+        """Tournament selection: the best of ``S`` members drawn without replacement.
+
+        One objective: the best value wins (the first drawn among equals). Several: the
+        crowded comparison of NSGA-II, with front ranks and crowding distances computed
+        over the whole population: the lowest front rank wins, then the largest crowding
+        distance, then a random draw among what is still tied.
+        """
         picks = self._rng.choice(len(population), size=self.sample_size, replace=False)
-        contenders = [population[i] for i in sorted(picks)]
-        values = np.array([t.values for t in contenders], dtype=float)  # (S, n_objectives)
+        if len(study.directions) == 1:
+            contenders = [population[i] for i in sorted(picks)]
+            sign = 1.0 if study.direction == optuna.study.StudyDirection.MINIMIZE else -1.0
+            return min(contenders, key=lambda t: sign * float(t.values[0]))
+        values = np.array([t.values for t in population], dtype=float)  # (P, n_objectives)
         ranks = non_dominated_sort(values, study.directions)
-        sign = 1.0 if study.directions[0] == optuna.study.StudyDirection.MINIMIZE else -1.0
-        best = min(range(len(contenders)), key=lambda i: (ranks[i], sign * values[i, 0]))
-        return contenders[best]
+        crowding = crowding_distance(values, ranks)
+        best = min(int(ranks[i]) for i in picks)
+        front = [i for i in picks if ranks[i] == best]
+        widest = max(crowding[i] for i in front)
+        tied = sorted(int(i) for i in front if crowding[i] == widest)
+        return population[tied[self._rng.randint(len(tied))]]
 
     def mutate(
         self, params: dict[str, Any], search_space: dict[str, BaseDistribution]
