@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from nasflow.record import FINETUNED_KEY
 from nasflow.search import StudyRunner, load_study_file, summary_table
 from tests._study_template import write_study
+
+pytestmark = pytest.mark.slow  # every test here runs a study
 
 EXTRA = """
 from nasflow.search import FineTuning

@@ -4,9 +4,12 @@ architecture with its proposal count, every phase's bar named."""
 from __future__ import annotations
 
 import optuna
+import pytest
 
 from nasflow.search import StudyRunner, load_study_file, summary_table
 from tests._study_template import write_study
+
+pytestmark = pytest.mark.slow  # every test here runs a study
 
 FAST = "study = study.replace(cost='measure')"
 
@@ -51,3 +54,63 @@ def test_each_phase_bar_names_its_phase(tmp_path, capsys) -> None:
     _run(tmp_path, 2, lambda _: None, progress=True)
     err = capsys.readouterr().err
     assert "phase 1: supernet" in err and "phase 2: screening" in err, err
+
+
+def test_the_summary_stays_short_at_ten_thousand_candidates(tmp_path) -> None:
+    """Issue 27's "reads cleanly at 10,000 candidates": the text's length is bounded by
+    the tables' caps and the Pareto set, not by the number of candidates. 10,000 distinct
+    architectures of the proving ground's space (62,500) are added to an in-memory study
+    holding a real run's records (the tiny study's space has only 243)."""
+    import dataclasses
+
+    import numpy as np
+
+    from nasflow.record import ARCH_ATTR, SUPERNET_ACCURACY_ATTR, TRAIN_COST_ATTR
+    from nasflow.search import pareto_trials
+    from nasflow.studies.mnist1d_front import study as front
+
+    _, result = _run(tmp_path, 2, lambda _: None)
+    first = result.study.trials[0]
+    spec = front.replace(name=result.study.study_name)
+    rng = np.random.default_rng(0)
+    archs: dict[str, object] = {}
+    while len(archs) < 10_000:  # distinct architectures, as n_trials counts them
+        arch = spec.space.sample(rng)
+        archs.setdefault(arch.to_json(), arch)
+    study = optuna.create_study(directions=result.study.directions)
+    for key, value in result.study.user_attrs.items():
+        study.set_user_attr(key, value)
+    probe = study.ask()
+    spec.space.suggest(probe)  # the space's distributions, as the screening records them
+    distributions = probe.distributions
+    study.tell(probe, state=optuna.trial.TrialState.FAIL)
+    trials = []
+    for key, arch in archs.items():
+        accuracy, cost = float(rng.uniform(0.1, 0.9)), float(rng.uniform(1.0, 20.0))
+        attrs = {
+            **first.user_attrs,
+            ARCH_ATTR: key,
+            SUPERNET_ACCURACY_ATTR: accuracy,
+            TRAIN_COST_ATTR: cost,
+        }
+        trials.append(
+            optuna.trial.create_trial(
+                params=arch.to_dict(),  # type: ignore[attr-defined]
+                distributions=distributions,
+                values=[accuracy, cost],
+                user_attrs=attrs,
+            )
+        )
+    study.add_trials(trials)
+    big = dataclasses.replace(
+        result, study=study, pareto=pareto_trials(study), ran_trials=list(range(1, 10_001))
+    )
+    lines = summary_table(big, spec).splitlines()
+    assert 0 < len(big.pareto) < 40
+    # Ten most accurate, the Pareto set, a line each for the records: none per candidate.
+    assert len(lines) < 60 + len(big.pareto), len(lines)
+    # Rows and records stay narrow (the legend and the "next:" hint are paragraphs).
+    narrow = [line for line in lines if not line.startswith(("Most accurate", "next:"))]
+    assert max(len(line) for line in narrow) < 200
+    assert "trials run by this process: 1-10000 (10000 trials)" in lines
+    assert sum(line.startswith("Most accurate of the 10000 evaluated") for line in lines) == 1
