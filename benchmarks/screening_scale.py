@@ -22,7 +22,7 @@ Per run, printed and written as a JSON row:
 * trials stored and distinct architectures among them.
 
     python benchmarks/screening_scale.py --sizes 300 1000 --json b4.json
-    python benchmarks/screening_scale.py --sizes 3000 10000 --variants batched
+    python benchmarks/screening_scale.py --sizes 3000 10000 --variants batched --sampler nsga2
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ def run_one(spec: Any, runs: Path, supernet: Path, variant: str, n: int) -> dict
     tenth = max(1, len(loops) // 10)
     return {
         "variant": variant,
+        "sampler": spec.sampler if isinstance(spec.sampler, str) else type(spec.sampler).__name__,
         "n_trials": n,
         "trials": len(trials),
         "distinct": distinct,
@@ -117,6 +118,9 @@ def main() -> None:
     p.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     p.add_argument("--supernet-epochs", type=int, default=2)
     p.add_argument("--batch", type=int, default=32, help="StudySpec.screen_batch")
+    p.add_argument(
+        "--sampler", help="StudySpec.sampler (auto, tpe, nsga2, random, evolution); the study's"
+    )
     p.add_argument("--json", help="write the rows here")
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -129,6 +133,8 @@ def main() -> None:
         baseline=(),
         screen_batch=args.batch,
     )
+    if args.sampler:
+        base = base.replace(sampler=args.sampler)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         runs = Path(tmp)
