@@ -155,7 +155,7 @@ def markdown(rows: list[dict]) -> str:
         "| trust share | run CPU-s | run wall s |",
         "|---|---:|---:|---:|---:|---|---:|---:|---:|---|---|---|---:|---:|---:|",
     ]
-    for r in rows:
+    for r in sorted(rows, key=lambda r: (r["name"], r["seed"])):
         t = r.get("trust")
         probe = f"{t['tau']:+.2f} [{t['low']:+.2f}, {t['high']:+.2f}]" if t else "—"
         verdict = t["verdict"].split(":")[0] if t else "—"
