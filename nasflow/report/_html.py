@@ -38,28 +38,29 @@ td.arch, th.arch { text-align: left; font-family: ui-monospace, monospace; }
 """
 
 
-def _table_html(table: ParetoTable) -> str:
-    header, rows = table_cells(table)
+def _rows_html(header: list[str], rows: list[list[str]], empty: str) -> str:
+    """Table rows: the header, one row per entry (the last column an architecture), or one
+    row saying why there is none."""
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in header[:-1])
     lines = [f'<tr>{cells}<th class="arch">arch</th></tr>']
     for row in rows:
         tds = "".join(f"<td>{html.escape(t)}</td>" for t in row[:-1])
         lines.append(f'<tr>{tds}<td class="arch">{html.escape(row[-1])}</td></tr>')
     if not rows:
-        lines.append(f'<tr><td colspan="{len(header)}">no completed trial yet</td></tr>')
-    return '<table id="nasflow-pareto-table">' + "".join(lines) + "</table>"
+        lines.append(f'<tr><td colspan="{len(header)}">{html.escape(empty)}</td></tr>')
+    return "".join(lines)
+
+
+def _table_html(table: ParetoTable) -> str:
+    header, rows = table_cells(table)
+    body = _rows_html(list(header), [list(r) for r in rows], "no completed trial yet")
+    return '<table id="nasflow-pareto-table">' + body + "</table>"
 
 
 def _ready_html(ready: ReadyModels) -> str:
     header, rows = ready_cells(ready)
-    cells = "".join(f"<th>{html.escape(h)}</th>" for h in header[:-1])
-    lines = [f'<tr>{cells}<th class="arch">arch</th></tr>']
-    for row in rows:
-        tds = "".join(f"<td>{html.escape(t)}</td>" for t in row[:-1])
-        lines.append(f'<tr>{tds}<td class="arch">{html.escape(row[-1])}</td></tr>')
-    if not rows:
-        why = ready.error or "no candidate of the fine-tuning phase kept weights"
-        lines.append(f'<tr><td colspan="{len(header)}">{html.escape(why)}</td></tr>')
+    why = ready.error or "no candidate of the fine-tuning phase kept weights"
+    lines = [_rows_html(list(header), [list(r) for r in rows], why)]
     note = (
         "The fine-tuning phase's models with weights (fine-tuned from the inherited supernet "
         "weights for the epochs shown): accuracies measured on those weights; the cost is "
