@@ -64,8 +64,11 @@ def trial_numbers(numbers: Iterable[int], most: int = 8) -> str:
     return f"{shown} ({count})"
 
 
-def baseline_line(winner_test: float, paths: tuple[str | os.PathLike, ...]) -> str:
-    """How the winner compares with random architectures trained with the same recipe."""
+def baseline_line(
+    winner_test: float, paths: tuple[str | os.PathLike, ...], weights: str = "retrained"
+) -> str:
+    """How the winner compares with random architectures trained with the same recipe
+    (``weights``: which of the winner's weights ``winner_test`` is of)."""
     import statistics
 
     accs, _, missing = read_baseline(paths)
@@ -75,7 +78,7 @@ def baseline_line(winner_test: float, paths: tuple[str | os.PathLike, ...]) -> s
     beaten = sum(a < winner_test for a in accs) / len(accs)
     return (
         f"winner vs random architectures of this space: test accuracy {winner_test:.4f} "
-        f"(retrained) against a median of {median:.4f} over {len(accs)} stand-alone trainings "
+        f"({weights}) against a median of {median:.4f} over {len(accs)} stand-alone trainings "
         f"of random architectures with the same recipe and test split "
         f"({100 * (winner_test - median):+.2f} points; better than {beaten:.0%} of them)"
     )
@@ -186,6 +189,7 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
     if isinstance(finetuned_record, dict):
         lines.extend(ready_model_lines(finetuned_record))
+    kept = None
     for w in result.winners:
         when = " (by an earlier run)" if w.reused else ""
         chosen = (
@@ -213,6 +217,14 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
                 lines.append(kept.line(spec.name))
     if result.winners and spec.baseline:
         lines.append(baseline_line(result.winners[0].test_accuracy, spec.baseline))
+        if kept is not None and kept.kind == "fine-tuned" and kept.test_accuracy is not None:
+            lines.append(
+                baseline_line(
+                    kept.test_accuracy,
+                    spec.baseline,
+                    f"kept: fine-tuned {kept.finetuned_epochs} epochs",
+                )
+            )
     secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
     lines.append(f"time: {secs}")
     screening = result.study.user_attrs.get(SCREENING_KEY)

@@ -77,6 +77,9 @@ def test_the_winner_is_compared_with_the_median_random_architecture(tmp_path) ->
     line = baseline_line(0.98, (a, b, tmp_path / "missing.csv"))
     assert "median of 0.9600 over 4 stand-alone trainings" in line
     assert "+2.00 points; better than 75% of them" in line
+    assert "0.9800 (retrained) against" in line
+    kept = baseline_line(0.98, (a, b), "kept: fine-tuned 4 epochs")
+    assert "0.9800 (kept: fine-tuned 4 epochs) against" in kept
     assert "no readable table" in baseline_line(0.98, (tmp_path / "missing.csv",))
 
 
