@@ -2,7 +2,7 @@
 
 ``benchmarks/tabular.py`` counts trials, and a sampler that proposes a cell again spends a
 trial on a look-up it already had. Here every run stops at ``--queries`` distinct cells,
-proposed the way the batched screening proposes (``nasflow.search._phase_screening``):
+proposed the way the batched screening proposes (``nasflow.search.BatchedScreening``):
 the sampler is asked up to ``1 + REASKS`` times for a cell not queried yet (a repeat is
 told FAIL, never scored), then a uniformly random unqueried cell is drawn and enqueued.
 
@@ -39,8 +39,8 @@ import optuna
 from optuna.trial import TrialState
 from samplers_screening import SAMPLERS, make_sampler
 
+from nasflow.search import SCREENING_REASKS as REASKS
 from nasflow.search import load_study_file
-from nasflow.search._phase_screening import REASKS
 from nasflow.tabular import TabularBenchmark
 
 ROOT = Path(__file__).resolve().parents[1]

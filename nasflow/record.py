@@ -1035,12 +1035,12 @@ class MultipliersRecord:
         """The part ``key`` (one of ``MULTIPLIER_PARTS``).
 
         Raises:
-            KeyError: Not a part's key.
+            NotFoundError: Not a part's key (a ``KeyError`` too).
         """
         for p in self.parts:
             if p.key == key:
                 return p
-        raise KeyError(key)
+        raise NotFoundError(f"no multiplier part {key!r}; parts: {[p.key for p in self.parts]}")
 
     def to_dict(self) -> dict[str, Any]:
         """The record as stored."""

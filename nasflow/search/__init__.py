@@ -30,6 +30,8 @@ from nasflow.search._pareto_pruner import (
     report_values,
     should_prune,
 )
+from nasflow.search._phase_screening import REASKS as SCREENING_REASKS
+from nasflow.search._phase_screening import BatchedScreening
 from nasflow.search._retrain import recipe_for, retrain_arch
 from nasflow.search._runner import RunResult, StudyRunner, Winner, pareto_trials
 from nasflow.search._spec import OBJECTIVES, Budget, StudyFileError, StudySpec, load_study_file
@@ -47,7 +49,9 @@ from nasflow.search._winners import WinnerError, load_winner_weights, read_winne
 __all__ = [
     "MULTIPLIER_TITLES",
     "OBJECTIVES",
+    "SCREENING_REASKS",
     "WINNER_RECORD_FILE",
+    "BatchedScreening",
     "Budget",
     "CandidateError",
     "FineTuneResult",

@@ -88,10 +88,11 @@ def exported_supernet(tiny_run: TinyRun, tmp_path_factory: pytest.TempPathFactor
 
 
 #: A fine-tuning phase on the tiny study: three finalists, one rung of one epoch, the best
-#: half (two) fine-tuned a second epoch; the third is a ready model "stopped" at one epoch.
+#: half (two) fine-tuned a second epoch; the third is a ready model "stopped" at one epoch
+#: (top=0: no finalist is protected from the halving).
 FINETUNING = """
 from nasflow.search import FineTuning
-study = study.replace(finetuning=FineTuning(finalists=3, rungs=(1, 2), keep=0.5))
+study = study.replace(finetuning=FineTuning(finalists=3, rungs=(1, 2), keep=0.5, top=0))
 """
 
 
