@@ -3,7 +3,6 @@ samplers, which choose supernet paths, not trials)."""
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import optuna
@@ -43,16 +42,7 @@ def study_sampler(spec: StudySpec, seed: int) -> optuna.samplers.BaseSampler:
         population = max(4, min(20, spec.n_trials // 5))
         return RegularizedEvolutionSampler(population, max(2, population // 4), seed=seed)
     startup = max(5, min(10, spec.n_trials // 4))
-    # Multivariate TPE, whatever the number of objectives (Optuna 5 leaves multi-objective
-    # TPE univariate): on the two-objective proving ground the univariate one proposed an
-    # already-scored architecture so often that 83% of 300 candidates (95% of 1,000) were
-    # random fallbacks, and its screened front was barely above random search's
-    # (benchmarks/RESULTS.md, "Samplers for large screenings").
-    with warnings.catch_warnings():  # (an experimental argument before Optuna 5)
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return optuna.samplers.TPESampler(
-            seed=seed, n_startup_trials=startup, multivariate=True, **kwargs
-        )
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, **kwargs)
 
 
 def study_pruner(spec: StudySpec) -> tuple[optuna.pruners.BasePruner, Any]:

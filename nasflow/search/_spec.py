@@ -164,9 +164,7 @@ class StudySpec:
             used as given (several objectives: a ``ParetoSuccessiveHalvingPruner`` or a
             ``NopPruner``, since Optuna's own pruners read ``trial.report``, which Optuna
             refuses in multi-objective studies).
-        sampler: ``"auto"`` picks TPE (``"tpe"``: multivariate TPE, whatever the number of
-            objectives, chosen by measurement in ``benchmarks/RESULTS.md``, "Samplers for
-            large screenings"); ``"evolution"`` is regularized evolution
+        sampler: ``"auto"`` picks TPE; ``"evolution"`` is regularized evolution
             (``RegularizedEvolutionSampler``); or any Optuna ``BaseSampler`` instance,
             used as given (not re-seeded).
         storage: Where the study lives: ``None`` for ``OUT/NAME/study.db`` (SQLite), a

@@ -147,11 +147,6 @@ def test_a_study_can_name_evolution_or_pass_any_optuna_sampler() -> None:
     space = CellSpace(with_hypers=False)
     spec = StudySpec(name="s", space=space, data=data, sampler="evolution", n_trials=100)
     assert isinstance(study_sampler(spec, 0), RegularizedEvolutionSampler)
-    # "auto" and "tpe": multivariate TPE, also with several objectives (Optuna's default
-    # there is univariate, which kept re-proposing scored architectures: RESULTS.md).
-    for name in ("auto", "tpe"):
-        tpe = study_sampler(spec.replace(sampler=name), 0)
-        assert isinstance(tpe, optuna.samplers.TPESampler) and tpe._multivariate is True
     mine = optuna.samplers.GridSampler({"x": [1, 2]}, seed=0)
     assert study_sampler(spec.replace(sampler=mine), 0) is mine
     with pytest.raises(StudyFileError, match="unknown sampler 'cma'"):
