@@ -75,6 +75,20 @@ def _fmt(v: float | None, spec: str) -> str:
     return "" if v is None else format(v, spec)
 
 
+def _side_note(fig: go.Figure, text: str, axis: str) -> None:
+    """Say in the middle of subplot ``axis`` (``""`` for the first, ``"2"``...) why it is
+    empty."""
+    fig.add_annotation(
+        text=html.escape(text),
+        xref=f"x{axis} domain",
+        yref=f"y{axis} domain",
+        x=0.5,
+        y=0.5,
+        showarrow=False,
+        font={"color": DARK},
+    )
+
+
 def not_measured(title: str, why: str, label: str = "not measured") -> go.Figure:
     """A panel with no data, saying so (``label``, ``not measured`` by default) and why."""
     fig = go.Figure()
@@ -386,15 +400,7 @@ def plot_costmodel(data: CostModelData) -> go.Figure:
             col=1,
         )
     else:
-        fig.add_annotation(
-            text=html.escape(f"no calibration steps: {data.why}"),
-            xref="x domain",
-            yref="y domain",
-            x=0.5,
-            y=0.5,
-            showarrow=False,
-            font={"color": DARK},
-        )
+        _side_note(fig, f"no calibration steps: {data.why}", "")
     if data.points:
         ends = [v for p in data.points for v in (p.predicted, p.measured)]
         fig.add_trace(_diagonal(*_span(ends), not steps), row=1, col=2)
@@ -415,15 +421,7 @@ def plot_costmodel(data: CostModelData) -> go.Figure:
             col=2,
         )
     else:
-        fig.add_annotation(
-            text=html.escape(no_winner),
-            xref="x2 domain",
-            yref="y2 domain",
-            x=0.5,
-            y=0.5,
-            showarrow=False,
-            font={"color": DARK},
-        )
+        _side_note(fig, no_winner, "2")
     for col in (1, 2):
         fig.update_xaxes(type="log", row=1, col=col)
         fig.update_yaxes(type="log", row=1, col=col)

@@ -88,3 +88,17 @@ def mixed_study() -> optuna.Study:
             },
         },
     )
+
+
+#: The report's figures, in order, as ``report_figures`` draws them (the dashboard and the
+#: report page add the Pareto table as a last figure).
+FIGURE_KEYS = (
+    "pareto",
+    "params",
+    "history",
+    "budget",
+    "fairness",
+    "costmodel",
+    "stack",
+    "multipliers",
+)

@@ -27,19 +27,10 @@ from nasflow.report import (
 )
 from nasflow.storage import SQLiteLock, StorageError, open_storage, resolve_storage
 from tests.conftest import require_or_skip
+from tests.report._studies import FIGURE_KEYS
 
 REPO = Path(__file__).resolve().parents[2]
-KEYS = (
-    "pareto",
-    "params",
-    "history",
-    "budget",
-    "fairness",
-    "costmodel",
-    "stack",
-    "multipliers",
-    "table",
-)
+KEYS = (*FIGURE_KEYS, "table")
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 

@@ -18,7 +18,7 @@ from nasflow.report import (
     tradeoff_data,
 )
 from nasflow.report._figures import table_cells
-from tests.report._studies import arch_json, make_study, mixed_study
+from tests.report._studies import FIGURE_KEYS, arch_json, make_study, mixed_study
 
 
 def _texts(fig) -> str:
@@ -117,17 +117,7 @@ def test_fairness_figure_states_the_floor_ceil_rule() -> None:
 
 def test_every_report_figure_is_drawn_and_empty_ones_say_so() -> None:
     full = report_figures(report_data(mixed_study()))
-    assert [f.key for f in full] == [
-        "pareto",
-        "params",
-        "history",
-        "budget",
-        "fairness",
-        "costmodel",
-        "stack",
-        "multipliers",
-        "table",
-    ]
+    assert [f.key for f in full] == [*FIGURE_KEYS, "table"]
     missing = {f.key for f in full if not f.has_data}
     # no supernet record, no stack measurement, no multiplier record (no run finished)
     assert missing == {"fairness", "stack", "multipliers"}

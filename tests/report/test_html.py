@@ -9,18 +9,8 @@ import pytest
 
 from nasflow.record import open_stored_study
 from nasflow.report import write_atomic, write_report
+from tests.report._studies import FIGURE_KEYS as FIGURE_IDS
 from tests.report._studies import make_study
-
-FIGURE_IDS = (
-    "pareto",
-    "params",
-    "history",
-    "budget",
-    "fairness",
-    "costmodel",
-    "stack",
-    "multipliers",
-)
 
 
 def test_report_of_a_real_study_is_one_offline_file(tiny_study, tmp_path) -> None:
