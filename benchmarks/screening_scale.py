@@ -97,6 +97,7 @@ def run_one(spec: Any, runs: Path, supernet: Path, variant: str, n: int) -> dict
     return {
         "variant": variant,
         "sampler": spec.sampler if isinstance(spec.sampler, str) else type(spec.sampler).__name__,
+        "threads": torch.get_num_threads(),
         "n_trials": n,
         "trials": len(trials),
         "distinct": distinct,
@@ -121,9 +122,16 @@ def main() -> None:
     p.add_argument(
         "--sampler", help="StudySpec.sampler (auto, tpe, nsga2, random, evolution); the study's"
     )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (1: CPU seconds comparable under load; the study's "
+        "default is torch's, one per core)",
+    )
     p.add_argument("--json", help="write the rows here")
     args = p.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     base = load_study_file(args.study)
     base = base.replace(
         supernet=dataclasses.replace(base.supernet, epochs=args.supernet_epochs),

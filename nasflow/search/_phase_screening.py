@@ -34,6 +34,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from nasflow.errors import NasflowError
 from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, PREFIX, TRACEBACK_ATTR, TrialRecord
+from nasflow.search._batch_write import write_trials
 from nasflow.search._budget import SKIPS_BEFORE_NOTE, budget_excludes
 from nasflow.search._context import RunContext, ScreeningPhaseResult
 from nasflow.search._objective import CandidateError, CandidateScorer, make_reporter
@@ -50,6 +51,8 @@ REASKS = 3
 LIST_LIMIT = 1_000_000
 #: Random draws tried for an unseen architecture before listing the space.
 RANDOM_DRAWS = 64
+#: Tries to write a batch where the storage fails (``StorageInternalError``).
+WRITE_TRIES = 3
 #: The states of a stored trial that count as a screened candidate.
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
@@ -222,7 +225,7 @@ class BatchedScreening:
             directions=study.directions,
             sampler=study.sampler,
         )
-        #: Stored trials already folded in (by storage id).
+        #: Stored trials already folded in (by trial number).
         self._known: set[int] = set()
         #: Architectures (``Arch.to_json``) stored in the study, any finished state.
         self.stored: set[str] = set()
@@ -248,20 +251,24 @@ class BatchedScreening:
         to the in-memory study when ``into_memory``)."""
         new = []
         for t in self.ctx.study.get_trials(deepcopy=False):
-            if t._trial_id in self._known or not t.state.is_finished():
+            if t.number in self._known or not t.state.is_finished():
                 continue
-            self._known.add(t._trial_id)
             new.append(t)
-            arch = t.user_attrs.get(ARCH_ATTR)
-            if arch is None:
-                continue
-            self.stored.add(arch)
-            self.seen.add(arch)
-            if t.state in FINISHED:
-                self.counted.add(arch)
+            self._fold(t, t.number)
         if into_memory:
             self.memory.add_trials(t for t in new if t.state in FINISHED)
         return new
+
+    def _fold(self, t: FrozenTrial, number: int) -> None:
+        """Count a trial stored as trial ``number`` of the study."""
+        self._known.add(number)
+        arch = t.user_attrs.get(ARCH_ATTR)
+        if arch is None:
+            return
+        self.stored.add(arch)
+        self.seen.add(arch)
+        if t.state in FINISHED:
+            self.counted.add(arch)
 
     @contextlib.contextmanager
     def _write_lock(self) -> Iterator[None]:
@@ -292,7 +299,9 @@ class BatchedScreening:
             yield
 
     def _write(self, batch: list[FrozenTrial]) -> None:
-        """Write a scored batch to the study's storage (the whole batch, at once)."""
+        """Write a scored batch to the study's storage: the whole batch in one
+        transaction (:func:`write_trials`), retried where the storage fails, never half
+        written."""
         if not batch:
             return
         with self._write_lock():
@@ -307,19 +316,35 @@ class BatchedScreening:
                     continue
                 keep.append(t)
                 room -= t.state in FINISHED
-            self.ctx.study.add_trials(self._as_stored(t) for t in keep)
-            mine = {t.user_attrs[ARCH_ATTR] for t in keep}
-            new = self._refresh(into_memory=False)
-        self.memory.add_trials(
-            t for t in new if t.state in FINISHED and t.user_attrs.get(ARCH_ATTR) not in mine
-        )
-        numbers = sorted(t.number for t in new if t.user_attrs.get(ARCH_ATTR) in mine)
+            numbers = self._write_retrying([self._as_stored(t) for t in keep])
+        for t, number in zip(keep, numbers, strict=True):
+            self._fold(t, number)
         self.ctx.ran_trials.extend(numbers)
         if numbers:
             self.ctx.quiet_log(
                 f"screened {len(self.counted)}/{self.target} distinct candidates: trials "
                 f"{numbers[0]}-{numbers[-1]} written"
             )
+
+    def _write_retrying(self, trials: list[FrozenTrial]) -> list[int]:
+        """:func:`write_trials`, tried again (``WRITE_TRIES`` in all) where the storage
+        fails; the last failure is raised with the batch's size (nothing of it stored)."""
+        import sqlalchemy.exc
+
+        failures = (optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError)
+        for attempt in range(1, WRITE_TRIES + 1):
+            try:
+                return write_trials(self.ctx.study, trials)
+            except failures as e:
+                if attempt == WRITE_TRIES:
+                    raise NasflowError(
+                        f"could not write a batch of {len(trials)} scored candidates to the "
+                        f"study's storage after {WRITE_TRIES} tries (nothing of the batch is "
+                        f"stored; a resumed study scores them again): {str(e)[:300]}"
+                    ) from e
+                self.ctx.quiet_log(f"writing the batch failed ({e}); trying again")
+                time.sleep(0.5 * attempt)
+        raise AssertionError("unreachable")
 
     def _as_stored(self, trial: FrozenTrial) -> FrozenTrial:
         """The trial as the per-trial loop stores it: a random fallback's enqueued

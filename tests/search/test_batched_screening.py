@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,7 @@ import pytest
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState
 
+from nasflow.errors import NasflowError
 from nasflow.record import (
     ARCH_ATTR,
     PARAMS_ATTR,
@@ -26,7 +28,7 @@ from nasflow.record import (
     TRAIN_COST_ATTR,
     get_constraints,
 )
-from nasflow.search import StudyRunner, load_study_file
+from nasflow.search import StudyRunner, _phase_screening, load_study_file
 from nasflow.search._multipliers import (
     format_multipliers,
     measured_trainings,
@@ -287,3 +289,43 @@ def test_workers_on_postgresql_share_one_batched_screening(
         assert ran == n
     finally:
         optuna.delete_study(study_name=unique_name, storage=postgres_url)
+
+
+def test_a_storage_failing_mid_batch_is_retried_or_reported_never_half_written(
+    tmp_path, monkeypatch
+) -> None:
+    _runner(tmp_path, n_trials=8).run(retrain=False)  # one batch stored
+    db = tmp_path / "runs" / "tiny" / "study.db"
+    url = f"sqlite:///{db}"
+    # A real failure inside the batch's transaction: the trial rows are inserted, then
+    # the database refuses their attributes.
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON trial_user_attributes "
+            "WHEN (SELECT count(*) FROM trials) > 8 BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+    logs: list[str] = []
+    with pytest.raises(NasflowError, match=r"a batch of 8 scored candidates .* after 3 tries"):
+        _runner(tmp_path, logs, n_trials=20).run(retrain=False)
+    assert sum("trying again" in line for line in logs) == 2
+    assert len(optuna.load_study(study_name="tiny", storage=url).get_trials()) == 8
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER refuse")
+    # A failure that passes: the batch is written on the next try.
+    calls = []
+    real = _phase_screening.write_trials
+
+    def flaky(study, trials):
+        calls.append(len(trials))
+        if len(calls) == 1:
+            raise optuna.exceptions.StorageInternalError("database is locked")
+        return real(study, trials)
+
+    monkeypatch.setattr(_phase_screening, "write_trials", flaky)
+    logs.clear()
+    result = _runner(tmp_path, logs, n_trials=20).run(retrain=False)
+    assert calls[:2] == [8, 8]
+    assert any("database is locked" in line and "trying again" in line for line in logs)
+    trials = result.study.get_trials()
+    assert [t.number for t in trials] == list(range(20))  # no gap
+    assert len(set(_archs(trials))) == 20  # no duplicate
