@@ -6,6 +6,7 @@ import numpy as np
 import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.trial import TrialState
 
 from nasflow.search import RegularizedEvolutionSampler, StudyFileError, StudySpec
 from nasflow.space import SearchSpace, hyper_choice, op_choice, value_choice
@@ -57,6 +58,28 @@ def test_the_age_rule_retires_the_best_member_once_it_is_the_oldest() -> None:
     assert sampler.select_parent(study, population).number == 4
     child = sampler.mutate(dict(worst), space)
     assert sum(child[k] != worst[k] for k in worst) == 1
+
+
+def test_one_sampler_serves_two_studies_each_from_its_own_trials() -> None:
+    # (The batched screening proposes on an in-memory copy of the stored study with the
+    # study's sampler.) The population skips failed and pruned trials, oldest first.
+    sampler = RegularizedEvolutionSampler(population_size=3, sample_size=3, seed=0)
+    a = optuna.create_study(direction="maximize", sampler=sampler)
+    b = optuna.create_study(direction="maximize", sampler=sampler)
+    space = {f"x{i}": CategoricalDistribution(OPS) for i in range(4)}
+    for k, state in enumerate([TrialState.COMPLETE] * 3 + [TrialState.FAIL, TrialState.PRUNED]):
+        params = {f"x{i}": OPS[k % 4] for i in range(4)}
+        value = float(k) if state == TrialState.COMPLETE else None
+        a.add_trial(
+            optuna.trial.create_trial(params=params, distributions=space, value=value, state=state)
+        )
+    b.optimize(objective, n_trials=5)
+    assert set(sampler.infer_relative_search_space(a, a.trials[0])) == set(space)
+    assert set(sampler.infer_relative_search_space(b, b.trials[0])) == {*space, "w"}
+    assert [t.number for t in sampler.population(a, space)] == [0, 1, 2]
+    a.optimize(objective, n_trials=3)  # proposals go on in both, from their own trials
+    b.optimize(objective, n_trials=3)
+    assert [t.number for t in sampler.population(a, space)] == [5, 6, 7]
 
 
 def test_multi_objective_parent_is_on_the_first_front() -> None:
