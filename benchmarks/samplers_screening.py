@@ -24,7 +24,7 @@ Per (seed, sampler, N), a JSON row:
   hv / cpu_s``;
 * ``asks``: sampler proposals made (repeats included, the random fallback's enqueued
   trials not), ``asks_per_distinct``, and ``fallbacks``: candidates drawn uniformly at
-  random after ``1 + REASKS`` repeated proposals;
+  random after repeated proposals (up to ``1 + REASKS`` asks);
 * the winner, the candidate with the top supernet score: its architecture, supernet
   accuracy and predicted cost, and its stand-alone test accuracy with the ground truth's
   recipe (``benchmarks/ground_truth.py``: 12 epochs, initial weights and batch order of

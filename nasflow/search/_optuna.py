@@ -28,25 +28,52 @@ def sampler_seed(seed: int, created: int) -> int:
     return int(np.random.SeedSequence([seed, created]).generate_state(1)[0])
 
 
-def study_sampler(spec: StudySpec, seed: int) -> optuna.samplers.BaseSampler:
-    """The Optuna sampler of a study (seeded; a sampler instance is used as given)."""
+#: ``sampler="auto"`` screens this many candidates or more with regularized evolution,
+#: fewer with TPE (benchmarks/RESULTS.md, "Samplers for large screenings").
+AUTO_EVOLUTION_FROM = 1_000
+
+
+def auto_sampler_name(n_trials: int) -> str:
+    """What ``sampler="auto"`` is for a screening of ``n_trials`` candidates.
+
+    Fewer than ``AUTO_EVOLUTION_FROM``: Optuna's TPE as it comes (univariate with several
+    objectives). Multivariate TPE screens a better front of supernet scores on the
+    proving ground, but the model the study keeps was worse on 5 of 5 suite grounds
+    (seed 0) than with this default, which is measured on 8 grounds x 3 seeds. From
+    ``AUTO_EVOLUTION_FROM``: regularized evolution. At 1,000 candidates (proving ground,
+    3 seeds) univariate TPE's screened front is barely above random search's (95% of its
+    proposals end as random draws after four repeats) at the highest CPU cost of all
+    samplers (229 CPU-s against evolution's 121), and its proposal cost keeps growing
+    with the trials; evolution's front is within seed noise of the best (NSGA-II) with
+    the smallest spread, and its proposal costs ~0.7 ms at any size.
+    """
+    return "evolution" if n_trials >= AUTO_EVOLUTION_FROM else "tpe"
+
+
+def study_sampler(
+    spec: StudySpec, seed: int, n_trials: int | None = None
+) -> optuna.samplers.BaseSampler:
+    """The Optuna sampler of a study (seeded; a sampler instance is used as given).
+
+    Args:
+        spec: The study.
+        seed: The sampler's seed.
+        n_trials: Candidates this run screens (``"auto"`` depends on it); default the
+            spec's.
+    """
     if isinstance(spec.sampler, optuna.samplers.BaseSampler):
         return spec.sampler
-    name = "tpe" if spec.sampler == "auto" else spec.sampler
+    n = spec.n_trials if n_trials is None else n_trials
+    name = auto_sampler_name(n) if spec.sampler == "auto" else spec.sampler
     kwargs = sampler_constraints_kwargs() if name in ("tpe", "nsga2") else {}
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed, **kwargs)
     if name == "evolution":
-        population = max(4, min(20, spec.n_trials // 5))
+        population = max(4, min(20, n // 5))
         return RegularizedEvolutionSampler(population, max(2, population // 4), seed=seed)
-    startup = max(5, min(10, spec.n_trials // 4))
-    # Optuna's TPE as it comes (univariate with several objectives). Multivariate TPE
-    # screens a better front of supernet scores on the proving ground, but the model the
-    # study keeps was worse on 5 of 5 suite grounds (seed 0) than with this default, which
-    # is measured on 8 grounds x 3 seeds (benchmarks/RESULTS.md, "Samplers for large
-    # screenings" and B6).
+    startup = max(5, min(10, n // 4))
     return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, **kwargs)
 
 

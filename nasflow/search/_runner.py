@@ -127,6 +127,8 @@ class StudyRunner:
         self._data_fingerprint: str | None = None
         self._budget_said = False
         self.ran_trials: list[int] = []
+        #: The ``n_trials`` of the run in progress (``None``: the spec's).
+        self._n_trials: int | None = None
         self._worker = False
         #: The speedup stack every phase trains with (``spec.stack``, resolved by ``run``).
         self.stack: Stack | None = spec.stack if isinstance(spec.stack, Stack) else None
@@ -206,7 +208,7 @@ class StudyRunner:
         # Workers draw from their own streams, or they would all propose the same trials.
         seed = self.spec.seed + (os.getpid() if self._worker else 0)
         created = len(study.get_trials(deepcopy=False))
-        study.sampler = study_sampler(self.spec, sampler_seed(seed, created))
+        study.sampler = study_sampler(self.spec, sampler_seed(seed, created), self._n_trials)
         study.pruner = study_pruner(self.spec)[0]
         return study
 
@@ -238,6 +240,7 @@ class StudyRunner:
         t0 = time.perf_counter()
         try:
             check_run_folders(self.out)  # (a FIFO there would hang, a link mislead)
+            self._n_trials = n_trials  # (``sampler="auto"`` depends on it)
             study = self.open_study(worker=worker)
             self.log(f"study {spec.name!r} in {self.storage.safe_url}")
             ctx = RunContext(

@@ -164,9 +164,11 @@ class StudySpec:
             used as given (several objectives: a ``ParetoSuccessiveHalvingPruner`` or a
             ``NopPruner``, since Optuna's own pruners read ``trial.report``, which Optuna
             refuses in multi-objective studies).
-        sampler: ``"auto"`` picks TPE; ``"evolution"`` is regularized evolution
-            (``RegularizedEvolutionSampler``); or any Optuna ``BaseSampler`` instance,
-            used as given (not re-seeded).
+        sampler: ``"auto"`` picks TPE for a screening of fewer than 1,000 candidates and
+            regularized evolution from 1,000 (the run's ``n_trials``; measured:
+            ``nasflow.search._optuna.auto_sampler_name``); ``"evolution"`` is regularized
+            evolution (``RegularizedEvolutionSampler``); or any Optuna ``BaseSampler``
+            instance, used as given (not re-seeded).
         storage: Where the study lives: ``None`` for ``OUT/NAME/study.db`` (SQLite), a
             URL (``sqlite:///FILE``, ``postgresql://...``, ``journal:///FILE``) or an
             Optuna storage object (``RDBStorage``, ``JournalStorage``,

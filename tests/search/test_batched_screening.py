@@ -34,7 +34,7 @@ from nasflow.search._multipliers import (
     measured_trainings,
     search_multipliers,
 )
-from nasflow.search._phase_screening import REASKS
+from nasflow.search._phase_screening import REASK_PROBE, REASK_WINDOW, REASKS
 from tests._study_template import write_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,9 +126,32 @@ def test_no_architecture_is_proposed_twice_a_stuck_sampler_falls_back_to_random(
     assert len(archs) == len(set(archs)) == 10
     # The first proposal is new; each later one was asked 1 + REASKS times, then drawn.
     assert sampler.asks == 1 + 9 * (1 + REASKS + 1)
-    assert f"9 drawn at random after the sampler proposed scored architectures {1 + REASKS}" in (
+    assert (
+        f"9 drawn at random after the sampler proposed scored architectures (asked up to "
+        f"{1 + REASKS} times)" in "\n".join(logs)
+    )
+
+
+def test_re_asking_stops_while_it_never_pays_and_is_probed_now_and_then(tmp_path) -> None:
+    logs: list[str] = []
+    sampler = Stuck()
+    _runner(tmp_path, logs, n_trials=60, sampler=sampler).run(retrain=False)
+    # 59 repeats. The first 22 are re-asked REASKS times each (66 re-asks judged, all
+    # repeats); of the 37 after, only every REASK_PROBE-th (the 16th, the 32nd) is.
+    assert (REASKS, REASK_WINDOW, REASK_PROBE) == (3, 64, 16)
+    reasks = 22 * 3 + 2 * 3
+    assert sampler.asks == 60 + 59 + reasks  # first asks, random draws' asks, re-asks
+    assert f"(asked up to 4 times) ({35 * 3} re-asks skipped: none of 64 in a row" in (
         "\n".join(logs)
     )
+
+
+def test_a_run_asked_for_a_thousand_candidates_screens_them_with_evolution(tmp_path) -> None:
+    # ``sampler="auto"`` follows the run's n_trials, not only the spec's (the tiny space
+    # is exhausted after 12).
+    result = _runner(tmp_path, n_trials=20, extra=TINY_SPACE).run(n_trials=1000, retrain=False)
+    assert type(result.study.sampler).__name__ == "RegularizedEvolutionSampler"
+    assert len(result.study.get_trials()) == 12
 
 
 def test_an_exhausted_space_stops_the_screening_with_one_line(tmp_path) -> None:

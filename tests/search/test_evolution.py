@@ -176,6 +176,24 @@ def test_a_study_can_name_evolution_or_pass_any_optuna_sampler() -> None:
         spec.replace(sampler="cma")
 
 
+def test_auto_is_tpe_below_a_thousand_candidates_and_evolution_from_there() -> None:
+    from nasflow.search._optuna import AUTO_EVOLUTION_FROM, study_sampler
+
+    def data():
+        raise AssertionError("not loaded")
+
+    spec = StudySpec(name="s", space=CellSpace(with_hypers=False), data=data, n_trials=300)
+    assert AUTO_EVOLUTION_FROM == 1_000
+    assert isinstance(study_sampler(spec, 0), optuna.samplers.TPESampler)
+    assert isinstance(study_sampler(spec, 0, n_trials=999), optuna.samplers.TPESampler)
+    big = study_sampler(spec, 0, n_trials=1_000)
+    assert isinstance(big, RegularizedEvolutionSampler)
+    assert (big.population_size, big.sample_size) == (20, 5)  # as measured
+    assert isinstance(study_sampler(spec.replace(n_trials=10_000), 0), RegularizedEvolutionSampler)
+    named = spec.replace(sampler="tpe", n_trials=10_000)
+    assert isinstance(study_sampler(named, 0), optuna.samplers.TPESampler)  # named: as named
+
+
 class _HyperSpace(SearchSpace):
     def __init__(self, label: str) -> None:
         super().__init__(
