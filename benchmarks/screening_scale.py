@@ -15,8 +15,9 @@ Per run, printed and written as a JSON row:
   whole run (phase 2, plus loading the supernet checkpoint and the study records);
 * per candidate (time between two trials' ends): the score (``score_seconds``: BN
   recalibration and validation; 0 for a repeat, which reuses a score) and the loop (the
-  rest: sampler, storage, cost prediction, records), deciles of wall ms, and the loop's
-  mean wall ms over the first and the last tenth of the candidates (growth);
+  rest: sampler, storage, cost prediction, records), deciles of wall ms, and the mean
+  wall ms of the loop and of the whole candidate over the first and the last tenth of the
+  candidates (growth);
 * peak resident memory during the run (Linux ``VmHWM``, reset before each run through
   ``/proc/self/clear_refs``; else ``ru_maxrss``, which never goes down);
 * trials stored and distinct architectures among them.
@@ -107,6 +108,12 @@ def run_one(spec: Any, runs: Path, supernet: Path, variant: str, n: int) -> dict
         "loop_ms_deciles": _deciles(loops),
         "loop_ms_first_tenth": round(1000 * statistics.fmean(loops[:tenth]), 1),
         "loop_ms_last_tenth": round(1000 * statistics.fmean(loops[-tenth:]), 1),
+        # The whole per-candidate time (score + loop), first and last tenth, and the ratio.
+        "candidate_ms_first_tenth": round(1000 * statistics.fmean(per[:tenth]), 1),
+        "candidate_ms_last_tenth": round(1000 * statistics.fmean(per[-tenth:]), 1),
+        "candidate_growth": round(
+            statistics.fmean(per[-tenth:]) / statistics.fmean(per[:tenth]), 2
+        ),
         "peak_mib": round(peak, 0),
         "peak_reset": reset,
     }

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ranking import load_ground_truth, merge_ground_truth
 
 from nasflow.export._study import load_supernet
-from nasflow.record import FINETUNED_KEY, TRUST_KEY
+from nasflow.record import FINETUNED_KEY, MULTIPLIERS_KEY, TRUST_KEY
 from nasflow.search import FineTuneResult, StudyRunner, kept_weights, load_study_file
 from nasflow.supernet import recalibrate_bn
 from nasflow.train import evaluate
@@ -65,15 +65,17 @@ def supernet_tau(spec, folder: Path, archs, gt_test: list[float]) -> float:
     return float(kendalltau(scores, gt_test).statistic)
 
 
-def run_one(path: Path, seed: int) -> dict:
-    """One search seed of one study, end to end; the measured row."""
+def run_one(path: Path, seed: int, n_trials: int | None = None) -> dict:
+    """One search seed of one study, end to end (``n_trials`` candidates screened;
+    default the study's); the measured row."""
     spec = load_study_file(path).replace(seed=seed)
     tables = [load_ground_truth(Path(p), None) for p in spec.baseline]
     archs, _, gt_test = merge_ground_truth(tables)
     lines: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         c0, w0 = time.process_time(), time.perf_counter()
-        result = StudyRunner(spec, out_dir=Path(tmp), progress=False, log=lines.append).run()
+        runner = StudyRunner(spec, out_dir=Path(tmp), progress=False, log=lines.append)
+        result = runner.run(n_trials=n_trials)
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
         trust = result.study.user_attrs.get(TRUST_KEY)
         true_tau = supernet_tau(spec, Path(tmp) / spec.name / "supernet", archs, gt_test)
@@ -82,6 +84,8 @@ def run_one(path: Path, seed: int) -> dict:
         "study": str(path),
         "name": spec.name,
         "seed": seed,
+        "n_trials": spec.n_trials if n_trials is None else n_trials,
+        "sampler": type(result.study.sampler).__name__,
         "table_archs": len(archs),
         "table_median": statistics.median(gt_test),
         "kept_trial": kept.number,
@@ -92,6 +96,7 @@ def run_one(path: Path, seed: int) -> dict:
         "run_cpu_s": cpu,
         "run_wall_s": wall,
         "phase_seconds": result.seconds,
+        "multipliers": result.study.user_attrs.get(MULTIPLIERS_KEY),
         "trust": None,
         "summary": lines,
         # What the kept model was chosen from: the fine-tuned finalists' records and the
@@ -204,6 +209,7 @@ def main() -> None:
     p.add_argument("--studies", type=Path, nargs="+", default=[])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--n-trials", type=int, help="candidates screened (default: the study's)")
     p.add_argument("--json", type=Path, help="append every run here (JSON lines)")
     p.add_argument("--from-json", type=Path, nargs="+", help="report these runs only")
     p.add_argument("--markdown", action="store_true")
@@ -224,7 +230,7 @@ def main() -> None:
             for path in args.studies:
                 if (str(path), seed) in done:
                     continue
-                row = run_one(path, seed)
+                row = run_one(path, seed, args.n_trials)
                 rows.append(row)
                 if args.json:
                     with args.json.open("a") as f:

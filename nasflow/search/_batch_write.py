@@ -2,10 +2,11 @@
 
 Optuna's public way, ``Study.add_trials``, creates each trial in its own transaction and
 sets each parameter, value and attribute with its own look-ups: on SQLite, measured on the
-2-core benchmark machine with the proving ground's trials (7 parameters, 2 values, 9 user
-attributes), 19 ms of CPU per trial (``benchmarks/RESULTS.md``, "B4, third round"), more
-than a candidate's supernet score costs at the cheap end and twice the screening loop's
-10 ms target. The batched screening writes through :func:`write_trials` instead: the
+2-core benchmark machine with trials shaped like the proving ground's (7 parameters, 2
+values, 5 user attributes) in batches of 32, 9.8 ms of CPU per trial against 0.9 ms for
+this module's writer (``benchmarks/batch_write.py``; ``benchmarks/RESULTS.md``, "B4, third
+round"): a quarter of a cheap candidate's supernet score, and the screening loop's target
+is 10 ms in all. The batched screening writes through :func:`write_trials` instead: the
 same rows through Optuna's own ORM models (``optuna.storages._rdb.models``), all the
 batch's trials inserted in one transaction with no per-row look-up.
 
