@@ -80,6 +80,9 @@ def run_one(path: Path, seed: int, n_trials: int | None = None) -> dict:
         trust = result.study.user_attrs.get(TRUST_KEY)
         true_tau = supernet_tau(spec, Path(tmp) / spec.name / "supernet", archs, gt_test)
     kept = result.winners[0]
+    # (``Study.trials`` deep-copies every trial on each access: read them once.)
+    trials = result.study.get_trials(deepcopy=False)
+    score = trials[kept.number].values[0]
     row = {
         "study": str(path),
         "name": spec.name,
@@ -103,11 +106,7 @@ def run_one(path: Path, seed: int, n_trials: int | None = None) -> dict:
         # screened candidates' supernet scores (for reading a losing row).
         "finetuned": result.study.user_attrs.get(FINETUNED_KEY),
         "pareto": [t.number for t in result.pareto],
-        "kept_score_rank": 1
-        + sum(
-            t.values is not None and t.values[0] > result.study.trials[kept.number].values[0]
-            for t in result.study.trials
-        ),
+        "kept_score_rank": 1 + sum(t.values is not None and t.values[0] > score for t in trials),
     }
     if trust:
         row["trust"] = {
