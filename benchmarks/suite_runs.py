@@ -65,10 +65,14 @@ def supernet_tau(spec, folder: Path, archs, gt_test: list[float]) -> float:
     return float(kendalltau(scores, gt_test).statistic)
 
 
-def run_one(path: Path, seed: int, n_trials: int | None = None) -> dict:
-    """One search seed of one study, end to end (``n_trials`` candidates screened;
-    default the study's); the measured row."""
+def run_one(
+    path: Path, seed: int, n_trials: int | None = None, sampler: str | None = None
+) -> dict:
+    """One search seed of one study, end to end (``n_trials`` candidates screened,
+    default the study's; ``sampler`` replaces the study's); the measured row."""
     spec = load_study_file(path).replace(seed=seed)
+    if sampler is not None:
+        spec = spec.replace(sampler=sampler)
     tables = [load_ground_truth(Path(p), None) for p in spec.baseline]
     archs, _, gt_test = merge_ground_truth(tables)
     lines: list[str] = []
@@ -209,6 +213,7 @@ def main() -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--n-trials", type=int, help="candidates screened (default: the study's)")
+    p.add_argument("--sampler", help="StudySpec.sampler for every run (default: the study's)")
     p.add_argument("--json", type=Path, help="append every run here (JSON lines)")
     p.add_argument("--from-json", type=Path, nargs="+", help="report these runs only")
     p.add_argument("--markdown", action="store_true")
@@ -229,7 +234,7 @@ def main() -> None:
             for path in args.studies:
                 if (str(path), seed) in done:
                     continue
-                row = run_one(path, seed, args.n_trials)
+                row = run_one(path, seed, args.n_trials, args.sampler)
                 rows.append(row)
                 if args.json:
                     with args.json.open("a") as f:
