@@ -208,11 +208,13 @@ class BatchedScreening:
     only the trials other workers wrote since, read before each write) and every
     candidate this process scored; the sampler sees each score before the next proposal,
     as in the per-trial loop. Every ``spec.screen_batch`` candidates the batch is written
-    to the study's storage (``study.add_trials``) with the parameters, distributions,
-    values, user and system attributes and times the per-trial loop writes.
+    to the study's storage in one transaction (``write_trials``: tried again where the
+    storage fails, never half written) with the parameters, distributions, values, user
+    and system attributes and times the per-trial loop writes.
 
     A proposal is an architecture the study has not scored (stored, or scored in this
-    batch): the sampler is asked up to ``1 + REASKS`` times, then a uniformly random
+    batch): the sampler is asked up to ``1 + REASKS`` times (once where the last
+    ``REASK_WINDOW`` re-asks found nothing new), then a uniformly random
     unseen architecture is drawn; when none is left the loop stops and says so. On a
     shared storage (PostgreSQL, journal file) the write is serialised between workers (a
     PostgreSQL advisory lock, a lock file beside the journal) and a candidate another
@@ -358,7 +360,7 @@ class BatchedScreening:
                         f"study's storage after {WRITE_TRIES} tries (nothing of the batch is "
                         f"stored; a resumed study scores them again): {str(e)[:300]}"
                     ) from e
-                self.ctx.quiet_log(f"writing the batch failed ({e}); trying again")
+                self.ctx.quiet_log(f"writing the batch failed ({str(e)[:300]}); trying again")
                 time.sleep(0.5 * attempt)
         raise AssertionError("unreachable")
 
