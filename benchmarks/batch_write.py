@@ -1,5 +1,5 @@
 """The batched screening's write: Optuna's ``Study.add_trials`` against nasflow's
-one-transaction writer (``nasflow.search._batch_write.write_trials``), side by side.
+one-transaction writer (``nasflow.search.write_trials``), side by side.
 
 Trials shaped like the proving ground's screened candidates (7 categorical parameters, 2
 objective values, the 5 user attributes a scored candidate carries) are written in
@@ -32,7 +32,7 @@ from nasflow.record import (
     SUPERNET_ACCURACY_ATTR,
     TRAIN_COST_ATTR,
 )
-from nasflow.search._batch_write import write_trials
+from nasflow.search import write_trials
 
 OPS = ("k3_e2", "k5_e2", "k7_e2", "k5_e4", "skip")
 

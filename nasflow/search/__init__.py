@@ -10,6 +10,7 @@ from typing import Any
 
 from nasflow.record import StudyMismatchError
 from nasflow.search._baseline import read_baseline
+from nasflow.search._batch_write import write_trials
 from nasflow.search._evolution import RegularizedEvolutionSampler
 from nasflow.search._finetune import (
     FineTuned,
@@ -91,6 +92,7 @@ __all__ = [
     "study_sampler",
     "summary_table",
     "weights_label",
+    "write_trials",
 ]
 
 

@@ -26,6 +26,8 @@ import optuna
 from optuna.distributions import distribution_to_json
 from optuna.trial import FrozenTrial
 
+from nasflow.errors import ConfigError
+
 __all__ = ["rdb_backend", "write_trials"]
 
 #: What the fast path uses from Optuna's RDB models.
@@ -89,7 +91,7 @@ def write_trials(study: optuna.Study, trials: Sequence[FrozenTrial]) -> list[int
     for t in trials:  # the checks ``Study.add_trial`` makes, before anything is written
         t._validate()
         if t.values is not None and len(t.values) != len(study.directions):
-            raise ValueError(
+            raise ConfigError(
                 f"trial {t.number} has {len(t.values)} values; the study has "
                 f"{len(study.directions)} objectives"
             )

@@ -350,19 +350,20 @@ class BatchedScreening:
         import sqlalchemy.exc
 
         failures = (optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError)
+        last: BaseException | None = None
         for attempt in range(1, WRITE_TRIES + 1):
             try:
                 return write_trials(self.ctx.study, trials)
             except failures as e:
-                if attempt == WRITE_TRIES:
-                    raise NasflowError(
-                        f"could not write a batch of {len(trials)} scored candidates to the "
-                        f"study's storage after {WRITE_TRIES} tries (nothing of the batch is "
-                        f"stored; a resumed study scores them again): {str(e)[:300]}"
-                    ) from e
-                self.ctx.quiet_log(f"writing the batch failed ({str(e)[:300]}); trying again")
-                time.sleep(0.5 * attempt)
-        raise AssertionError("unreachable")
+                last = e
+                if attempt < WRITE_TRIES:
+                    self.ctx.quiet_log(f"writing the batch failed ({str(e)[:300]}); trying again")
+                    time.sleep(0.5 * attempt)
+        raise NasflowError(
+            f"could not write a batch of {len(trials)} scored candidates to the study's "
+            f"storage after {WRITE_TRIES} tries (nothing of the batch is stored; a resumed "
+            f"study scores them again): {str(last)[:300]}"
+        ) from last
 
     def _as_stored(self, trial: FrozenTrial) -> FrozenTrial:
         """The trial as the per-trial loop stores it: a random fallback's enqueued
