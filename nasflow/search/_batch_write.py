@@ -70,7 +70,9 @@ def write_trials(study: optuna.Study, trials: Sequence[FrozenTrial]) -> list[int
     Optuna locks it to number a new trial (``SELECT ... FOR UPDATE`` where the database
     has it), the trials are numbered after those stored, and every row is inserted at
     once. Elsewhere ``Study.add_trials`` writes them (one transaction per trial) and the
-    numbers are read back.
+    numbers are read back. Unlike ``Study.add_trial``, the fast path does not compare a
+    parameter's distribution with the ones earlier trials of the study used for the same
+    name (the batched screening's trials all come from one search space).
 
     Args:
         study: The study to write to.

@@ -29,7 +29,8 @@ def sampler_seed(seed: int, created: int) -> int:
 
 
 #: ``sampler="auto"`` screens this many candidates or more with regularized evolution,
-#: fewer with TPE (benchmarks/RESULTS.md, "Samplers for large screenings").
+#: fewer with TPE (benchmarks/RESULTS.md, "Samplers for large screenings" and "B4, third
+#: round").
 AUTO_EVOLUTION_FROM = 1_000
 
 

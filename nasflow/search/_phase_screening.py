@@ -61,7 +61,8 @@ REASK_PROBE = 16
 LIST_LIMIT = 1_000_000
 #: Random draws tried for an unseen architecture before listing the space.
 RANDOM_DRAWS = 64
-#: Tries to write a batch where the storage fails (``StorageInternalError``).
+#: Tries to write a batch where the storage fails (Optuna's ``StorageInternalError`` or
+#: any SQLAlchemy error: the batch's transaction is rolled back whole each time).
 WRITE_TRIES = 3
 #: The states of a stored trial that count as a screened candidate.
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
