@@ -46,7 +46,10 @@ def auto_sampler_name(n_trials: int) -> str:
     proposals end as random draws after four repeats) at the highest CPU cost of all
     samplers (229 CPU-s against evolution's 121), and its proposal cost keeps growing
     with the trials; evolution's front is within seed noise of the best (NSGA-II) with
-    the smallest spread, and its proposal costs ~0.7 ms at any size.
+    the smallest spread, and its proposal costs ~0.7 ms at any size. The kept model at
+    1,000 candidates (proving ground 3 seeds, hard and shuffled 1 seed): evolution's beat
+    TPE's in 3 of 5 pairs, median 95% of the random table against 92%, a spread far
+    wider than the difference.
     """
     return "evolution" if n_trials >= AUTO_EVOLUTION_FROM else "tpe"
 
