@@ -5,10 +5,11 @@ sets each parameter, value and attribute with its own look-ups: on SQLite, measu
 2-core benchmark machine with trials shaped like the proving ground's (7 parameters, 2
 values, 5 user attributes) in batches of 32, 9.8 ms of CPU per trial against 0.9 ms for
 this module's writer (``benchmarks/batch_write.py``; ``benchmarks/RESULTS.md``, "B4, third
-round"): a quarter of a cheap candidate's supernet score, and the screening loop's target
-is 10 ms in all. The batched screening writes through :func:`write_trials` instead: the
-same rows through Optuna's own ORM models (``optuna.storages._rdb.models``), all the
-batch's trials inserted in one transaction with no per-row look-up.
+round"): half of a cheap candidate's supernet score (p10 ~18 ms there), and the
+screening loop's target is 10 ms in all. The batched screening writes through
+:func:`write_trials` instead: the same rows through Optuna's own ORM models
+(``optuna.storages._rdb.models``), all the batch's trials inserted in one transaction
+with no per-row look-up.
 
 Where that is not possible (a storage other than Optuna's RDB storage, or an Optuna whose
 models lack what is used here) :func:`write_trials` falls back to ``Study.add_trials``.
