@@ -1,4 +1,4 @@
-"""Where things may live: every ``nasflow:*`` key in ``nasflow.record``, and no private
+"""Where things may live: every ``nasflow:*`` key in ``nasflow.record._keys``, and no private
 ``nasflow.search`` module imported from outside ``nasflow/search/``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORD = ROOT / "nasflow" / "record.py"
+RECORD = ROOT / "nasflow" / "record" / "_keys.py"
 
 #: A key: ``nasflow:`` followed by a key name, or ending the literal (a bare prefix).
 #: Prose ("nasflow: error: ...") has a space after the colon.
@@ -71,7 +71,7 @@ def test_every_nasflow_key_is_defined_in_the_record_module() -> None:
         for path in _sources("nasflow", "benchmarks")
         if path != RECORD and (hits := key_literals(path.read_text(encoding="utf-8")))
     }
-    assert not outside, f"nasflow:* keys outside nasflow/record.py: {outside}"
+    assert not outside, f"nasflow:* keys outside nasflow/record/_keys.py: {outside}"
 
 
 def test_no_private_search_module_is_imported_from_outside_search() -> None:
@@ -150,6 +150,6 @@ def test_trial_attributes_are_read_and_written_through_the_record_module() -> No
         and (hits := trial_attr_literals(path.read_text(encoding="utf-8"), TRIAL_ATTRS))
     }
     assert not outside, (
-        f"trial attribute keys as bare literals outside nasflow/record.py (use its "
+        f"trial attribute keys as bare literals outside nasflow/record/_keys.py (use its "
         f"*_ATTR constants or TrialRecord): {outside}"
     )
