@@ -1,13 +1,13 @@
 """B1 method (d): NNI 3.0's ``RandomOneShot`` (SPOS) then ``RegularizedEvolution``.
 
-The default MNIST-1D space written as an NNI model space: every searchable layer a
-``LayerChoice`` over the five ops (keyed by op name), the width multiplier a
-``LayerChoice`` over three copies of the network, one per width, whose layer choices share
-their labels (NNI's one-shot supernet has no elastic 1-D convolutions, so weights are
-shared between architectures of the same width only; nasflow shares them across widths).
-The rest follows NNI's documented SPOS workflow: pre-train the supernet with
-``RandomOneShot`` through the ``Classification`` evaluator, then search it with
-``RegularizedEvolution`` in a second experiment whose evaluator recalibrates BN on
+The proving grounds' residual spaces (``MNIST1DSpace`` in 1-D, ``CIFARCNNSpace`` in 2-D)
+written as an NNI model space: every searchable layer a ``LayerChoice`` over the ops (keyed
+by op name), the width multiplier a ``LayerChoice`` over one copy of the network per width,
+whose layer choices share their labels (NNI's one-shot supernet has no elastic
+convolutions, so weights are shared between architectures of the same width only; nasflow
+shares them across widths). The rest follows NNI's documented SPOS workflow: pre-train the
+supernet with ``RandomOneShot`` through the ``Classification`` evaluator, then search it
+with ``RegularizedEvolution`` in a second experiment whose evaluator recalibrates BN on
 training batches and scores the validation split, then retrain the best-scored
 architectures from scratch with the same recipe as every other method.
 
@@ -22,54 +22,67 @@ from typing import Any
 import torch
 from torch import nn
 
+from nasflow.search_spaces.cifar_cnn import CIFARCNNSpace
 from nasflow.search_spaces.mnist1d import MNIST1DSpace
 
+# Per dimensionality: (conv, batch norm, max-pool, global average pool).
+_LAYERS: dict[int, tuple[type[nn.Module], ...]] = {
+    1: (nn.Conv1d, nn.BatchNorm1d, nn.MaxPool1d, nn.AdaptiveAvgPool1d),
+    2: (nn.Conv2d, nn.BatchNorm2d, nn.MaxPool2d, nn.AdaptiveAvgPool2d),
+}
 
-def _conv_bn(cin: int, cout: int, k: int, relu: bool) -> list[nn.Module]:
-    layers: list[nn.Module] = [
-        nn.Conv1d(cin, cout, k, padding=k // 2, bias=False),
-        nn.BatchNorm1d(cout),
-    ]
+
+def _conv_bn(cin: int, cout: int, k: int, relu: bool, dims: int) -> list[nn.Module]:
+    conv, bn = _LAYERS[dims][:2]
+    layers: list[nn.Module] = [conv(cin, cout, k, padding=k // 2, bias=False), bn(cout)]
     return [*layers, nn.ReLU()] if relu else layers
 
 
 class _Residual(nn.Module):
-    def __init__(self, ch: int, kernel: int, expand: int) -> None:
+    def __init__(self, ch: int, kernel: int, expand: int, dims: int) -> None:
         super().__init__()
         inner = ch * expand
         self.body = nn.Sequential(
-            *_conv_bn(ch, inner, kernel, True), *_conv_bn(inner, ch, 1, False)
+            *_conv_bn(ch, inner, kernel, True, dims), *_conv_bn(inner, ch, 1, False, dims)
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(x + self.body(x))
 
 
-def _op(name: str, ch: int) -> nn.Module:
+def _op(name: str, ch: int, dims: int) -> nn.Module:
     if name == "skip":
         return nn.Identity()
     k, e = name.split("_")
-    return _Residual(ch, int(k[1:]), int(e[1:]))
+    return _Residual(ch, int(k[1:]), int(e[1:]), dims)
 
 
-def model_space(space: MNIST1DSpace) -> Any:
+def model_space(space: MNIST1DSpace | CIFARCNNSpace) -> Any:
     """The NNI ``ModelSpace`` of ``space`` (same ops, widths and layout)."""
     from nni.nas.nn.pytorch import LayerChoice, ModelSpace
+
+    if isinstance(space, CIFARCNNSpace):  # RGB images: stem k3
+        dims, cin, stem = 2, 3, 3
+    else:  # MNIST-1D sequences: one channel, stem k5
+        dims, cin, stem = 1, 1, 5
+    _, _, pool, gap = _LAYERS[dims]
 
     def body(width: float) -> nn.Module:
         c1 = round(space.base_channels * width)
         c2 = 2 * c1
-        layers: list[nn.Module] = _conv_bn(1, c1, 5, True)
+        layers: list[nn.Module] = _conv_bn(cin, c1, stem, True, dims)
         for s, ch in ((1, c1), (2, c2)):
             if s == 2:
-                layers.append(nn.MaxPool1d(2))  # (B, C, 40) -> (B, C, 20)
-                layers.extend(_conv_bn(c1, c2, 3, True))
+                layers.append(pool(2))  # (B, C, *S) -> (B, C, *S/2)
+                layers.extend(_conv_bn(c1, c2, 3, True, dims))
             for i in range(space.layers_per_stage):
                 label = f"s{s}_l{i}"  # NNI labels take no "/": mapped back by _to_arch
-                layers.append(LayerChoice({op: _op(op, ch) for op in space.ops}, label=label))
+                layers.append(
+                    LayerChoice({op: _op(op, ch, dims) for op in space.ops}, label=label)
+                )
         layers += [
-            nn.AdaptiveAvgPool1d(1),  # (B, C, 20) -> (B, C, 1)
-            nn.Flatten(),  # (B, C, 1) -> (B, C)
+            gap(1),  # (B, C, *S) -> (B, C, *1)
+            nn.Flatten(),  # (B, C, *1) -> (B, C)
             nn.Linear(c2, space.num_classes),
         ]
         return nn.Sequential(*layers)
