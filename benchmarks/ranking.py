@@ -46,7 +46,7 @@ from scipy.stats import kendalltau
 from nasflow.search import StudySpec, TrustProbe, load_study_file, run_trust_probe
 from nasflow.space import Arch
 from nasflow.supernet import recalibrate_bn
-from nasflow.train import SupernetTrainer, evaluate
+from nasflow.train import SupernetTrainer
 from nasflow.train.stack import Stack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,15 +150,22 @@ def supernet_scores(
     train = data.batches("train", study.train.batch_size, seed)
     val = data.batches("val")
     scores: dict[int, list[float]] = {n: [] for n in bn_batches}
+    loss_scores: dict[int, list[float]] = {n: [] for n in bn_batches}
+    soft_scores: dict[int, list[float]] = {n: [] for n in bn_batches}
     t1 = time.perf_counter()
     for arch in archs:
         for n in bn_batches:
             net = result.supernet.extract(study.space.path(arch))
             if n:
                 recalibrate_bn(net, train.epoch(0), n)
-            scores[n].append(evaluate(net, val)[0])
+            acc, loss, soft = three_scores(net, val)
+            scores[n].append(acc)
+            loss_scores[n].append(-loss)  # higher is better, as accuracy
+            soft_scores[n].append(soft)
     out = {
         "scores": scores,
+        "loss_scores": loss_scores,
+        "soft_scores": soft_scores,
         "train_seconds": train_s,
         "eval_seconds": time.perf_counter() - t1,
         "path_passes": passes,
@@ -175,6 +182,22 @@ def supernet_scores(
         )
         out["probe"] = {"tau": res.tau, "low": res.low, "high": res.high, "seconds": res.seconds}
     return out
+
+
+@torch.no_grad()
+def three_scores(net: torch.nn.Module, val) -> tuple[float, float, float]:
+    """Validation accuracy, mean cross-entropy, and mean probability of the true class
+    (the accuracy of a classifier that samples its softmax: continuous, fewer ties)."""
+    net.eval()
+    correct, total, loss_sum, p_sum = 0, 0, 0.0, 0.0
+    for x, y in val.epoch(0):
+        logits = net(x)
+        logp = torch.log_softmax(logits, -1)
+        loss_sum += float(-logp.gather(1, y[:, None]).sum())
+        p_sum += float(logp.gather(1, y[:, None]).exp().sum())
+        correct += int((logits.argmax(-1) == y).sum())
+        total += y.numel()
+    return correct / total, loss_sum / total, p_sum / total
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -288,13 +311,31 @@ def main(argv: list[str] | None = None) -> int:
         r["tau_val"] = {n: tau(sc, sa_val) for n, sc in r["scores"].items()}
         r["top5"] = {n: top_overlap(sc, sa_test) for n, sc in r["scores"].items()}
         r["recall10_50"] = {n: top_recall(sc, sa_test) for n, sc in r["scores"].items()}
+        # The same paths scored by validation cross-entropy instead of accuracy (a
+        # continuous score: fewer ties on a small validation split).
+        r["tau_test_loss"] = {
+            int(n): tau(sc, sa_test) for n, sc in r.get("loss_scores", {}).items()
+        }
+        r["tau_test_soft"] = {
+            int(n): tau(sc, sa_test) for n, sc in r.get("soft_scores", {}).items()
+        }
         results[sampler].append(r)
         for n in args.bn_batches:
             print(
                 f"seed {seed} {sampler:7s} epochs {epochs:3d} bn {n:3d} "
                 f"passes {r['path_passes']:6d} train {r['train_seconds']:6.1f}s  "
                 f"tau(test) {r['tau_test'][n]:+.3f} tau(val) {r['tau_val'][n]:+.3f}  "
-                f"top-5 overlap {r['top5'][n]}/5  top-10 in top-50 {r['recall10_50'][n]}/10",
+                f"top-5 overlap {r['top5'][n]}/5  top-10 in top-50 {r['recall10_50'][n]}/10"
+                + (
+                    f"  tau(test) by val loss {r['tau_test_loss'][n]:+.3f}"
+                    if n in r["tau_test_loss"]
+                    else ""
+                )
+                + (
+                    f"  by p(true class) {r['tau_test_soft'][n]:+.3f}"
+                    if n in r["tau_test_soft"]
+                    else ""
+                ),
                 flush=True,
             )
     probed = [
