@@ -33,6 +33,7 @@ import argparse
 import copy
 import csv
 import functools
+import itertools
 import json
 import statistics
 import sys
@@ -152,6 +153,10 @@ def supernet_scores(
     scores: dict[int, list[float]] = {n: [] for n in bn_batches}
     loss_scores: dict[int, list[float]] = {n: [] for n in bn_batches}
     soft_scores: dict[int, list[float]] = {n: [] for n in bn_batches}
+    # The same BN batches for every path, augmented once (where the data augments):
+    # the others draw a new augmentation per path.
+    fixed = list(itertools.islice(train.epoch(0), max(bn_batches)))
+    fixed_scores: dict[int, list[float]] = {n: [] for n in bn_batches if n}
     t1 = time.perf_counter()
     for arch in archs:
         for n in bn_batches:
@@ -162,10 +167,14 @@ def supernet_scores(
             scores[n].append(acc)
             loss_scores[n].append(-loss)  # higher is better, as accuracy
             soft_scores[n].append(soft)
+            if n:
+                recalibrate_bn(net, fixed, n)
+                fixed_scores[n].append(three_scores(net, val)[0])
     out = {
         "scores": scores,
         "loss_scores": loss_scores,
         "soft_scores": soft_scores,
+        "fixed_bn_scores": fixed_scores,
         "train_seconds": train_s,
         "eval_seconds": time.perf_counter() - t1,
         "path_passes": passes,
@@ -316,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         r["tau_test_loss"] = {
             int(n): tau(sc, sa_test) for n, sc in r.get("loss_scores", {}).items()
         }
+        r["tau_test_fixed_bn"] = {
+            int(n): tau(sc, sa_test) for n, sc in r.get("fixed_bn_scores", {}).items()
+        }
         r["tau_test_soft"] = {
             int(n): tau(sc, sa_test) for n, sc in r.get("soft_scores", {}).items()
         }
@@ -334,6 +346,11 @@ def main(argv: list[str] | None = None) -> int:
                 + (
                     f"  by p(true class) {r['tau_test_soft'][n]:+.3f}"
                     if n in r["tau_test_soft"]
+                    else ""
+                )
+                + (
+                    f"  fixed BN batches {r['tau_test_fixed_bn'][n]:+.3f}"
+                    if n in r["tau_test_fixed_bn"]
                     else ""
                 ),
                 flush=True,

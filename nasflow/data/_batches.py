@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator
 
@@ -62,6 +63,7 @@ class Batches:
         self._tensors = _as_tensors(dataset)
         # Augmentation applies to shuffled (training) batches only.
         self._transform = _batch_transform(dataset) if shuffle else None
+        self._fixed: dict[int, list[tuple[torch.Tensor, torch.Tensor]]] = {}
 
     def __len__(self) -> int:
         n = len(self.dataset)  # type: ignore[arg-type]
@@ -93,3 +95,21 @@ class Batches:
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         return self.epoch(0)
+
+    def fixed(self, n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The first ``n`` batches of epoch 0, made once and kept: every call returns the
+        same tensors (what re-estimates the batch norm of many paths, so that every path is
+        scored on the same images).
+
+        Where the dataset augments, the augmentation is drawn once, from the global torch
+        generator re-seeded with ``seed`` inside ``torch.random.fork_rng`` (the caller's
+        random state is left as it was): the same batches in every process, so a resumed
+        study scores a path as the first process would have. Drawing it anew per path cost
+        a fifth of the image proving ground's screening time and gave every path other
+        images (``benchmarks/RESULTS.md``, "Fixed BN batches").
+        """
+        if n not in self._fixed:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(self.seed)
+                self._fixed[n] = list(itertools.islice(self.epoch(0), n))
+        return self._fixed[n]

@@ -249,7 +249,8 @@ class CandidateScorer:
         # The one-shot score: extract the path's weights, re-estimate BN, validate.
         t0 = time.perf_counter()
         net = self.supernet.extract(path).to(self.device)
-        recalibrate_bn(net, self.train.epoch(0), spec.bn_batches, device=self.device)
+        bn = self.train.fixed(spec.bn_batches)  # the same images for every path
+        recalibrate_bn(net, bn, spec.bn_batches, device=self.device)
         acc, loss = evaluate(net, self.val, device=self.device)
         trial.set_user_attr(SCORE_SECONDS_ATTR, time.perf_counter() - t0)
         trial.set_user_attr(SUPERNET_ACCURACY_ATTR, acc)

@@ -161,7 +161,7 @@ def supernet_score(
     """An architecture's screening score: its path's inherited weights, batch norm
     re-estimated on ``bn_batches`` training batches, validation accuracy."""
     net = supernet.extract(space.path(arch)).to(device)
-    recalibrate_bn(net, train.epoch(0), bn_batches, device=device)
+    recalibrate_bn(net, train.fixed(bn_batches), bn_batches, device=device)
     return evaluate(net, val, device=device)[0]
 
 

@@ -103,3 +103,29 @@ def test_augmentation_only_on_training_batches_and_per_sample() -> None:
     assert torch.equal(val_x, x)  # evaluation batches are never augmented
     ((train_x, _),) = Batches(ds, 64, shuffle=True, seed=0)
     assert not torch.equal(train_x.sort(0).values, x.sort(0).values)
+
+
+def test_fixed_batches_draw_the_augmentation_once_from_the_seed() -> None:
+    """The batches every path's BN is re-estimated on: the same tensors on every call, the
+    same augmentation in another process (a new ``Batches``) whatever the global random
+    state, and the caller's random state untouched."""
+    from nasflow.data import Batches
+
+    x = torch.arange(2 * 3 * 8 * 8, dtype=torch.float32).view(2, 3, 8, 8).repeat(32, 1, 1, 1)
+    ds = ImageTensorDataset(x, torch.arange(len(x)), CropFlip(8, 2))
+    torch.manual_seed(1)
+    batches = Batches(ds, 16, shuffle=True, seed=5)
+    state = torch.get_rng_state()
+    fixed = batches.fixed(3)
+    assert torch.equal(torch.get_rng_state(), state)  # the caller's stream goes on unchanged
+    assert len(fixed) == 3 and all(b[0].shape == (16, 3, 8, 8) for b in fixed)
+    assert batches.fixed(3) is fixed  # made once
+    torch.manual_seed(2)  # another global state: the same augmentation, from the seed
+    again = Batches(ds, 16, shuffle=True, seed=5).fixed(3)
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(fixed, again, strict=True))
+    # The images are epoch 0's first batches, augmented (labels say which samples).
+    order = [y.tolist() for _, y in Batches(ds, 16, shuffle=True, seed=5).epoch(0)][:3]
+    assert [y.tolist() for _, y in fixed] == order
+    assert any(not torch.equal(xb, x[yb]) for xb, yb in fixed)
+    other = Batches(ds, 16, shuffle=True, seed=6).fixed(3)
+    assert any(not torch.equal(a[0], b[0]) for a, b in zip(fixed, other, strict=True))
