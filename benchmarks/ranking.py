@@ -42,7 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-from scipy.stats import kendalltau
+from scipy.stats import kendalltau, rankdata
 
 from nasflow.search import StudySpec, TrustProbe, load_study_file, run_trust_probe
 from nasflow.space import Arch
@@ -282,12 +282,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_json:  # the supernets' scores of an earlier run, against these tables
         old = json.loads(args.from_json.read_text())
         args.bn_batches = sorted(
-            {int(n) for rs in old["results"].values() for n in rs[0]["scores"]}
+            {int(n) for rs in old["results"].values() if rs for n in rs[0]["scores"]}
         )
         args.epochs = old.get("epochs", args.epochs)
         for sampler, rs in old["results"].items():
             for r in rs:
-                r["scores"] = {int(n): sc[: len(archs)] for n, sc in r["scores"].items()}
+                for key in ("scores", "loss_scores", "soft_scores", "fixed_bn_scores"):
+                    if key in r:
+                        r[key] = {int(n): sc[: len(archs)] for n, sc in r[key].items()}
                 if len(next(iter(r["scores"].values()))) < len(archs):
                     raise SystemExit(f"{args.from_json} scored fewer archs than the tables hold")
                 runs.append((r["seed"], sampler, r["epochs"], r))
@@ -328,6 +330,11 @@ def main(argv: list[str] | None = None) -> int:
         r["tau_test_fixed_bn"] = {
             int(n): tau(sc, sa_test) for n, sc in r.get("fixed_bn_scores", {}).items()
         }
+        # Accuracy and cross-entropy together: the sum of the path's two ranks.
+        r["tau_test_rank_sum"] = {
+            int(n): tau(rankdata(r["scores"][int(n)]) + rankdata(sc), sa_test)
+            for n, sc in r.get("loss_scores", {}).items()
+        }
         r["tau_test_soft"] = {
             int(n): tau(sc, sa_test) for n, sc in r.get("soft_scores", {}).items()
         }
@@ -346,6 +353,11 @@ def main(argv: list[str] | None = None) -> int:
                 + (
                     f"  by p(true class) {r['tau_test_soft'][n]:+.3f}"
                     if n in r["tau_test_soft"]
+                    else ""
+                )
+                + (
+                    f"  by rank sum (accuracy, loss) {r['tau_test_rank_sum'][n]:+.3f}"
+                    if n in r["tau_test_rank_sum"]
                     else ""
                 )
                 + (
