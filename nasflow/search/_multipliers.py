@@ -166,6 +166,7 @@ def search_multipliers(
     stack_record: Mapping[str, Any] | None = None,
     measured_standalone: Sequence[float] | None = None,
     measured_runs: Sequence[Mapping[str, Any]] | None = None,
+    finetuned: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The search-level multipliers of a finished run (a pure function of its records).
 
@@ -190,6 +191,11 @@ def search_multipliers(
             of the distinct candidates (the cost model only spreads the measured time
             over them by predicted-cost ratio), against the measured supernet + search
             time; it takes precedence over ``measured_standalone``.
+        finetuned: The fine-tuning phase's record (study user attribute
+            ``nasflow:finetuned``). Where the candidates themselves were not fine-tuned
+            (``finetune_epochs`` 0), its measured early stopping is the early-stopping
+            multiplier: every finalist trained to the last rung, each untrained epoch at
+            the candidate's own measured epoch time, over the seconds measured. MEASURED.
 
     Returns:
         A JSON-able record: ``one_shot``, ``early_stopping``, ``gate``, ``stack``, ``ddp``
@@ -295,6 +301,24 @@ def search_multipliers(
             else "no fine-tuning: nothing to stop early"
         ),
     }
+    phase = (finetuned or {}).get("early_stopping") or {}
+    spent, full = phase.get("seconds"), phase.get("full_seconds")
+    if not planned and isinstance(spent, int | float) and isinstance(full, int | float):
+        finalists = len((finetuned or {}).get("candidates") or ())
+        rungs = (finetuned or {}).get("rungs") or [None]
+        phase_m = _ratio(full, spent)
+        early = {
+            "multiplier": phase_m,
+            "label": "MEASURED" if phase_m is not None else "n/a",
+            "estimate": False,
+            "seconds": float(spent),
+            "full_seconds": float(full),
+            "finalists": finalists,
+            "last_rung": rungs[-1],
+            "note": f"measured: the fine-tuning phase trained its {finalists} finalists for "
+            f"{spent:.1f}s; every finalist to the last rung would have taken {full:.1f}s "
+            "(each epoch not trained at that candidate's own measured epoch time)",
+        }
     skipped_cost = sum(records[id(t)].train_cost or 0.0 for t in skipped)
     gate_m = _ratio(predicted + skipped_cost, predicted) if evaluated else None
     gate = {
@@ -393,12 +417,21 @@ def multiplier_basis(record: MultipliersRecord) -> dict[str, str]:
         )
     else:
         one_text = record.part("one_shot").note or "not in the record"
-    early_text = (
-        f"{early['epochs_trained']} of {early['epochs_without_pruning']} fine-tuning "
-        "epochs trained (counted; time assumed proportional to epochs)"
-        if early.get("epochs_without_pruning")  # (none planned: the note says why)
-        else record.part("early_stopping").note or "not in the record"
-    )
+    if early.get("epochs_without_pruning"):
+        early_text = (
+            f"{early['epochs_trained']} of {early['epochs_without_pruning']} fine-tuning "
+            "epochs trained (counted; time assumed proportional to epochs)"
+        )
+    elif early.get("full_seconds") is not None:
+        last = early.get("last_rung")
+        early_text = (
+            f"{early['seconds']:.1f}s fine-tuning {early['finalists']} finalists against "
+            f"{early['full_seconds']:.1f}s for every finalist to "
+            f"{f'{last} epochs' if last else 'the last rung'} (each epoch timed; the epochs "
+            "not trained at each candidate's measured epoch time)"
+        )
+    else:  # (none planned: the note says why)
+        early_text = record.part("early_stopping").note or "not in the record"
     gate_text = (
         f"{gate['skipped']} distinct candidates skipped, predicted "
         f"{gate['skipped_predicted_seconds']:.0f}s of training (cost model)"

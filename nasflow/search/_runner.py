@@ -323,5 +323,6 @@ class StudyRunner:
                 study.user_attrs.get(STACK_KEY),
                 measured_standalone=measured or None,
                 measured_runs=runs,
+                finetuned=study.user_attrs.get(FINETUNED_KEY),
             )
             study.set_user_attr(MULTIPLIERS_KEY, multipliers)

@@ -104,13 +104,8 @@ def ready_model_lines(record: dict) -> list[str]:
             f"{c['trial']:>5}  {len(c['val_curve']):>6}  {c['supernet_accuracy']:>14.4f}  "
             f"{val:>14}  {test:>15}  {sum(c['epoch_seconds']):>16.2f}  {c['status']}"
         )
-    es = record.get("early_stopping") or {}
-    if es.get("seconds"):
-        lines.append(
-            f"early stopping x{es['multiplier']:.2f} MEASURED: {es['seconds']:.1f}s fine-tuning "
-            f"against {es['full_seconds']:.1f}s for every finalist to {rungs[-1]} epochs (each "
-            "epoch timed; the epochs not trained at each candidate's measured epoch time)"
-        )
+    # (The phase's measured early stopping is printed once, with the search-level
+    # multipliers.)
     return lines
 
 

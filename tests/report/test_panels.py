@@ -92,9 +92,11 @@ def test_multipliers_figure_draws_the_record_the_summary_printed(oneshot, onesho
     # This run measured no stack and used one process: both named n/a with their reasons.
     assert data.steps[3].multiplier is None and data.steps[4].multiplier is None
     assert "one process: no data-parallel training ran" in caption
-    # No fine-tuning during the search: early stopping is n/a, with its reason.
-    assert data.steps[1].multiplier is None
-    assert "early stopping n/a (not measured, drawn flat at x1): no fine-tuning" in caption
+    # No fine-tuning during the search, but a fine-tuning phase: its early stopping (the
+    # finalists halved over the rungs, each epoch timed) is the measured step.
+    assert data.steps[1].multiplier is not None and data.steps[1].label == "MEASURED"
+    assert "fine-tuning 3 finalists against" in caption
+    assert "nothing to stop early" not in caption
     assert "not measured (the study fixes its stack" in caption
     # The running product of the available steps is the compounded figure, labelled so.
     comp = record.compounded

@@ -178,3 +178,32 @@ def test_a_baseline_sample_times_the_candidates_without_nasflow() -> None:
     assert plain["one_shot"]["label"] == "ESTIMATE"
     assert plain["end_to_end"]["without_nasflow_seconds"] is None
     assert "without nasflow" not in "\n".join(format_multipliers(plain))
+
+
+def test_the_fine_tuning_phase_early_stopping_is_measured_and_joins_the_product() -> None:
+    """A study whose candidates are scored one-shot and whose finalists are fine-tuned in
+    their own phase: the phase's timed epochs give the early-stopping multiplier, MEASURED,
+    and the summary line says what was measured instead of "nothing to stop early"."""
+    finetuned = {
+        "candidates": [{"trial": 0}, {"trial": 1}, {"trial": 2}],
+        "rungs": [1, 2, 4],
+        "early_stopping": {"multiplier": 1.25, "seconds": 40.0, "full_seconds": 50.0},
+    }
+    m = search_multipliers(TRIALS, SECONDS, finetune_epochs=0, finetuned=finetuned)
+    early = m["early_stopping"]
+    assert early["label"] == "MEASURED" and early["estimate"] is False
+    assert early["multiplier"] == pytest.approx(50.0 / 40.0)  # from the seconds, not copied
+    assert early["finalists"] == 3
+    assert "early_stopping" in m["compounded"]["of"]
+    line = next(x for x in format_multipliers(m) if "early stopping" in x)
+    assert "x1.25" in line and "MEASURED" in line and "3 finalists" in line
+    assert "nothing to stop early" not in line
+    # Without the phase (or with fine-tuning per candidate, counted) nothing changes.
+    assert search_multipliers(TRIALS, SECONDS, 0)["early_stopping"]["multiplier"] is None
+    counted = search_multipliers(TRIALS, SECONDS, 3, finetuned=finetuned)["early_stopping"]
+    assert counted["label"] == "ESTIMATE" and counted["epochs_trained"] == 7
+    # A phase that trained nothing measured nothing.
+    idle = {**finetuned, "early_stopping": {"seconds": 0.0, "full_seconds": 0.0}}
+    assert (
+        search_multipliers(TRIALS, SECONDS, 0, finetuned=idle)["early_stopping"]["label"] == "n/a"
+    )
