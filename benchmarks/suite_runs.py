@@ -25,6 +25,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -66,13 +67,20 @@ def supernet_tau(spec, folder: Path, archs, gt_test: list[float]) -> float:
 
 
 def run_one(
-    path: Path, seed: int, n_trials: int | None = None, sampler: str | None = None
+    path: Path,
+    seed: int,
+    n_trials: int | None = None,
+    sampler: str | None = None,
+    rank_by: str | None = None,
 ) -> dict:
     """One search seed of one study, end to end (``n_trials`` candidates screened,
-    default the study's; ``sampler`` replaces the study's); the measured row."""
+    default the study's; ``sampler`` replaces the study's; ``rank_by`` its
+    ``FineTuning.rank_by``); the measured row."""
     spec = load_study_file(path).replace(seed=seed)
     if sampler is not None:
         spec = spec.replace(sampler=sampler)
+    if rank_by is not None and spec.finetuning is not None:
+        spec = spec.replace(finetuning=dataclasses.replace(spec.finetuning, rank_by=rank_by))
     tables = [load_ground_truth(Path(p), None) for p in spec.baseline]
     archs, _, gt_test = merge_ground_truth(tables)
     lines: list[str] = []
@@ -93,6 +101,7 @@ def run_one(
         "seed": seed,
         "n_trials": spec.n_trials if n_trials is None else n_trials,
         "sampler": type(result.study.sampler).__name__,
+        "rank_by": spec.finetuning.rank_by if spec.finetuning is not None else None,
         "table_archs": len(archs),
         "table_median": statistics.median(gt_test),
         "kept_trial": kept.number,
@@ -214,6 +223,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--n-trials", type=int, help="candidates screened (default: the study's)")
     p.add_argument("--sampler", help="StudySpec.sampler for every run (default: the study's)")
+    p.add_argument("--rank-by", help="FineTuning.rank_by for every run (default: the study's)")
     p.add_argument("--json", type=Path, help="append every run here (JSON lines)")
     p.add_argument("--from-json", type=Path, nargs="+", help="report these runs only")
     p.add_argument("--markdown", action="store_true")
@@ -229,12 +239,12 @@ def main() -> None:
         if args.skip_done and args.json and args.json.exists():
             for line in args.json.read_text().splitlines():
                 r = json.loads(line)
-                done.add((r["study"], r["seed"]))
+                done.add((r["study"], r["seed"], r.get("rank_by", "accuracy")))
         for seed in args.seeds:
             for path in args.studies:
-                if (str(path), seed) in done:
+                if (str(path), seed, args.rank_by or "accuracy") in done:
                     continue
-                row = run_one(path, seed, args.n_trials, args.sampler)
+                row = run_one(path, seed, args.n_trials, args.sampler, args.rank_by)
                 rows.append(row)
                 if args.json:
                     with args.json.open("a") as f:

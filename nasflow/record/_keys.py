@@ -66,6 +66,8 @@ PARAMS_ATTR = "params"
 TRAIN_COST_ATTR = "train_cost"
 #: Validation accuracy at the supernet's weights (BN recalibrated).
 SUPERNET_ACCURACY_ATTR = "supernet_accuracy"
+#: Validation cross-entropy at the supernet's weights (the same forward passes).
+SUPERNET_LOSS_ATTR = "supernet_loss"
 #: Why a candidate over the budget was not scored (pruned without training).
 SKIPPED_ATTR = "skipped"
 #: Seconds the one-shot score took (extract, BN recalibration, validation).
@@ -87,6 +89,7 @@ TRIAL_ATTRS = (
     PARAMS_ATTR,
     TRAIN_COST_ATTR,
     SUPERNET_ACCURACY_ATTR,
+    SUPERNET_LOSS_ATTR,
     SKIPPED_ATTR,
     SCORE_SECONDS_ATTR,
     EPOCHS_TRAINED_ATTR,

@@ -23,6 +23,7 @@ from nasflow.record._keys import (
     SCREENED_OUT_ATTR,
     SKIPPED_ATTR,
     SUPERNET_ACCURACY_ATTR,
+    SUPERNET_LOSS_ATTR,
     TRACEBACK_ATTR,
     TRAIN_COST_ATTR,
 )
@@ -58,6 +59,7 @@ class TrialRecord:
         params: Parameter count.
         train_cost: Predicted training seconds.
         supernet_accuracy: Validation accuracy at the supernet's weights.
+        supernet_loss: Validation cross-entropy at the supernet's weights.
         skipped: Why it was not scored (over budget).
         score_seconds: Seconds the one-shot score took.
         epochs_trained: Fine-tuning epochs trained.
@@ -73,6 +75,7 @@ class TrialRecord:
     params: int | None = None
     train_cost: float | None = None
     supernet_accuracy: float | None = None
+    supernet_loss: float | None = None
     skipped: str | None = None
     score_seconds: float | None = None
     epochs_trained: int | None = None
@@ -92,6 +95,7 @@ class TrialRecord:
             params=_opt_int(attrs.get(PARAMS_ATTR)),
             train_cost=_opt_float(attrs.get(TRAIN_COST_ATTR)),
             supernet_accuracy=_opt_float(attrs.get(SUPERNET_ACCURACY_ATTR)),
+            supernet_loss=_opt_float(attrs.get(SUPERNET_LOSS_ATTR)),
             skipped=_opt_str(attrs.get(SKIPPED_ATTR)),
             score_seconds=_opt_float(attrs.get(SCORE_SECONDS_ATTR)),
             epochs_trained=_opt_int(attrs.get(EPOCHS_TRAINED_ATTR)),
@@ -118,6 +122,7 @@ class TrialRecord:
             PARAMS_ATTR: self.params,
             TRAIN_COST_ATTR: self.train_cost,
             SUPERNET_ACCURACY_ATTR: self.supernet_accuracy,
+            SUPERNET_LOSS_ATTR: self.supernet_loss,
             SKIPPED_ATTR: self.skipped,
             SCORE_SECONDS_ATTR: self.score_seconds,
             EPOCHS_TRAINED_ATTR: self.epochs_trained,

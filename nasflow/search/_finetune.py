@@ -58,6 +58,10 @@ PROGRESS_FILE = "progress.json"
 STATUSES = ("running", "ready", "stopped", "diverged")
 
 
+#: What the finalists' "best supernet scores" may be ranked by (``FineTuning.rank_by``).
+RANK_BY = ("accuracy", "rank_sum")
+
+
 class ReadyModelError(NasflowError, ValueError):
     """A fine-tuned candidate's record (in the study or beside its weights) is malformed,
     or is not a ready model."""
@@ -70,6 +74,13 @@ class FineTuning:
     Attributes:
         finalists: Screened candidates that enter the first rung: the ``top`` best
             supernet scores, then the screened Pareto set, then the next best scores.
+        rank_by: What "best supernet scores" means when the finalists are chosen:
+            ``"accuracy"``, the screening score (the path's validation accuracy at the
+            supernet's weights), or ``"rank_sum"``, the sum of a path's two ranks among the
+            screened candidates, by that accuracy and by the validation cross-entropy of
+            the same forward passes (ties: the higher accuracy). On the generalisation
+            suite's tables the rank sum ranked above accuracy on 7 of 9 grounds (B2,
+            "What the supernet ranks by" in ``benchmarks/RESULTS.md``).
         top: Of the finalists, the best supernet scores, fine-tuned through every rung
             without halving: the kept model is chosen among the last rung's candidates on
             fine-tuned validation accuracy, so it never depends on a one-epoch cut. The
@@ -92,6 +103,7 @@ class FineTuning:
     lr: float | None = None
     warmup_epochs: float = 0.5
     top: int | None = None
+    rank_by: str = "accuracy"
 
     def __post_init__(self) -> None:
         check_int("FineTuning.finalists", self.finalists, 1)
@@ -113,6 +125,11 @@ class FineTuning:
                 f"FineTuning.rungs must be increasing positive epoch counts, got {self.rungs!r}"
             )
         object.__setattr__(self, "rungs", rungs)
+        if self.rank_by not in RANK_BY:
+            raise ConfigError(
+                f"FineTuning.rank_by must be one of {', '.join(map(repr, RANK_BY))}, "
+                f"got {self.rank_by!r}"
+            )
         check_fraction("FineTuning.keep", self.keep, one=True)
         if self.lr is not None and not (isinstance(self.lr, float | int) and 0 < self.lr < 10):
             raise ConfigError(f"FineTuning.lr must be in (0, 10) or None, got {self.lr!r}")

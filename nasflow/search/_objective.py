@@ -30,6 +30,7 @@ from nasflow.record import (
     SCREENED_OUT_ATTR,
     SKIPPED_ATTR,
     SUPERNET_ACCURACY_ATTR,
+    SUPERNET_LOSS_ATTR,
     TRACEBACK_ATTR,
     TRAIN_COST_ATTR,
     reuse_score,
@@ -254,6 +255,8 @@ class CandidateScorer:
         acc, loss = evaluate(net, self.val, device=self.device)
         trial.set_user_attr(SCORE_SECONDS_ATTR, time.perf_counter() - t0)
         trial.set_user_attr(SUPERNET_ACCURACY_ATTR, acc)
+        if math.isfinite(loss):  # (JSON storages keep no inf/NaN; the accuracy says enough)
+            trial.set_user_attr(SUPERNET_LOSS_ATTR, loss)
         values = self.values(acc, cost, params, loss)
         if spec.finetune_epochs:
             if spec.screen_keep < 1:

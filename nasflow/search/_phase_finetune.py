@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 
 import optuna
+from optuna.trial import FrozenTrial
 
 from nasflow.record import DUPLICATE_KEY, FINETUNED_KEY, TrialRecord
 from nasflow.search._context import FineTunePhaseResult, RunContext
@@ -14,16 +16,58 @@ from nasflow.search._finetune import Finalist, run_finetuning, summary_line
 from nasflow.space import Arch
 
 
-def select_finalists(study: optuna.Study, n: int, top: int = 0) -> list[Finalist]:
+def _average_ranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks of ``values`` in increasing order, ties sharing their mean rank.
+    (scipy's ``rankdata`` does this; scipy is not a dependency of nasflow.)"""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def by_score(trials: Sequence[FrozenTrial], rank_by: str = "accuracy") -> list[FrozenTrial]:
+    """Screened ``trials`` (with a supernet accuracy), best supernet score first.
+
+    ``rank_by="accuracy"``: by the supernet accuracy. ``"rank_sum"``: by the sum of each
+    trial's rank by accuracy (higher first) and by supernet validation cross-entropy
+    (lower first), ties broken by the accuracy; a study screened before the
+    cross-entropy was recorded is ranked by accuracy alone (named in no error: the
+    accuracy is the screening score it was built on).
+    """
+    recs = [(t, TrialRecord.from_trial(t)) for t in trials]
+    recs = [(t, r) for t, r in recs if r.supernet_accuracy is not None]
+    acc = [float(r.supernet_accuracy) for _, r in recs]  # type: ignore[arg-type]
+    losses = [r.supernet_loss for _, r in recs]
+    if rank_by == "accuracy" or any(v is None for v in losses):
+        key = [(-a, 0.0) for a in acc]
+    else:
+        acc_rank = _average_ranks([-a for a in acc])  # 1 = the most accurate
+        loss_rank = _average_ranks([float(v) for v in losses])  # type: ignore[arg-type]
+        key = [(a + b, -c) for a, b, c in zip(acc_rank, loss_rank, acc, strict=True)]
+    order = sorted(range(len(recs)), key=lambda i: key[i])
+    return [recs[i][0] for i in order]
+
+
+def select_finalists(
+    study: optuna.Study, n: int, top: int = 0, rank_by: str = "accuracy"
+) -> list[Finalist]:
     """Up to ``n`` distinct screened architectures: the ``top`` best supernet scores
-    (protected: fine-tuned through every rung), then the screened Pareto set (best supernet
-    accuracy first), then the next best scores."""
+    (protected: fine-tuned through every rung; "best" as :func:`by_score` orders them),
+    then the screened Pareto set (best supernet accuracy first), then the next best
+    scores."""
     seen: dict[Arch, Finalist] = {}
     front = [t for t in study.best_trials if DUPLICATE_KEY not in t.user_attrs]
-    rest = sorted(
-        (t for t in study.get_trials(deepcopy=False) if t.state.is_finished()),
-        key=lambda t: -(TrialRecord.from_trial(t).supernet_accuracy or float("-inf")),
-    )
+    finished = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
+    # Duplicates carry their original's numbers: ranked among the others they would
+    # share its rank; only original trials enter the ranking.
+    rest = by_score([t for t in finished if DUPLICATE_KEY not in t.user_attrs], rank_by)
     best = [(t, True) for t in rest]
     others = [(t, False) for t in sorted(front, key=lambda t: -t.values[0]) + rest]
     for t, protect in best + others:
@@ -46,7 +90,8 @@ def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
     t0 = time.perf_counter()
     spec, study = ctx.spec, ctx.study
     assert ctx.data is not None and ctx.supernet is not None and spec.finetuning is not None
-    finalists = select_finalists(study, spec.finetuning.finalists, spec.finetuning.top or 0)
+    tuning = spec.finetuning
+    finalists = select_finalists(study, tuning.finalists, tuning.top or 0, tuning.rank_by)
     total = sum(
         len(finalists) for _ in spec.finetuning.rungs
     )  # an upper bound of the epochs: the bar is a guide

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from nasflow.record import FINETUNED_KEY
+from nasflow.record import FINETUNED_KEY, SUPERNET_ACCURACY_ATTR, SUPERNET_LOSS_ATTR
 from nasflow.search import StudyRunner, load_study_file, summary_table
 from tests._study_template import write_study
 
@@ -39,6 +39,11 @@ def test_finalists_become_ready_models_and_phase_3_retrains_the_best(tmp_path) -
     protected = sorted((c for c in cands), key=lambda c: -c["supernet_accuracy"])[:2]
     assert [c["supernet_accuracy"] for c in protected] == scores[:2]
     assert all(len(c["val_curve"]) == 2 for c in protected)
+    # Every screened path records its validation cross-entropy beside its accuracy
+    # (FineTuning.rank_by="rank_sum" ranks by both).
+    screened = [t for t in result.study.trials if SUPERNET_ACCURACY_ATTR in t.user_attrs]
+    assert len(screened) >= 4
+    assert all(0 < t.user_attrs[SUPERNET_LOSS_ATTR] < 100 for t in screened)
     ready = tmp_path / "runs" / "tiny" / "ready"
     for c in cands:
         saved = json.loads((ready / f"trial-{c['trial']}" / "record.json").read_text())
