@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -150,19 +151,72 @@ def table_test(study: str) -> list[float]:
     return _TABLES[study]
 
 
+_VAL_SAMPLES: dict[str, int] = {}
+
+
+def val_samples(study: str) -> int:
+    """The size of a study's validation split (for rows recorded before the fine-tuning
+    record kept it)."""
+    if study not in _VAL_SAMPLES:
+        _VAL_SAMPLES[study] = len(load_study_file(Path(study)).data().val)
+    return _VAL_SAMPLES[study]
+
+
 def kept(row: dict) -> tuple[str, float, float]:
-    """``(weights, test accuracy, share of the table beaten)`` of the model the study keeps:
-    the kept finalist's fine-tuned or retrained weights, whichever validates higher
-    (``nasflow.search.kept_weights``, what the summary's "kept model" line says)."""
+    """``(weights, test accuracy, share of the table beaten)`` of the model the study keeps
+    under today's rule (``nasflow.search.kept_weights``, what the summary's "kept model"
+    line says): the kept finalist's fine-tuned weights where they validate above its
+    retrain by the margin, else the retrain. Rows recorded before the record kept the
+    validation split's size are replayed with the study's split size."""
     record = row.get("finetuned")
     choice = None
     if record:
         result = FineTuneResult.from_record(record)
+        if result.val_samples is None:
+            result.val_samples = val_samples(row["study"])
         choice = kept_weights(row["kept_trial"], row["kept_val"], row["kept_test"], result)
     if choice is None or choice.kind == "retrained" or choice.test_accuracy is None:
         return "retrained", row["kept_test"], row["kept_beats"]
     test = choice.test_accuracy
     return "fine-tuned", test, beats(test, table_test(row["study"]))
+
+
+def kept_margins(rows: list[dict], margins: list[float]) -> str:
+    """Replay the choice between the kept finalist's fine-tuned weights and its retrain on
+    measured rows, for several margins (standard errors of a validation accuracy): how
+    often each keeps the weights that test lower, and the mean share of the table beaten."""
+    out = [
+        "| margin (SE) | runs | fine-tuned kept | kept the lower-testing weights "
+        "| mean share beaten | min |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for m in margins:
+        picks: list[tuple[bool, bool, float]] = []
+        for r in rows:
+            record = r.get("finetuned")
+            if not record:
+                continue
+            result = FineTuneResult.from_record(record)
+            n = result.val_samples or val_samples(r["study"])
+            rec = next((c for c in result.ready if c.trial == r["kept_trial"]), None)
+            if rec is None or rec.test_accuracy is None:
+                continue
+            se = math.sqrt(max(0.0, (p := (rec.val_accuracy + r["kept_val"]) / 2) * (1 - p)) / n)
+            use_ft = rec.val_accuracy > r["kept_val"] + m * se
+            test = rec.test_accuracy if use_ft else r["kept_test"]
+            worse = (
+                (rec.test_accuracy < r["kept_test"])
+                if use_ft
+                else (rec.test_accuracy > r["kept_test"])
+            )
+            picks.append((use_ft, worse, beats(test, table_test(r["study"]))))
+        shares = [s for _, _, s in picks]
+        out.append(
+            f"| {m:g} | {len(picks)} | {sum(u for u, _, _ in picks)} "
+            f"| {sum(w for _, w, _ in picks)} | {statistics.mean(shares):.1%} "
+            f"| {min(shares):.0%} |"
+        )
+    return "\n".join(out)
 
 
 def markdown(rows: list[dict]) -> str:
@@ -227,6 +281,12 @@ def main() -> None:
     p.add_argument("--json", type=Path, help="append every run here (JSON lines)")
     p.add_argument("--from-json", type=Path, nargs="+", help="report these runs only")
     p.add_argument("--markdown", action="store_true")
+    p.add_argument(
+        "--kept-margins",
+        type=float,
+        nargs="+",
+        help="replay the fine-tuned-or-retrained choice with these margins (standard errors)",
+    )
     p.add_argument("--skip-done", action="store_true", help="skip runs already in --json")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -250,6 +310,9 @@ def main() -> None:
                     with args.json.open("a") as f:
                         f.write(json.dumps(row) + "\n")
                 print(markdown([row]).splitlines()[-1], flush=True)
+    if args.kept_margins:
+        print(kept_margins(rows, args.kept_margins))
+        return
     print(markdown(rows) if args.markdown else summary(rows))
 
 

@@ -9,27 +9,12 @@ from dataclasses import asdict
 
 import optuna
 from optuna.trial import FrozenTrial
+from scipy.stats import rankdata
 
 from nasflow.record import DUPLICATE_KEY, FINETUNED_KEY, TrialRecord
 from nasflow.search._context import FineTunePhaseResult, RunContext
 from nasflow.search._finetune import Finalist, run_finetuning, summary_line
 from nasflow.space import Arch
-
-
-def _average_ranks(values: Sequence[float]) -> list[float]:
-    """1-based ranks of ``values`` in increasing order, ties sharing their mean rank.
-    (scipy's ``rankdata`` does this; scipy is not a dependency of nasflow.)"""
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
 
 
 def by_score(trials: Sequence[FrozenTrial], rank_by: str = "accuracy") -> list[FrozenTrial]:
@@ -48,9 +33,9 @@ def by_score(trials: Sequence[FrozenTrial], rank_by: str = "accuracy") -> list[F
     if rank_by == "accuracy" or any(v is None for v in losses):
         key = [(-a, 0.0) for a in acc]
     else:
-        acc_rank = _average_ranks([-a for a in acc])  # 1 = the most accurate
-        loss_rank = _average_ranks([float(v) for v in losses])  # type: ignore[arg-type]
-        key = [(a + b, -c) for a, b, c in zip(acc_rank, loss_rank, acc, strict=True)]
+        acc_rank = rankdata([-a for a in acc])  # 1 = the most accurate; ties share a mean
+        loss_rank = rankdata([float(v) for v in losses])  # type: ignore[arg-type]
+        key = [(float(a + b), -c) for a, b, c in zip(acc_rank, loss_rank, acc, strict=True)]
     order = sorted(range(len(recs)), key=lambda i: key[i])
     return [recs[i][0] for i in order]
 
@@ -128,6 +113,7 @@ def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
         {
             "candidates": [asdict(c) for c in result.candidates],
             "rungs": list(spec.finetuning.rungs),
+            "val_samples": result.val_samples,
             "early_stopping": {"multiplier": mult, "seconds": spent, "full_seconds": full},
             "seconds": seconds,
         },

@@ -240,3 +240,35 @@ def test_ground_truth_quick_writes_rows_and_resumes(tmp_path: Path) -> None:
     for r in rows:
         Arch.from_json(r["arch"])
         assert 0 <= float(r["test_accuracy"]) <= 1 and int(r["params"]) > 0
+
+
+def test_b6_replays_the_kept_weights_margin() -> None:
+    """``suite_runs.py --kept-margins``: a fine-tuned lead within the margin keeps the
+    retrain; the replay counts the picks that kept the lower-testing weights."""
+    from dataclasses import asdict
+
+    from nasflow.search import FineTuned
+
+    b6 = _load("suite_runs.py")
+    study = str(ROOT / "studies" / "mnist1d_front.py")
+    arch = Arch({"x": 1}).to_json()
+
+    def row(ft_val: float, ft_test: float, val: float, test: float) -> dict:
+        cand = FineTuned(7, arch, 0.9, [0.5, ft_val], [1.0, 1.0], ft_test, "ready")
+        record = {"candidates": [asdict(cand)], "rungs": [1, 2], "val_samples": 500}
+        return {
+            "study": study,
+            "kept_trial": 7,
+            "kept_val": val,
+            "kept_test": test,
+            "finetuned": record,
+        }
+
+    rows = [
+        row(0.982, 0.968, 0.980, 0.984),  # a 0.2-point lead (< 1 SE), testing 1.6 lower
+        row(0.990, 0.985, 0.950, 0.960),  # a 4-point lead, testing higher
+    ]
+    table = b6.kept_margins(rows, [0, 1]).splitlines()
+    # margin 0: both fine-tuned, one of them the lower-testing weights; margin 1: one.
+    assert table[2].startswith("| 0 | 2 | 2 | 1 |")
+    assert table[3].startswith("| 1 | 2 | 1 | 0 |")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from nasflow.search._finetune import (
     FineTuned,
     FineTuneResult,
     FineTuning,
+    ReadyModelError,
     kept_weights,
     promote,
     read_ready,
@@ -197,3 +199,32 @@ def test_kept_weights_are_the_ones_that_validate_higher() -> None:
         assert "retrained from scratch" in kept.line("s") and "--ready" not in kept.line("s")
     # A trial without a ready model: nothing to compare.
     assert kept_weights(9, retrained_val=0.5, retrained_test=0.5, result=result) is None
+
+
+def test_fine_tuned_weights_must_validate_higher_by_a_standard_error() -> None:
+    """Their validation figure chose the trial among the finalists: a lead within one
+    standard error of a validation accuracy keeps the retrain (B6: a 0.2-point lead on 500
+    samples kept fine-tuned weights testing 1.6 points below the retrain)."""
+    ready = [FineTuned(3, "{}", 0.5, [0.90, 0.982], [1.0, 1.0], 0.968, "ready")]
+    result = FineTuneResult(ready, full_epochs=2, val_samples=500)
+    se = math.sqrt(0.981 * 0.019 / 500)  # 0.0061
+    kept = kept_weights(3, retrained_val=0.980, retrained_test=0.984, result=result)
+    assert kept is not None and kept.kind == "retrained" and kept.test_accuracy == 0.984
+    assert kept.margin == pytest.approx(se)
+    assert "they validate higher, but by no more than 1 standard error" in kept.line("s")
+    assert "(0.0061)" in kept.line("s")
+    # A lead beyond the margin keeps the fine-tuned weights.
+    kept = kept_weights(3, retrained_val=0.970, retrained_test=0.975, result=result)
+    assert kept is not None and kept.kind == "fine-tuned"
+    # A record without the split's size (written before it was kept): no margin.
+    old = FineTuneResult(ready, full_epochs=2)
+    kept = kept_weights(3, retrained_val=0.980, retrained_test=0.984, result=old)
+    assert kept is not None and kept.kind == "fine-tuned"
+
+
+def test_the_record_keeps_the_validation_size_and_checks_it() -> None:
+    record = {"candidates": [], "rungs": [1, 2], "val_samples": 500}
+    assert FineTuneResult.from_record(record).val_samples == 500
+    assert FineTuneResult.from_record({**record, "val_samples": None}).val_samples is None
+    with pytest.raises(ReadyModelError, match=r"val_samples is 0, not a positive count"):
+        FineTuneResult.from_record({**record, "val_samples": 0})

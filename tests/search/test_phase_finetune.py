@@ -10,7 +10,7 @@ from optuna.trial import FrozenTrial, create_trial
 from nasflow.errors import ConfigError
 from nasflow.record import ARCH_ATTR, SUPERNET_ACCURACY_ATTR, SUPERNET_LOSS_ATTR
 from nasflow.search import FineTuning
-from nasflow.search._phase_finetune import _average_ranks, by_score, select_finalists
+from nasflow.search._phase_finetune import by_score, select_finalists
 from nasflow.space import Arch
 
 # (accuracy, cross-entropy) of four screened paths. Ranks by accuracy: A1 B2 C3 D4; by
@@ -34,16 +34,15 @@ def _name(t: FrozenTrial) -> str:
     return Arch.from_json(t.user_attrs[ARCH_ATTR])["op"]
 
 
-def test_average_ranks_share_ties() -> None:
-    assert _average_ranks([3.0, 1.0, 2.0]) == [3.0, 1.0, 2.0]
-    assert _average_ranks([0.5, 0.2, 0.5, 0.9]) == [2.5, 1.0, 2.5, 4.0]
-    assert _average_ranks([]) == []
-
-
 def test_rank_sum_orders_by_both_ranks_ties_by_accuracy() -> None:
     trials = [_trial(k, *v) for k, v in PATHS.items()]
     assert [_name(t) for t in by_score(trials)] == ["A", "B", "C", "D"]
     assert [_name(t) for t in by_score(trials, "rank_sum")] == ["B", "A", "D", "C"]
+    # Tied accuracies share their mean rank. With E (as accurate as A, lower loss): by
+    # accuracy A 1.5, E 1.5, B 3, C 4, D 5; by loss D 1, B 2, C 3, E 4, A 5; sums B 5,
+    # E 5.5, D 6, A 6.5, C 7.
+    tied = [*trials, _trial("E", 0.90, 0.40)]
+    assert [_name(t) for t in by_score(tied, "rank_sum")] == ["B", "E", "D", "A", "C"]
 
 
 def test_rank_sum_falls_back_to_accuracy_without_recorded_losses() -> None:
