@@ -47,7 +47,7 @@ from scipy.stats import kendalltau
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ranking import load_ground_truth, merge_ground_truth
+from ranking import load_ground_truth, load_params, merge_ground_truth
 
 from nasflow.search import bootstrap_tau, load_study_file, spread_over_ranking
 from nasflow.supernet import recalibrate_bn
@@ -150,6 +150,17 @@ def beats(value: float, table: list[float]) -> float:
     return float(np.mean(np.asarray(table) < value))
 
 
+_PARAMS: dict[str, list[float]] = {}
+
+
+def table_params(run: dict) -> list[float]:
+    """Parameter counts of a run's table architectures (its study's first table)."""
+    if run["study"] not in _PARAMS:
+        table = load_study_file(Path(run["study"])).baseline[0]
+        _PARAMS[run["study"]] = load_params(Path(table), run["n_archs"])
+    return _PARAMS[run["study"]]
+
+
 def replay(run: dict, k: int, top: int, proxy_epochs: int, lr: str, boot: int = 1000) -> dict:
     """Trust coverage and winner choice from one run's measured rows (fine-tuned at ``lr``)."""
     if "fine_tuned" not in run:  # runs measured before several fine-tuning lrs
@@ -166,6 +177,10 @@ def replay(run: dict, k: int, top: int, proxy_epochs: int, lr: str, boot: int = 
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
     finalists = order[:top]
     pick = max(finalists, key=lambda i: proxy[i])
+    # The zero-cost baseline: the same choice among the largest parameter counts.
+    params = table_params(run)
+    by_params = sorted(range(len(scores)), key=lambda i: -params[i])[:top]
+    pick_params = max(by_params, key=lambda i: proxy[i])
     return {
         "tau_supernet": true_tau,
         "tau_by_epoch": {e: tau(run["scores_by_epoch"][str(e)], gt) for e in epochs},
@@ -184,6 +199,7 @@ def replay(run: dict, k: int, top: int, proxy_epochs: int, lr: str, boot: int = 
         "covered": bool(lo <= true_tau <= hi),
         "winner_ft_beats": beats(run["ft_test"][pick], gt),
         "winner_scratch_beats": beats(gt[pick], gt),
+        "params_winner_scratch_beats": beats(gt[pick_params], gt),
         "top1_supernet_beats": beats(gt[order[0]], gt),
         "top1_supernet_ft_beats": beats(run["ft_test"][order[0]], gt),
     }
@@ -356,9 +372,12 @@ def summarize(runs: list[dict], args: argparse.Namespace, lr: str) -> None:
             rs = [replay(run, args.k[0], top, e, lr) for run in runs]
             ft = [r["winner_ft_beats"] for r in rs]
             sc = [r["winner_scratch_beats"] for r in rs]
+            pp = [r["params_winner_scratch_beats"] for r in rs]
             print(
                 f"  top {top:<2} picked by {e}-epoch ft val: fine-tuned {np.median(ft):.0%}"
-                f" (min {min(ft):.0%}), same arch from scratch {np.median(sc):.0%} | "
+                f" (min {min(ft):.0%}), same arch from scratch {np.median(sc):.0%}"
+                f" (mean {np.mean(sc):.0%}); the top {top} by parameter count instead"
+                f" {np.median(pp):.0%} (mean {np.mean(pp):.0%}) | "
                 + " ".join(f"{v:.0%}" for v in ft)
             )
     print(

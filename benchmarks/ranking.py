@@ -70,6 +70,51 @@ def load_ground_truth(path: Path, limit: int | None) -> list[tuple[Arch, float, 
     return out[:limit] if limit else out
 
 
+def load_params(path: Path, n: int) -> list[float]:
+    """The ``params`` column of a ground-truth table (its first ``n`` rows by index)."""
+    with path.open(newline="") as f:
+        rows = sorted(csv.DictReader(f), key=lambda r: int(r["index"]))
+    return [float(r["params"]) for r in rows[:n]]
+
+
+def baseline_lines(
+    archs: list[Arch],
+    params: list[float],
+    sa_test: list[float],
+    supernets: list[list[float]],
+    retrains: list[tuple[list[float], list[float]]],
+) -> list[str]:
+    """The zero-cost baselines a supernet has to beat: Kendall tau of the parameter count
+    (and of the ``width`` choice, where the space has one) against stand-alone test
+    accuracy; then, within each width, the mean tau of the supernet scores, of the
+    parameter count and of one retrain against another (the ranking at equal width, where
+    capacity says least)."""
+    lines = [f"zero-cost baseline: tau(test) by parameter count {tau(params, sa_test):+.3f}"]
+    widths = [a.get("width") for a in archs] if all("width" in a for a in archs) else None
+    if widths is None:
+        return lines
+    lines[0] += f", by width {tau(widths, sa_test):+.3f}"
+    groups = [
+        [i for i, w in enumerate(widths) if w == v]
+        for v in sorted(set(widths))  # type: ignore[type-var]
+    ]
+    groups = [g for g in groups if len(g) > 5]
+
+    def within(score: list[float], truth: list[float]) -> float:
+        return statistics.mean(tau([score[i] for i in g], [truth[i] for i in g]) for g in groups)
+
+    sup = [within(sc, sa_test) for sc in supernets]
+    line = (
+        f"within each width ({len(groups)} groups of > 5 archs), mean tau(test): "
+        f"supernet {', '.join(f'{t:+.3f}' for t in sup)}; "
+        f"parameter count {within(params, sa_test):+.3f}"
+    )
+    if retrains:
+        line += "; a retrain vs another " + ", ".join(f"{within(a, b):+.3f}" for a, b in retrains)
+    lines.append(line)
+    return lines
+
+
 def merge_ground_truth(
     tables: list[list[tuple[Arch, float, float]]],
 ) -> tuple[list[Arch], list[float], list[float]]:
@@ -393,6 +438,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"stand-alone test vs a retrain's test tau: {', '.join(f'{c:+.3f}' for c in ceilings)}"
         )
+    params = load_params(args.gt[0], len(archs))
+    n0 = args.bn_batches[0]
+    fair_scores = [r["scores"][n0] for r in results["fair"]]
+    test_of = [[row[2] for row in t[: len(archs)]] for t in tables]
+    pairs = [(a, b) for j, a in enumerate(test_of) for b in test_of[j + 1 :]]
+    for line in baseline_lines(archs, params, sa_test, fair_scores, pairs):
+        print(line)
     print(
         "| sampler | epochs | BN batches | tau vs stand-alone test (mean ± std) | tau vs val "
         "| top-5 | true top-10 in top-50 |"

@@ -272,3 +272,21 @@ def test_b6_replays_the_kept_weights_margin() -> None:
     # margin 0: both fine-tuned, one of them the lower-testing weights; margin 1: one.
     assert table[2].startswith("| 0 | 2 | 2 | 1 |")
     assert table[3].startswith("| 1 | 2 | 1 | 0 |")
+
+
+def test_b7_finds_the_largest_architecture_of_a_space() -> None:
+    """Coordinate ascent over the choices: no sampled architecture has more parameters,
+    and no single change to its choices adds any."""
+    import numpy as np
+
+    from tests._spaces import tiny_mnist1d
+
+    b7 = _load("largest.py")
+    space = tiny_mnist1d()
+    arch, params = b7.largest(space)
+    assert params == b7.n_params(space, arch)
+    rng = np.random.default_rng(0)
+    assert all(b7.n_params(space, space.sample(rng)) <= params for _ in range(30))
+    for c in space.choices:
+        for v in c.values:
+            assert b7.n_params(space, Arch({**dict(arch), c.label: v})) <= params
