@@ -79,6 +79,6 @@ def test_finalists_protect_the_best_rank_sums() -> None:
 
 
 def test_rank_by_is_checked() -> None:
-    assert FineTuning().rank_by == "accuracy"
+    assert FineTuning().rank_by == "rank_sum"
     with pytest.raises(ConfigError, match=r"FineTuning.rank_by must be one of .*got 'loss'"):
         FineTuning(rank_by="loss")

@@ -6,8 +6,14 @@ import json
 
 import pytest
 
-from nasflow.record import FINETUNED_KEY, SUPERNET_ACCURACY_ATTR, SUPERNET_LOSS_ATTR
+from nasflow.record import (
+    DUPLICATE_KEY,
+    FINETUNED_KEY,
+    SUPERNET_ACCURACY_ATTR,
+    SUPERNET_LOSS_ATTR,
+)
 from nasflow.search import StudyRunner, load_study_file, summary_table
+from nasflow.search._phase_finetune import by_score
 from tests._study_template import write_study
 
 pytestmark = pytest.mark.slow  # every test here runs a study
@@ -30,14 +36,14 @@ def test_finalists_become_ready_models_and_phase_3_retrains_the_best(tmp_path) -
     record = result.study.user_attrs[FINETUNED_KEY]
     cands = record["candidates"]
     assert len(cands) == 4 and record["rungs"] == [1, 2]
-    # top=2 (half of 4): the two best supernet scores go through every rung; of the other
-    # two, halving keeps one.
+    # top=2 (half of 4): the two best supernet scores (by the rank sum of accuracy and
+    # cross-entropy, FineTuning's default) go through every rung; of the other two,
+    # halving keeps one.
     assert sorted(len(c["val_curve"]) for c in cands) == [1, 2, 2, 2]
-    scores = sorted(
-        (t.values[0] for t in result.study.trials if t.values is not None), reverse=True
-    )
-    protected = sorted((c for c in cands), key=lambda c: -c["supernet_accuracy"])[:2]
-    assert [c["supernet_accuracy"] for c in protected] == scores[:2]
+    originals = [t for t in result.study.trials if DUPLICATE_KEY not in t.user_attrs]
+    best_two = [t.number for t in by_score(originals, "rank_sum")[:2]]
+    protected = [c for c in cands if c["trial"] in best_two]
+    assert len(protected) == 2 and [c["trial"] for c in cands[:2]] == best_two
     assert all(len(c["val_curve"]) == 2 for c in protected)
     # Every screened path records its validation cross-entropy beside its accuracy
     # (FineTuning.rank_by="rank_sum" ranks by both).
