@@ -25,6 +25,7 @@ from nasflow.record import (
     SCORE_SECONDS_ATTR,
     SKIPPED_ATTR,
     SUPERNET_ACCURACY_ATTR,
+    SUPERNET_LOSS_ATTR,
     TRAIN_COST_ATTR,
     get_constraints,
 )
@@ -38,7 +39,14 @@ from nasflow.search._phase_screening import REASK_PROBE, REASK_WINDOW, REASKS
 from tests._study_template import write_study
 
 REPO = Path(__file__).resolve().parents[2]
-SCORED = {ARCH_ATTR, PARAMS_ATTR, TRAIN_COST_ATTR, SCORE_SECONDS_ATTR, SUPERNET_ACCURACY_ATTR}
+SCORED = {
+    ARCH_ATTR,
+    PARAMS_ATTR,
+    TRAIN_COST_ATTR,
+    SCORE_SECONDS_ATTR,
+    SUPERNET_ACCURACY_ATTR,
+    SUPERNET_LOSS_ATTR,
+}
 #: A space of 12 architectures (two ops on two layers, three widths).
 TINY_SPACE = (
     "study = study.replace(space=MNIST1DSpace(base_channels=4, layers_per_stage=1, "
