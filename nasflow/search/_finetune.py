@@ -83,8 +83,8 @@ class FineTuning:
             accuracy on 7 of 9 grounds (B2), and end to end (B6, 8 MNIST-1D grounds x 3
             search seeds, the same screening) its kept model beat a mean 88% of each
             ground's random architectures against 84%, better in 10 runs, equal in 9, worse
-            in 5, meeting the 80% bar on every ground where accuracy missed two
-            (``benchmarks/RESULTS.md``, "B6 again").
+            in 5, meeting the 80% bar on every ground where accuracy missed two; on
+            CIFAR-10 a median 94% against 89% (``benchmarks/RESULTS.md``, "B6 again").
         rungs: Cumulative epochs at each rung, increasing (``(1, 2, 4)``: one epoch for
             every finalist, a second for the survivors, two more for the last ones).
         keep: Share of a rung's candidates promoted to the next (at least one).
