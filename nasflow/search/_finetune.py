@@ -85,6 +85,15 @@ class FineTuning:
             ground's random architectures against 84%, better in 10 runs, equal in 9, worse
             in 5, meeting the 80% bar on every ground where accuracy missed two; on
             CIFAR-10 a median 94% against 89% (``benchmarks/RESULTS.md``, "B6 again").
+        top: Of the finalists, the best supernet scores, fine-tuned through every rung
+            without halving: the kept model is chosen among the last rung's candidates on
+            fine-tuned validation accuracy, so it never depends on a one-epoch cut. The
+            rest, mostly the cheaper end of the Pareto set, are halved and become ready
+            models along the front. ``None``: half the finalists, rounded up (5 of the
+            default 10). On the generalisation suite's tables
+            (``benchmarks/generalisation.py``, 6 grounds), choosing among the 5 best scores
+            kept an architecture beating a median 86% of random ones against 65% for the
+            Pareto set first under Pareto halving (``top=0``).
         rungs: Cumulative epochs at each rung, increasing (``(1, 2, 4)``: one epoch for
             every finalist, a second for the survivors, two more for the last ones).
         keep: Share of a rung's candidates promoted to the next (at least one).
