@@ -22,9 +22,10 @@ def by_score(trials: Sequence[FrozenTrial], rank_by: str = "accuracy") -> list[F
 
     ``rank_by="accuracy"``: by the supernet accuracy. ``"rank_sum"``: by the sum of each
     trial's rank by accuracy (higher first) and by supernet validation cross-entropy
-    (lower first), ties broken by the accuracy; a study screened before the
-    cross-entropy was recorded is ranked by accuracy alone (named in no error: the
-    accuracy is the screening score it was built on).
+    (lower first), ties broken by the accuracy. Where a screened trial has no recorded
+    cross-entropy (a study screened before it was recorded, or a non-finite loss, which
+    the storage cannot keep) all are ranked by accuracy alone, the screening score they
+    were built on, rather than by ranks some of them lack.
     """
     recs = [(t, TrialRecord.from_trial(t)) for t in trials]
     recs = [(t, r) for t, r in recs if r.supernet_accuracy is not None]
