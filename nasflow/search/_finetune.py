@@ -518,6 +518,7 @@ def run_finetuning(
         on_epoch: Called after every epoch trained (progress bars).
     """
     say = log or (lambda _msg: None)
+    by = " by accuracy and cross-entropy" if config.rank_by == "rank_sum" else ""
     ft_recipe = config.recipe(recipe)
     trained_by = {  # what every ready model's record says trained it
         "space": space.name,
@@ -598,7 +599,7 @@ def run_finetuning(
             say(
                 f"fine-tuning rung {r + 1}/{len(config.rungs)} ({epochs} epochs): "
                 f"{len(alive)} of {len(survivors)} go on to {config.rungs[r + 1]} epochs"
-                + (f" ({protected} best supernet scores, not halved)" if protected else "")
+                + (f" ({protected} best supernet scores{by}, not halved)" if protected else "")
             )
     for c in every:
         if c.record.status == "running" and c.record.val_curve:
