@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import statistics
 import sys
 import tempfile
@@ -45,6 +44,7 @@ from ranking import load_ground_truth, merge_ground_truth
 from nasflow.export._study import load_supernet
 from nasflow.record import FINETUNED_KEY, MULTIPLIERS_KEY, TRUST_KEY
 from nasflow.search import FineTuneResult, StudyRunner, kept_weights, load_study_file
+from nasflow.search._finetune import KEPT_MARGIN_SE, validation_margin
 from nasflow.supernet import recalibrate_bn
 from nasflow.train import evaluate
 
@@ -201,7 +201,8 @@ def kept_margins(rows: list[dict], margins: list[float]) -> str:
             rec = next((c for c in result.ready if c.trial == r["kept_trial"]), None)
             if rec is None or rec.test_accuracy is None:
                 continue
-            se = math.sqrt(max(0.0, (p := (rec.val_accuracy + r["kept_val"]) / 2) * (1 - p)) / n)
+            # One standard error of a validation accuracy, as the study's rule measures it.
+            se = validation_margin(rec.val_accuracy, r["kept_val"], n) / KEPT_MARGIN_SE
             use_ft = rec.val_accuracy > r["kept_val"] + m * se
             test = rec.test_accuracy if use_ft else r["kept_test"]
             worse = (
