@@ -43,8 +43,14 @@ from ranking import load_ground_truth, merge_ground_truth
 
 from nasflow.export._study import load_supernet
 from nasflow.record import FINETUNED_KEY, MULTIPLIERS_KEY, TRUST_KEY
-from nasflow.search import FineTuneResult, StudyRunner, kept_weights, load_study_file
-from nasflow.search._finetune import KEPT_MARGIN_SE, validation_margin
+from nasflow.search import (
+    KEPT_MARGIN_SE,
+    FineTuneResult,
+    StudyRunner,
+    kept_weights,
+    load_study_file,
+    validation_margin,
+)
 from nasflow.supernet import recalibrate_bn
 from nasflow.train import evaluate
 

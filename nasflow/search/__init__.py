@@ -13,6 +13,7 @@ from nasflow.search._baseline import read_baseline
 from nasflow.search._batch_write import write_trials
 from nasflow.search._evolution import RegularizedEvolutionSampler
 from nasflow.search._finetune import (
+    KEPT_MARGIN_SE,
     FineTuned,
     FineTuneResult,
     FineTuning,
@@ -20,6 +21,7 @@ from nasflow.search._finetune import (
     ReadyModelError,
     kept_weights,
     read_ready,
+    validation_margin,
     weights_label,
 )
 from nasflow.search._multipliers import MULTIPLIER_TITLES, multiplier_basis
@@ -48,6 +50,7 @@ from nasflow.search._winners import RECORD_FILE as WINNER_RECORD_FILE
 from nasflow.search._winners import WinnerError, load_winner_weights, read_winner
 
 __all__ = [
+    "KEPT_MARGIN_SE",
     "MULTIPLIER_TITLES",
     "OBJECTIVES",
     "SCREENING_REASKS",
@@ -91,6 +94,7 @@ __all__ = [
     "spread_over_ranking",
     "study_sampler",
     "summary_table",
+    "validation_margin",
     "weights_label",
     "write_trials",
 ]
