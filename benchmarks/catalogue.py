@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "generalisation": ("B5", "supernet ranking, fine-tuning and the trust probe on the suite"),
     "suite_runs": ("B6", "the study end to end on the suite: kept model against the table"),
     "largest": ("B7", "the trivial baseline: the space's largest architecture, trained"),
+    "anchors": ("B8", "zero-cost anchors replayed on the tables: how many, against random"),
     "ground_truth": ("", "stand-alone training of a fixed sample of a study's space"),
     "space_probe": ("", "spread of accuracies vs training noise of a candidate space"),
     "cost_model": ("", "cost-model predictions vs measured step times"),

@@ -7,10 +7,13 @@ intra-op thread, on the same data:
 * ``nasflow``: the study as ``nasflow search`` runs it (fair supernet, then the study's
   sampler over supernet scores, the trust probe and the fine-tuning phase where the study
   has them, the cost-model table built from scratch). Its trained models are events: the
-  fine-tuning phase's ready models (fine-tuned weights, counted at the CPU time the study
-  finished), then retrains from scratch: the finalist the study keeps first (phase 3's
-  choice), then the Pareto set of (supernet score, predicted cost), most accurate first,
-  then the rest in order of supernet score (the study itself retrains only the first).
+  zero-cost anchors where the study trains them (from scratch with the recipe, each at the
+  process CPU-seconds into the run it was ready, as the study records them; ``--anchors``
+  overrides the study's setting), the fine-tuning phase's ready models
+  (fine-tuned weights, counted at the CPU time the study finished), then retrains from
+  scratch: the finalist the study keeps first (phase 3's choice), then the Pareto set of
+  (supernet score, predicted cost), most accurate first, then the rest in order of
+  supernet score (the study itself retrains only the first).
 * ``random``: random search with full stand-alone training of every candidate.
 * ``optuna``: what an Optuna user writes without nasflow — a single-objective TPE study on
   the same choices, each candidate trained from scratch with the stand-alone recipe and
@@ -75,8 +78,9 @@ import optuna
 import torch
 
 from nasflow.data import DataBundle
-from nasflow.record import FINETUNED_KEY
+from nasflow.record import ANCHORS_KEY, FINETUNED_KEY
 from nasflow.search import (
+    Anchors,
     FineTuneResult,
     StudyRunner,
     StudySpec,
@@ -126,13 +130,20 @@ class Run:
         return max(self.events, key=lambda e: e["val"], default=None)
 
     def add(
-        self, arch: Arch, val: float, test: float, note: str = "", train_cpu: float = 0.0
+        self,
+        arch: Arch,
+        val: float,
+        test: float,
+        note: str = "",
+        train_cpu: float = 0.0,
+        at: float | None = None,
     ) -> None:
-        """Record a fully trained candidate (``train_cpu``: its training CPU-seconds);
-        raise ``Stop`` on success (unless ``full``) or budget."""
+        """Record a fully trained candidate (``train_cpu``: its training CPU-seconds;
+        ``at``: the run's CPU-seconds when it was ready, default now); raise ``Stop`` on
+        success (unless ``full``) or budget."""
         self.events.append(
             {
-                "cpu": self.cpu(),
+                "cpu": self.cpu() if at is None else min(at, self.cpu()),
                 "arch": arch.to_json(),
                 "val": val,
                 "test": test,
@@ -215,6 +226,7 @@ def run_nasflow(run: Run, spec: StudySpec, data: DataBundle, retrain_max: int) -
     spec = replace(spec, seed=run.seed, data=lambda: data)
     with tempfile.TemporaryDirectory() as tmp, _env("NASFLOW_CACHE", tmp):
         runner = StudyRunner(spec, out_dir=tmp, log=lambda _: None, progress=False)
+        started = run.cpu()
         result = runner.run(retrain=False)
         run.phases = {k: v for k, v in result.seconds.items()}
         run.phases["search_cpu"] = run.cpu()
@@ -224,6 +236,20 @@ def run_nasflow(run: Run, spec: StudySpec, data: DataBundle, retrain_max: int) -
         if scored:
             run.phases["median_score_ms"] = 1000 * statistics.median(scored)
         order = retrain_order(result.study)
+        seen: set[Arch] = set()
+        for a in (result.study.user_attrs.get(ANCHORS_KEY) or {}).get("anchors", []):
+            if a.get("val_accuracy") is None:
+                continue
+            arch = Arch.from_json(a["arch"])
+            seen.add(arch)  # trained from scratch with the recipe: not retrained again
+            run.add(
+                arch,
+                a["val_accuracy"],
+                a["test_accuracy"],
+                f"trial {a['trial']}, zero-cost anchor {a['index'] + 1}, from scratch",
+                a["measured_train_cost"],
+                at=started + a["ready_cpu_seconds"],
+            )
         record = result.study.user_attrs.get(FINETUNED_KEY)
         if record is not None:
             finetuned = FineTuneResult.from_record(record)
@@ -232,7 +258,6 @@ def run_nasflow(run: Run, spec: StudySpec, data: DataBundle, retrain_max: int) -
             if kept is not None:  # phase 3 retrains this one first
                 first = [t for t in order if t.number == kept.trial]
                 order = first + [t for t in order if t.number != kept.trial]
-        seen: set[Arch] = set()
         for rank, t in enumerate(order):
             arch = Arch.from_json(t.user_attrs["arch"])
             if arch in seen:  # a duplicate trial of an architecture already retrained
@@ -643,6 +668,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--margin", type=float, default=0.003, help="accuracy below the best")
     p.add_argument("--retrain-max", type=int, default=10, help="nasflow retrains at most")
     p.add_argument("--n-trials", type=int, help="override the study's trials")
+    p.add_argument(
+        "--anchors",
+        type=int,
+        help="nasflow: train this many zero-cost anchors first (0: none; default: the study's)",
+    )
     p.add_argument("--gt", type=Path, nargs="+", default=[GT], help="ground-truth table(s)")
     p.add_argument(
         "--full", action="store_true", help="spend the whole budget (hypervolume curves)"
@@ -689,6 +719,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     elif args.n_trials is not None:
         spec = replace(spec, n_trials=args.n_trials)
+    if args.anchors is not None:
+        spec = replace(spec, anchors=Anchors(n=args.anchors) if args.anchors else None)
     torch.set_num_threads(1)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     gt = load_ground_truth(args.gt)

@@ -42,9 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ranking import load_ground_truth, merge_ground_truth
 
 from nasflow.export._study import load_supernet
-from nasflow.record import FINETUNED_KEY, MULTIPLIERS_KEY, TRUST_KEY
+from nasflow.record import ANCHORS_KEY, FINETUNED_KEY, MULTIPLIERS_KEY, TRUST_KEY
 from nasflow.search import (
     KEPT_MARGIN_SE,
+    Anchors,
     FineTuneResult,
     StudyRunner,
     kept_weights,
@@ -79,11 +80,15 @@ def run_one(
     n_trials: int | None = None,
     sampler: str | None = None,
     rank_by: str | None = None,
+    anchors: int | None = None,
 ) -> dict:
     """One search seed of one study, end to end (``n_trials`` candidates screened,
     default the study's; ``sampler`` replaces the study's; ``rank_by`` its
-    ``FineTuning.rank_by``); the measured row."""
+    ``FineTuning.rank_by``; ``anchors`` its zero-cost anchors, 0 for none); the measured
+    row."""
     spec = load_study_file(path).replace(seed=seed)
+    if anchors is not None:
+        spec = spec.replace(anchors=Anchors(n=anchors) if anchors else None)
     if sampler is not None:
         spec = spec.replace(sampler=sampler)
     if rank_by is not None and spec.finetuning is not None:
@@ -127,6 +132,13 @@ def run_one(
         "finetuned": result.study.user_attrs.get(FINETUNED_KEY),
         "pareto": [t.number for t in result.pareto],
         "kept_score_rank": 1 + sum(t.values is not None and t.values[0] > score for t in trials),
+        # The zero-cost anchors (trained from scratch before the supernet), each with the
+        # share of the table its test accuracy beats.
+        "anchors": [
+            {**a, "beats": beats(a["test_accuracy"], gt_test)}
+            for a in (result.study.user_attrs.get(ANCHORS_KEY) or {}).get("anchors", [])
+            if a.get("test_accuracy") is not None
+        ],
     }
     if trust:
         row["trust"] = {
@@ -185,6 +197,56 @@ def kept(row: dict) -> tuple[str, float, float]:
         return "retrained", row["kept_test"], row["kept_beats"]
     test = choice.test_accuracy
     return "fine-tuned", test, beats(test, table_test(row["study"]))
+
+
+def with_anchors(row: dict, margin_se: float) -> tuple[str, float, float]:
+    """``(weights, test, share beaten)`` when the best zero-cost anchor replaces the kept
+    model where it validates above it by more than ``margin_se`` standard errors."""
+    weights, test, share = kept(row)
+    anchors = row.get("anchors") or []
+    if not anchors:
+        return weights, test, share
+    best = max(anchors, key=lambda a: a["val_accuracy"])
+    kept_val = row["kept_val"]
+    if weights == "fine-tuned":
+        record = FineTuneResult.from_record(row["finetuned"])
+        kept_val = next(c.val_accuracy for c in record.ready if c.trial == row["kept_trial"])
+    n = (row.get("finetuned") or {}).get("val_samples") or val_samples(row["study"])
+    se = validation_margin(best["val_accuracy"], kept_val, n) / KEPT_MARGIN_SE
+    if best["val_accuracy"] > kept_val + margin_se * se:
+        return "anchor", best["test_accuracy"], best["beats"]
+    return weights, test, share
+
+
+def anchor_margins(rows: list[dict], margins: list[float]) -> str:
+    """Replay "the best anchor replaces the kept model when it validates higher by more
+    than m standard errors" for each margin m: per ground, the median share of the table
+    the kept model beats; overall mean, minimum, and how often the anchor was kept."""
+    rows = [r for r in rows if r.get("anchors")]
+    grounds = sorted({r["name"] for r in rows})
+    head = "| rule | runs | anchor kept | mean share | min | " + " | ".join(grounds) + " |"
+    lines = [head, "|" + "---|" * (5 + len(grounds))]
+
+    def line(label: str, picks: list[tuple[dict, tuple[str, float, float]]]) -> str:
+        shares = [p[1][2] for p in picks]
+        per = []
+        for g in grounds:
+            per.append(f"{statistics.median(p[1][2] for p in picks if p[0]['name'] == g):.0%}")
+        n_anchor = sum(p[1][0] == "anchor" for p in picks)
+        return (
+            f"| {label} | {len(picks)} | {n_anchor} | {statistics.mean(shares):.1%} | "
+            f"{min(shares):.0%} | " + " | ".join(per) + " |"
+        )
+
+    lines.append(line("search only (no anchor kept)", [(r, kept(r)) for r in rows]))
+    for m in margins:
+        lines.append(line(f"anchor if > {m:g} SE", [(r, with_anchors(r, m)) for r in rows]))
+    alone = []
+    for r in rows:
+        a = max(r["anchors"], key=lambda a: a["val_accuracy"])
+        alone.append((r, ("anchor", a["test_accuracy"], a["beats"])))
+    lines.append(line("best anchor alone", alone))
+    return "\n".join(lines)
 
 
 def kept_margins(rows: list[dict], margins: list[float]) -> str:
@@ -294,6 +356,14 @@ def main() -> None:
         nargs="+",
         help="replay the fine-tuned-or-retrained choice with these margins (standard errors)",
     )
+    p.add_argument(
+        "--anchor-margins",
+        type=float,
+        nargs="+",
+        help="replay keeping the best zero-cost anchor when it validates higher by these "
+        "margins (standard errors)",
+    )
+    p.add_argument("--anchors", type=int, help="zero-cost anchors per run (0: none)")
     p.add_argument("--skip-done", action="store_true", help="skip runs already in --json")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -311,7 +381,7 @@ def main() -> None:
             for path in args.studies:
                 if (str(path), seed, args.rank_by or "accuracy") in done:
                     continue
-                row = run_one(path, seed, args.n_trials, args.sampler, args.rank_by)
+                row = run_one(path, seed, args.n_trials, args.sampler, args.rank_by, args.anchors)
                 rows.append(row)
                 if args.json:
                     with args.json.open("a") as f:
@@ -319,6 +389,9 @@ def main() -> None:
                 print(markdown([row]).splitlines()[-1], flush=True)
     if args.kept_margins:
         print(kept_margins(rows, args.kept_margins))
+        return
+    if args.anchor_margins:
+        print(anchor_margins(rows, args.anchor_margins))
         return
     print(markdown(rows) if args.markdown else summary(rows))
 

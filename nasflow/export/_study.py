@@ -30,6 +30,7 @@ from nasflow.export._writer import (
     write_export,
 )
 from nasflow.record import (
+    ANCHOR_ATTR,
     RunFolder,
     TrialRecord,
     checkpoint_fingerprint,
@@ -454,6 +455,9 @@ def _prepare_winner(
     except WinnerError as e:
         raise ExportError(f"the retrained weights of trial {t.number} are unusable: {e}") from None
     how = f"phase 3 of study {name!r}"
+    anchor = record.get(ANCHOR_ATTR)
+    if isinstance(anchor, int):  # phase 0 saves its anchors where phase 3 saves winners
+        how = f"phase 0 of study {name!r} (zero-cost anchor {anchor + 1}, before the supernet)"
     net, info = prepare_trained(
         space,
         TrialRecord.from_trial(t).get_arch(),

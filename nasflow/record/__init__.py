@@ -42,6 +42,8 @@ from nasflow.record._identity import (
     write_identity,
 )
 from nasflow.record._keys import (
+    ANCHOR_ATTR,
+    ANCHORS_KEY,
     ARCH_ATTR,
     CHECKPOINT_IDENTITY,
     CONSTRAINTS_KEY,
@@ -115,6 +117,8 @@ from nasflow.record._typed import (
 )
 
 __all__ = [
+    "ANCHORS_KEY",
+    "ANCHOR_ATTR",
     "ARCH_ATTR",
     "CHECKPOINT_IDENTITY",
     "CONSTRAINTS_KEY",

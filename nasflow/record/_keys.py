@@ -39,6 +39,9 @@ COST_TABLE_KEY = "nasflow:cost_table"
 #: typed by ``nasflow.search.FineTuneResult.from_record``, each ready model's own record in
 #: ``RunFolder.ready`` by ``nasflow.search.read_ready``).
 FINETUNED_KEY = "nasflow:finetuned"
+#: Study user attribute holding the zero-cost anchors' record (each anchor's trial, how it
+#: was chosen, its from-scratch training; ``nasflow.search._phase_anchors``).
+ANCHORS_KEY = "nasflow:anchors"
 #: Prefix of the per-winner records written by phase 3 (``nasflow:retrain:<trial number>``).
 RETRAIN_PREFIX = "nasflow:retrain:"
 
@@ -83,6 +86,8 @@ TRACEBACK_ATTR = "traceback"
 RESUMED_AT_ATTR = "resumed_at"
 #: Trial user attribute of a trial whose architecture was already scored: the earlier trial.
 DUPLICATE_KEY = "duplicate_of"
+#: Trial user attribute of a zero-cost anchor's trial: its index among the anchors.
+ANCHOR_ATTR = "anchor"
 #: Every trial user attribute nasflow writes besides its ``nasflow:`` keys.
 TRIAL_ATTRS = (
     ARCH_ATTR,
@@ -98,6 +103,7 @@ TRIAL_ATTRS = (
     TRACEBACK_ATTR,
     RESUMED_AT_ATTR,
     DUPLICATE_KEY,
+    ANCHOR_ATTR,
 )
 #: Trial user attributes of a finished attempt that must not leak into its retry.
 PER_ATTEMPT_ATTRS = (FAIL_REASON_ATTR, TRACEBACK_ATTR)

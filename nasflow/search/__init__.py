@@ -9,6 +9,7 @@ import warnings
 from typing import Any
 
 from nasflow.record import StudyMismatchError
+from nasflow.search._anchors import Anchor, Anchors, zero_cost_front
 from nasflow.search._baseline import read_baseline
 from nasflow.search._batch_write import write_trials
 from nasflow.search._evolution import RegularizedEvolutionSampler
@@ -55,6 +56,8 @@ __all__ = [
     "OBJECTIVES",
     "SCREENING_REASKS",
     "WINNER_RECORD_FILE",
+    "Anchor",
+    "Anchors",
     "BatchedScreening",
     "Budget",
     "CandidateError",
@@ -97,6 +100,7 @@ __all__ = [
     "validation_margin",
     "weights_label",
     "write_trials",
+    "zero_cost_front",
 ]
 
 

@@ -4,6 +4,7 @@ The study runner (``nasflow.search._runner``) builds one :class:`RunContext` and
 to each phase in turn; a phase is a module with one entry point ``run_<phase>(ctx)`` that
 returns its result record (a frozen dataclass below). Phases so far:
 
+- ``_phase_anchors.run_anchors``: zero-cost anchors trained from scratch first (0);
 - ``_phase_supernet.run_supernet``: resolve the speedup stack, train the supernet (1);
 - ``_phase_screening.run_screening``: the Optuna study proposing and scoring candidates (2);
 - ``_phase_trust.run_trust``: how far the supernet's ranking can be trusted (2b);
@@ -17,6 +18,7 @@ result record here, and one line in ``StudyRunner.run``.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +64,10 @@ class RunContext:
             checkpoints carry it).
         budget_said: Whether the screening already said that the budget excludes what
             is proposed.
+        started: ``time.perf_counter()`` when the run started (what "ready N seconds
+            into the run" counts from).
+        started_cpu: ``time.process_time()`` then (the process's CPU-seconds, all its
+            threads).
     """
 
     spec: StudySpec
@@ -83,6 +89,8 @@ class RunContext:
     finetuned: FineTuneResult | None = None
     data_fingerprint: str | None = None
     budget_said: bool = False
+    started: float = field(default_factory=time.perf_counter)
+    started_cpu: float = field(default_factory=time.process_time)
 
     @property
     def out(self) -> Path:
@@ -122,6 +130,15 @@ class RunContext:
     def close_bar(bar: Any) -> None:
         if bar is not None:
             bar.close()
+
+
+@dataclass(frozen=True)
+class AnchorsPhaseResult:
+    """Phase 0: the zero-cost anchors' trial numbers (none: the phase did not add any), and
+    how long it took."""
+
+    trials: tuple[int, ...]
+    seconds: float
 
 
 @dataclass(frozen=True)

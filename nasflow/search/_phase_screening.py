@@ -473,7 +473,9 @@ class BatchedScreening:
         ctx = self.ctx
         have = len(self.counted)
         todo = max(0, self.target - have)
-        if have:
+        if have and len(set(ctx.ran_trials)) >= have:  # this run scored them: queued trials
+            ctx.log(f"{have} queued candidates scored first, {todo} to go")
+        elif have:
             ctx.log(f"resuming: {have} distinct candidates kept, {todo} to go")
         if todo == 0:
             return

@@ -10,13 +10,13 @@ from typing import Any
 
 import optuna
 
-from nasflow.data import DataBundle
 from nasflow.record import DUPLICATE_KEY, TrialRecord, WinnerRecord, retrain_key
 from nasflow.search._context import RunContext, Winner, WinnersPhaseResult
 from nasflow.search._retrain import recipe_for, retrain_arch
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.search._winners import find_winner, save_winner
 from nasflow.space import Arch
+from nasflow.train import TrainResult
 from nasflow.train.stack import Stack, is_rank_zero
 
 
@@ -57,24 +57,11 @@ def run_winners(ctx: RunContext) -> WinnersPhaseResult:
     spec, study, data = ctx.spec, ctx.study, ctx.data
     assert data is not None, "phase 3 needs the study's data"
     winners = []
-    splits = (data.train, data.val, data.test)
     for t in winner_trials(ctx)[: spec.retrain_top]:
         trial = TrialRecord.from_trial(t)
         arch = trial.get_arch()
-        recipe = recipe_for(arch, spec.train)
         folder = ctx.folder.winner(t.number)
-        identity = {
-            "space": spec.space.name,
-            "fingerprint": spec.space.fingerprint(),
-            "arch": arch.to_dict(),
-            "recipe": asdict(recipe),
-            "seed": spec.seed,
-            "stack": (ctx.stack or Stack()).to_dict(),
-            "data": {
-                "name": data.name,
-                "sizes": [getattr(d, "__len__", lambda: None)() for d in splits],
-            },
-        }
+        identity = winner_identity(ctx, arch, ctx.stack)
         saved, why = find_winner(folder, identity)
         if saved is not None:
             ctx.log(f"phase 3: trial {t.number} was retrained by an earlier run: {folder}")
@@ -93,7 +80,7 @@ def run_winners(ctx: RunContext) -> WinnersPhaseResult:
         else:
             if why:
                 ctx.log(f"phase 3: retraining trial {t.number}: {why}")
-            w = _retrain_one(ctx, trial, arch, recipe.epochs, data, folder, identity)
+            w = _retrain_one(ctx, trial, arch, identity)
         winners.append(w)
         entry = {k: v for k, v in asdict(w).items() if k not in ("arch", "weights", "reused")}
         if w.weights is not None:
@@ -102,27 +89,86 @@ def run_winners(ctx: RunContext) -> WinnersPhaseResult:
     return WinnersPhaseResult(tuple(winners), time.perf_counter() - t0)
 
 
-def _retrain_one(
+def winner_identity(ctx: RunContext, arch: Arch, stack: Stack | None) -> dict[str, Any]:
+    """What a from-scratch training of ``arch`` is (``nasflow.search._winners.IDENTITY``):
+    a saved winner with the same identity is reused instead of trained again."""
+    spec, data = ctx.spec, ctx.data
+    assert data is not None, "a from-scratch training needs the study's data"
+    splits = (data.train, data.val, data.test)
+    return {
+        "space": spec.space.name,
+        "fingerprint": spec.space.fingerprint(),
+        "arch": arch.to_dict(),
+        "recipe": asdict(recipe_for(arch, spec.train)),
+        "seed": spec.seed,
+        "stack": (stack or Stack()).to_dict(),
+        "data": {
+            "name": data.name,
+            "sizes": [getattr(d, "__len__", lambda: None)() for d in splits],
+        },
+    }
+
+
+def train_winner(
     ctx: RunContext,
-    trial: TrialRecord,
+    number: int,
     arch: Arch,
-    epochs: int,
-    data: DataBundle,
-    folder: Path,
+    stack: Stack | None,
     identity: dict[str, Any],
-) -> Winner:
-    """Train one winner from scratch, score it, and save its weights (rank 0)."""
-    bar = ctx.bar(epochs, f"phase 3: retrain trial {trial.number}")
+    desc: str,
+    predicted_train_cost: float | None = None,
+    params: int | None = None,
+    extra: dict[str, Any] | None = None,
+) -> tuple[TrainResult, Path | None]:
+    """Train trial ``number``'s ``arch`` from scratch with the study's recipe through
+    ``stack``, score it, and save its weights and record (with ``extra``'s keys) in
+    ``RUNS/NAME/winners/trial-N`` (rank 0; the folder, else ``None``)."""
+    data = ctx.data
+    assert data is not None, "a from-scratch training needs the study's data"
+    epochs = recipe_for(arch, ctx.spec.train).epochs
+    bar = ctx.bar(epochs, desc)
     net, _, res = retrain_arch(
         ctx.spec,
         arch,
         data,
-        ctx.stack,
+        stack,
         ctx.device,
         on_epoch=lambda e, loss: ctx.advance(bar, e, loss),
     )
     ctx.close_bar(bar)
-    w = Winner(
+    if not is_rank_zero():
+        return res, None
+    record = WinnerRecord(
+        identity=identity,
+        study=ctx.spec.name,
+        trial=number,
+        test_accuracy=float(res.test_accuracy or 0.0),
+        val_accuracy=res.val_accuracy,
+        measured_train_cost=res.seconds,
+        predicted_train_cost=predicted_train_cost,
+        params=params,
+        device=str(ctx.device),
+    )
+    folder = ctx.folder.winner(number)
+    save_winner(folder, net, {**record.to_dict(), **(extra or {})})
+    return res, folder
+
+
+def _retrain_one(
+    ctx: RunContext, trial: TrialRecord, arch: Arch, identity: dict[str, Any]
+) -> Winner:
+    """Train one winner from scratch, score it, and save its weights (rank 0)."""
+    res, saved = train_winner(
+        ctx,
+        trial.number,
+        arch,
+        ctx.stack,
+        identity,
+        f"phase 3: retrain trial {trial.number}",
+        float(trial.train_cost),  # type: ignore[arg-type]
+        int(trial.params),  # type: ignore[arg-type]
+    )
+    return Winner(
         trial.number,
         arch,
         res.val_accuracy,
@@ -130,19 +176,5 @@ def _retrain_one(
         float(trial.train_cost),  # type: ignore[arg-type]
         res.seconds,
         int(trial.params),  # type: ignore[arg-type]
+        saved,
     )
-    if is_rank_zero():
-        record = WinnerRecord(
-            identity=identity,
-            study=ctx.spec.name,
-            trial=trial.number,
-            test_accuracy=w.test_accuracy,
-            val_accuracy=w.val_accuracy,
-            measured_train_cost=w.measured_train_cost,
-            predicted_train_cost=w.predicted_train_cost,
-            params=w.params,
-            device=str(ctx.device),
-        )
-        save_winner(folder, net, record.to_dict())
-        w.weights = folder
-    return w

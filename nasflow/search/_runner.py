@@ -1,7 +1,7 @@
 """The study runner: opens the study and sequences the phases, each a module with one entry
 point ``run_<phase>(ctx)`` over a shared ``RunContext`` (``nasflow.search._context``):
-phase 1 (``_phase_supernet``), phase 2 (``_phase_screening``), 2b (``_phase_trust``),
-phase 3 (``_phase_winners``)."""
+phase 0 (``_phase_anchors``), phase 1 (``_phase_supernet``), phase 2 (``_phase_screening``),
+2b (``_phase_trust``), 2c (``_phase_finetune``), phase 3 (``_phase_winners``)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from nasflow.search._context import RunContext, Winner
 from nasflow.search._identity import scoring_record
 from nasflow.search._multipliers import measured_trainings, search_multipliers
 from nasflow.search._optuna import sampler_seed, study_pruner, study_sampler
+from nasflow.search._phase_anchors import run_anchors
 from nasflow.search._phase_finetune import run_finetune
 from nasflow.search._phase_screening import run_screening
 from nasflow.search._phase_supernet import run_supernet
@@ -237,7 +238,7 @@ class StudyRunner:
         """Validate, then run the phases in order (each ``run_<phase>(ctx)``, see
         ``nasflow.search._context``); a worker skips phase 3 and the study records."""
         spec = self.spec
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             check_run_folders(self.out)  # (a FIFO there would hang, a link mislead)
             self._n_trials = n_trials  # (``sampler="auto"`` depends on it)
@@ -259,10 +260,14 @@ class StudyRunner:
                 stack=self.stack,
                 ran_trials=self.ran_trials,
                 data_fingerprint=self._data_fingerprint,
+                started=t0,
+                started_cpu=c0,
             )
             seconds: dict[str, float] = {}
-            if spec.table is None:  # tabular mode skips phases 1 and 3
+            if spec.table is None:  # tabular mode skips phases 0, 1 and 3
                 ctx.data = self._load_data()
+                if spec.anchors is not None and not worker and is_rank_zero():
+                    seconds["anchors"] = run_anchors(ctx).seconds
                 phase1 = run_supernet(ctx)
                 self.stack, ctx.supernet = phase1.stack, phase1.supernet
                 if phase1.calibration_seconds:

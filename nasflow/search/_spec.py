@@ -16,6 +16,7 @@ import optuna
 from nasflow._checks import check_fraction, check_int
 from nasflow.data import DataBundle
 from nasflow.errors import ConfigError, NasflowError
+from nasflow.search._anchors import Anchors
 from nasflow.search._cost import COST_ESTIMATORS
 from nasflow.search._finetune import FineTuning
 from nasflow.search._trust import TrustProbe
@@ -226,6 +227,11 @@ class StudySpec:
             (``RUNS/NAME/ready/trial-N``); phase 3 then retrains the finalist with the best
             fine-tuned validation accuracy rather than the best supernet score. ``None``
             (default) skips it. See :class:`~nasflow.search.FineTuning`.
+        anchors: Before the supernet, train a few architectures chosen without training
+            (parameter count up, training FLOPs down) from scratch with the study's recipe:
+            ready models within seconds along the front, and the baseline the kept model
+            is compared with; each is a trial of the study, scored by phase 2 like any
+            other. ``None`` (default) skips it. See :class:`~nasflow.search.Anchors`.
         baseline: CSV files of random architectures of this space trained stand-alone with
             this study's recipe (``benchmarks/ground_truth.py`` writes them; a column
             ``test_accuracy``): the summary says how much better the retrained winner is
@@ -259,6 +265,7 @@ class StudySpec:
     remeasure_costs: bool = False
     trust: TrustProbe | None = None
     finetuning: FineTuning | None = None
+    anchors: Anchors | None = None
     baseline: tuple[str | os.PathLike, ...] = ()
 
     def __post_init__(self) -> None:
@@ -373,6 +380,10 @@ class StudySpec:
                 f"study {self.name!r}: finetuning must be a FineTuning or None, "
                 f"got {self.finetuning!r}"
             )
+        if self.anchors is not None and not isinstance(self.anchors, Anchors):
+            raise StudyFileError(
+                f"study {self.name!r}: anchors must be an Anchors or None, got {self.anchors!r}"
+            )
         if self.table is not None:
             self._check_tabular()
         else:
@@ -466,7 +477,7 @@ class StudySpec:
                 f"study {self.name!r}: a tabular study has one objective, ('accuracy',) "
                 f"(the table's {table.metric!r}), got {self.objectives!r}"
             )
-        for name in ("finetune", "finetuning"):
+        for name in ("finetune", "finetuning", "anchors"):
             if getattr(self, name) is not None:
                 raise StudyFileError(
                     f"study {self.name!r}: {name}={getattr(self, name)!r}, but a tabular "

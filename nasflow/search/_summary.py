@@ -11,6 +11,7 @@ import optuna
 
 from nasflow import names
 from nasflow.record import (
+    ANCHORS_KEY,
     ARCH_ATTR,
     COST_TABLE_KEY,
     FINETUNED_KEY,
@@ -23,9 +24,15 @@ from nasflow.record import (
 from nasflow.search._baseline import read_baseline
 from nasflow.search._budget import budget_excludes
 from nasflow.search._costtable import format_cost_table
-from nasflow.search._finetune import FineTuneResult, kept_weights
+from nasflow.search._finetune import (
+    KEPT_MARGIN_SE,
+    FineTuneResult,
+    kept_weights,
+    validation_margin,
+)
 from nasflow.search._multipliers import format_multipliers, format_stack
 from nasflow.search._objective import arch_summary
+from nasflow.search._phase_anchors import anchor_line
 from nasflow.search._runner import RunResult
 from nasflow.search._spec import StudySpec
 from nasflow.search._trust import format_trust
@@ -81,6 +88,33 @@ def baseline_line(
         f"({weights}) against a median of {median:.4f} over {len(accs)} stand-alone trainings "
         f"of random architectures with the same recipe and test split "
         f"({100 * (winner_test - median):+.2f} points; better than {beaten:.0%} of them)"
+    )
+
+
+def anchors_verdict(
+    study: str, kept_val: float, what: str, anchors: list[dict], samples: int | None
+) -> str:
+    """The search's kept model against the best zero-cost anchor, on validation accuracy
+    (both trained with the study's recipe; a lead within :data:`KEPT_MARGIN_SE` standard
+    errors counts as none)."""
+    best = max(anchors, key=lambda e: e["val_accuracy"])
+    lead = kept_val - best["val_accuracy"]
+    margin = validation_margin(kept_val, best["val_accuracy"], samples)
+    head = (
+        f"search vs zero-cost anchors: the {what} validates {kept_val:.4f}, the best anchor "
+        f"(trial {best['trial']}, trained from scratch) {best['val_accuracy']:.4f}"
+    )
+    if lead > margin:
+        return f"{head}: the search's choice is ahead by {100 * lead:.2f} points"
+    if -lead > margin:
+        return (
+            f"{head}: the anchor is ahead by {100 * -lead:.2f} points, more than "
+            f"{KEPT_MARGIN_SE:g} standard errors; `nasflow export {shlex.quote(study)} --trial "
+            f"{best['trial']} --out DIR` exports it"
+        )
+    return (
+        f"{head}: within {KEPT_MARGIN_SE:g} standard errors of a validation accuracy "
+        f"({100 * margin:.2f} points), no difference on this evidence"
     )
 
 
@@ -210,6 +244,22 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
             )
             if kept is not None:
                 lines.append(kept.line(spec.name))
+    anchors = result.study.user_attrs.get(ANCHORS_KEY)
+    trained = [
+        e
+        for e in (anchors or {}).get("anchors", [])
+        if isinstance(anchors, dict) and e.get("val_accuracy") is not None
+    ]
+    lines.extend(anchor_line(e) for e in trained)
+    if trained and result.winners:
+        samples = (
+            finetuned_record.get("val_samples") if isinstance(finetuned_record, dict) else None
+        )
+        if kept is not None:
+            kept_val, what = kept.val_accuracy, f"kept model ({kept.kind})"
+        else:
+            kept_val, what = result.winners[0].val_accuracy, "winner (retrained)"
+        lines.append(anchors_verdict(spec.name, kept_val, what, trained, samples))
     if result.winners and spec.baseline:
         lines.append(baseline_line(result.winners[0].test_accuracy, spec.baseline))
         if kept is not None and kept.kind == "fine-tuned" and kept.test_accuracy is not None:

@@ -290,3 +290,56 @@ def test_b7_finds_the_largest_architecture_of_a_space() -> None:
     for c in space.choices:
         for v in c.values:
             assert b7.n_params(space, Arch({**dict(arch), c.label: v})) <= params
+
+
+def test_b1_counts_an_event_at_the_time_it_was_ready_never_in_the_future() -> None:
+    b1 = _load("search_efficiency.py")
+    run = b1.Run("nasflow", 0, threshold=0.99, budget=1e9, full=True)
+    run.add(_arch(0), val=0.9, test=0.9, at=0.0)
+    run.add(_arch(1), val=0.9, test=0.9, at=1e9)  # a clock ahead of the run's: now
+    assert run.events[0]["cpu"] == 0.0
+    assert 0 < run.events[1]["cpu"] < 1e9
+
+
+def test_b6_replays_keeping_the_best_anchor_only_beyond_the_margin() -> None:
+    """``suite_runs.py --anchor-margins``: the best-validating anchor replaces the kept
+    model only where it validates higher by more than the margin."""
+    b6 = _load("suite_runs.py")
+    study = str(ROOT / "studies" / "mnist1d_front.py")
+
+    def row(name: str, kept_val: float, anchor_val: float) -> dict:
+        return {
+            "study": study,
+            "name": name,
+            "kept_trial": 7,
+            "kept_val": kept_val,
+            "kept_test": 0.95,
+            "kept_beats": 0.5,
+            "finetuned": None,
+            "anchors": [
+                {"val_accuracy": anchor_val, "test_accuracy": 0.97, "beats": 0.9},
+                {"val_accuracy": anchor_val - 0.1, "test_accuracy": 0.99, "beats": 1.0},
+            ],
+        }
+
+    # 500 validation samples near 95%: one standard error is about 1 point.
+    rows = [row("a", 0.950, 0.955), row("b", 0.950, 0.990)]
+    table = b6.anchor_margins(rows, [0, 2]).splitlines()
+    assert table[2].startswith("| search only (no anchor kept) | 2 | 0 | 50.0% | 50% |")
+    assert table[3].startswith("| anchor if > 0 SE | 2 | 2 | 90.0% | 90% |")
+    assert table[4].startswith("| anchor if > 2 SE | 2 | 1 | 70.0% | 50% |")
+    assert table[5].startswith("| best anchor alone | 2 | 2 | 90.0% |")
+
+
+def test_b8_replays_the_anchor_rule_on_a_table(tmp_path: Path) -> None:
+    """``anchors.py``: the anchors are the study's rule applied to the table's
+    architectures; their hypervolume is read from the table's own trainings."""
+    b8 = _load("anchors.py")
+    rows = b8.replay(ROOT / "studies" / "mnist1d_front.py", [1, 3], draws=20)
+    assert [r["n"] for r in rows] == [1, 3] and rows[1]["anchors"] == 3
+    for r in rows:
+        assert 0 < r["hv"] <= 1 and 0 < r["random_hv"] <= 1 and r["cpu"] > 0
+        assert 0 <= r["best_beats"] <= 1
+    # n=1 is the largest architecture, the most expensive of the three.
+    assert rows[0]["cpu"] < rows[1]["cpu"]
+    assert "| mnist1d_front | 200 |" in b8.markdown(rows)

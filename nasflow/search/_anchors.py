@@ -1,0 +1,127 @@
+"""Zero-cost anchors: architectures chosen before anything trains, trained first.
+
+Nothing that the one-shot search produces exists before its supernet is trained and
+screened (a minute or more on a CPU). The anchors fill that gap: a few architectures
+chosen from the space by numbers that cost no training -- parameter count (more is more
+accurate: on the generalisation suite the parameter count alone ranks the random
+architectures at Kendall tau +0.62 to +0.81, ``benchmarks/RESULTS.md``) and training
+FLOPs (fewer is cheaper) -- trained from scratch with the study's recipe before the
+supernet. They are ready models within seconds, they span the accuracy-cost front from
+its cheap end to its accurate end, and they are the baseline the search's kept model is
+compared with.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from nasflow._checks import check_int
+from nasflow.search._pareto import non_dominated_sort
+from nasflow.space import Arch, SearchSpace
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """How many zero-cost anchors a study trains first, and from how many candidates.
+
+    Attributes:
+        n: Anchors trained from scratch before the supernet (each costs one stand-alone
+            training with the study's recipe). Chosen on the generalisation suite
+            (``benchmarks/RESULTS.md``, "Zero-cost anchors"): replayed on the nine
+            grounds' tables, 4 anchors reached a median hypervolume ratio of 0.89 (0.61 to
+            0.92) for about a quarter of a default study's CPU time; 3 anchors 0.83 (0.64
+            to 0.87) and 5 anchors 0.90 for more time.
+        sample: Random architectures drawn from the space (seeded by the study's seed);
+            the anchors are spread over the non-dominated set of (parameters up, training
+            FLOPs down) among them, evenly in log FLOPs from its cheapest member to its
+            largest.
+    """
+
+    n: int = 4
+    sample: int = 256
+
+    def __post_init__(self) -> None:
+        check_int("Anchors.n", self.n, 1)
+        check_int("Anchors.sample", self.sample, self.n)
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """One zero-cost anchor: the architecture and the numbers that chose it.
+
+    Attributes:
+        arch: The architecture.
+        params: Trainable parameters of its stand-alone network.
+        flops: Forward and backward FLOPs of one training step (the study's batch size).
+    """
+
+    arch: Arch
+    params: int
+    flops: int
+
+
+def zero_cost_front(
+    space: SearchSpace,
+    n: int,
+    sample: int,
+    seed: int,
+    batch_size: int,
+    candidates: Sequence[Arch] | None = None,
+) -> list[Anchor]:
+    """Up to ``n`` anchors, cheapest first: of ``sample`` distinct random architectures
+    (drawn with ``seed``; or the given ``candidates``), the non-dominated set by
+    (parameters up, training FLOPs down), and on it the members nearest to ``n`` points
+    evenly spaced in log FLOPs from its cheapest to its largest member (the largest always
+    included).
+
+    Parameters and FLOPs come from the cost model's op tracer (shapes only, on the
+    ``meta`` device; no table, nothing is measured): about 1.5 CPU-seconds for 256
+    candidates of the MNIST-1D space.
+    """
+    from nasflow.cost import CostModel
+
+    check_int("n", n, 1)
+    check_int("sample", sample, 1)
+    # A table in memory: the op tracer needs one, nothing is measured or stored in it.
+    model = CostModel.for_space(space, batch_size=batch_size, storage_url="sqlite://", share=False)
+    archs: dict[Arch, None] = {}
+    if candidates is not None:
+        archs = dict.fromkeys(candidates)
+    else:
+        rng = np.random.default_rng(seed)
+        for _ in range(20 * sample):  # a small space runs out of distinct architectures
+            archs.setdefault(space.sample(rng))
+            if len(archs) == sample:
+                break
+    found = [Anchor(a, model.params(a), model.flops(a).total) for a in archs]
+    points = np.array([(-a.params, a.flops) for a in found], dtype=float)
+    ranks = non_dominated_sort(points, ["minimize", "minimize"])
+    front = sorted((a for a, r in zip(found, ranks, strict=True) if r == 0), key=_by_flops)
+    if len(front) <= n:
+        return front
+    logs = np.log([max(a.flops, 1) for a in front])
+    chosen: list[int] = []
+    for target in np.linspace(logs[-1], logs[0], n):  # the largest first: n=1 is the largest
+        free = [i for i in range(len(front)) if i not in chosen]
+        chosen.append(min(free, key=lambda i: (abs(logs[i] - target), i)))
+    return [front[i] for i in sorted(chosen)]
+
+
+def _by_flops(a: Anchor) -> tuple[int, int]:
+    return a.flops, -a.params
+
+
+def describe(anchor: Anchor) -> str:
+    """``"12.3k params, 45.6 MFLOPs/step"``."""
+    return f"{_si(anchor.params)} params, {_si(anchor.flops)}FLOPs/step"
+
+
+def _si(x: float) -> str:
+    if x <= 0:
+        return "0"
+    k = min(int(math.log10(x) // 3), 4)
+    return f"{x / 1000**k:.3g}{' kMGT'[k].strip()}"
