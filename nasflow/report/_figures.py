@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import math
 import textwrap
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -22,6 +23,7 @@ from nasflow.record import (
     SUPERNET_KEY,
 )
 from nasflow.report._records import (
+    AnchorRow,
     CostModelData,
     FairnessData,
     MultipliersData,
@@ -137,9 +139,34 @@ def _ready_hover(row: ReadyRow, x_title: str) -> str:
     return "<br>".join(lines)
 
 
-def plot_tradeoff(data: TradeoffData, title: str, ready: ReadyModels | None = None) -> go.Figure:
-    """Accuracy against cost or parameters: front, dominated, violators, winner, and the
-    fine-tuning phase's ready models (one trace per number of fine-tuned epochs)."""
+def _anchor_x(row: AnchorRow, x_attr: str) -> float | None:
+    value = row.params if x_attr == PARAMS_ATTR else row.train_cost
+    return None if value is None else float(value)
+
+
+def _anchor_hover(row: AnchorRow, x_title: str) -> str:
+    x = _anchor_x(row, PARAMS_ATTR if x_title == names.PARAMS else "")
+    lines = [
+        f"trial {row.number}: zero-cost anchor, trained from scratch before the supernet",
+        f"{names.RETRAINED_VAL_ACCURACY} {row.val_accuracy:.4f} (measured)",
+    ]
+    if row.test_accuracy is not None:
+        lines.append(f"{names.RETRAINED_TEST_ACCURACY} {row.test_accuracy:.4f} (measured)")
+    lines.append(f"{names.MEASURED_COST} {row.seconds:.3g}")
+    if x is not None:
+        lines.append(f"{x_title} {x:,.0f}" if x_title == names.PARAMS else f"{x_title} {x:.4g}")
+    return "<br>".join(lines)
+
+
+def plot_tradeoff(
+    data: TradeoffData,
+    title: str,
+    ready: ReadyModels | None = None,
+    anchors: Sequence[AnchorRow] = (),
+) -> go.Figure:
+    """Accuracy against cost or parameters: front, dominated, violators, winner, the
+    fine-tuning phase's ready models (one trace per number of fine-tuned epochs) and the
+    zero-cost anchors trained from scratch."""
     if not data.points:
         return not_measured(title, "no completed trial records this quantity yet")
     evaluated = [p.accuracy for p in data.points if p.accuracy is not None]
@@ -196,6 +223,21 @@ def plot_tradeoff(data: TradeoffData, title: str, ready: ReadyModels | None = No
                 hovertemplate="%{text}<extra></extra>",
             )
         )
+    drawn = sorted(
+        (r for r in anchors if _anchor_x(r, data.x_attr) is not None), key=lambda r: r.number
+    )
+    if drawn:
+        fig.add_trace(
+            go.Scatter(
+                x=[_anchor_x(r, data.x_attr) for r in drawn],
+                y=[r.val_accuracy for r in drawn],
+                mode="markers",
+                marker={"color": "#ff7f0e", "symbol": "square", "size": 12},
+                name=f"zero-cost anchors (from scratch): {names.RETRAINED_VAL_ACCURACY}, measured",
+                text=[_anchor_hover(r, data.x_title) for r in drawn],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
     xs = [p.x for p in data.points]
     wide = min(xs) > 0 and max(xs) / min(xs) > 20  # spans more than a decade or so
     fig.update_xaxes(title=data.x_title, type="log" if wide else "linear")
@@ -215,6 +257,12 @@ def plot_tradeoff(data: TradeoffData, title: str, ready: ReadyModels | None = No
             f" Green diamonds: the {len(shown)} ready models of the fine-tuning phase, drawn at "
             f"their {names.FINETUNED_ACCURACY} (measured on the fine-tuned weights, not the "
             "supernet's), bigger for more epochs."
+        )
+    if drawn:
+        caption += (
+            f" Orange squares: the {len(drawn)} zero-cost anchors, trained from scratch with "
+            f"the study's recipe before the supernet, drawn at their "
+            f"{names.RETRAINED_VAL_ACCURACY}."
         )
     return _layout(fig, title, caption)
 

@@ -14,6 +14,7 @@ import optuna
 
 from nasflow.errors import ConfigError
 from nasflow.record import (
+    ANCHORS_KEY,
     FINETUNED_KEY,
     STACK_KEY,
     SUPERNET_KEY,
@@ -438,3 +439,52 @@ def ready_models(study: optuna.Study, summarize: Summarizer = generic_summary) -
             )
         )
     return ReadyModels(True, sorted(rows, key=lambda r: (-r.val_accuracy, r.number)))
+
+
+# ---------------------------------------------------------------------- zero-cost anchors
+class AnchorRow(NamedTuple):
+    """One zero-cost anchor of phase 0, trained from scratch before the supernet.
+
+    Attributes:
+        number: Its trial.
+        val_accuracy: Validation accuracy of its from-scratch weights (measured).
+        test_accuracy: Test accuracy of the same weights, if measured.
+        seconds: Measured seconds of its from-scratch training.
+        train_cost: The trial's predicted stand-alone training cost, if recorded.
+        params: Its parameter count.
+        arch: Its architecture, in one line (the report's summarizer).
+    """
+
+    number: int
+    val_accuracy: float
+    test_accuracy: float | None
+    seconds: float
+    train_cost: float | None
+    params: int | None
+    arch: str
+
+
+def anchor_models(study: optuna.Study, summarize: Summarizer = generic_summary) -> list[AnchorRow]:
+    """The trained zero-cost anchors (``nasflow:anchors``), each with its trial's predicted
+    cost (for the trade-off figures); none where the study has no such record."""
+    record = study.user_attrs.get(ANCHORS_KEY)
+    if not isinstance(record, dict):
+        return []
+    trials = {t.number: TrialRecord.from_trial(t) for t in study.get_trials(deepcopy=False)}
+    rows = []
+    for a in record.get("anchors", []):
+        if not isinstance(a, dict) or not isinstance(a.get("val_accuracy"), float | int):
+            continue
+        trial = trials.get(int(a["trial"]), TrialRecord())
+        rows.append(
+            AnchorRow(
+                int(a["trial"]),
+                float(a["val_accuracy"]),
+                a.get("test_accuracy"),
+                float(a.get("measured_train_cost") or 0.0),
+                trial.train_cost,
+                trial.params if trial.params is not None else a.get("params"),
+                summarize(a["arch"]),
+            )
+        )
+    return rows

@@ -19,11 +19,13 @@ from nasflow.report._figures import (
     plot_tradeoff,
 )
 from nasflow.report._records import (
+    AnchorRow,
     CostModelData,
     FairnessData,
     MultipliersData,
     ReadyModels,
     StackData,
+    anchor_models,
     costmodel_data,
     fairness_data,
     multipliers_data,
@@ -57,6 +59,7 @@ class ReportData(NamedTuple):
     table: ParetoTable
     multipliers: MultipliersData
     ready: ReadyModels
+    anchors: tuple[AnchorRow, ...] = ()
 
 
 def report_data(study: optuna.Study, space: SearchSpace | None = None) -> ReportData:
@@ -82,6 +85,7 @@ def report_data(study: optuna.Study, space: SearchSpace | None = None) -> Report
         table=pareto_table(study, summarize),
         multipliers=multipliers_data(study),
         ready=ready_models(study, summarize),
+        anchors=tuple(anchor_models(study, summarize)),
     )
 
 
@@ -102,12 +106,14 @@ def report_figures(data: ReportData) -> list[ReportFigure]:
     return [
         ReportFigure(
             "pareto",
-            plot_tradeoff(data.pareto, "Pareto front: accuracy vs training cost", data.ready),
+            plot_tradeoff(
+                data.pareto, "Pareto front: accuracy vs training cost", data.ready, data.anchors
+            ),
             bool(data.pareto.points),
         ),
         ReportFigure(
             "params",
-            plot_tradeoff(data.params, "Accuracy vs parameters", data.ready),
+            plot_tradeoff(data.params, "Accuracy vs parameters", data.ready, data.anchors),
             bool(data.params.points),
         ),
         ReportFigure("history", plot_history(data.history), bool(data.history.numbers)),

@@ -31,10 +31,12 @@ class Anchors:
     Attributes:
         n: Anchors trained from scratch before the supernet (each costs one stand-alone
             training with the study's recipe). Chosen on the generalisation suite
-            (``benchmarks/RESULTS.md``, "Zero-cost anchors"): replayed on the nine
-            grounds' tables, 4 anchors reached a median hypervolume ratio of 0.89 (0.61 to
-            0.92) for about a quarter of a default study's CPU time; 3 anchors 0.83 (0.64
-            to 0.87) and 5 anchors 0.90 for more time.
+            (``benchmarks/anchors.py``, B8 in ``benchmarks/RESULTS.md``): replayed on the
+            nine grounds' tables, 4 anchors cover a median 0.87 of each table's
+            hypervolume (0.61 to 0.92) for 28 CPU-seconds of training, against 0.84 for 4
+            of the table's architectures drawn at random (about the same CPU); 3 anchors
+            0.83 (random 0.81), 5 anchors 0.89 (0.85) for 33 CPU-seconds. The best
+            validating anchor (usually the largest) beats a median 86% of the table.
         sample: Random architectures drawn from the space (seeded by the study's seed);
             the anchors are spread over the non-dominated set of (parameters up, training
             FLOPs down) among them, evenly in log FLOPs from its cheapest member to its

@@ -65,6 +65,16 @@ def test_anchors_are_trained_first_and_scored_as_trials(tmp_path) -> None:
     assert (
         f"(trial {best['trial']}, trained from scratch) {best['val_accuracy']:.4f}" in verdict[0]
     )
+    # The report draws them on both trade-off figures, at their measured validation accuracy.
+    from nasflow.report import report_data, report_figures
+
+    data = report_data(result.study, spec.space)
+    assert [r.number for r in data.anchors] == [0, 1]
+    assert [r.val_accuracy for r in data.anchors] == [a["val_accuracy"] for a in anchors]
+    for fig in report_figures(data)[:2]:
+        (trace,) = [t for t in fig.figure.data if t.name.startswith("zero-cost anchors")]
+        assert list(trace.y) == [a["val_accuracy"] for a in anchors]
+        assert "trial 0: zero-cost anchor, trained from scratch" in trace.text[0]
 
 
 def test_a_rerun_trains_no_anchor_again(tmp_path, monkeypatch) -> None:
