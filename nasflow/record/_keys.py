@@ -40,7 +40,7 @@ COST_TABLE_KEY = "nasflow:cost_table"
 #: ``RunFolder.ready`` by ``nasflow.search.read_ready``).
 FINETUNED_KEY = "nasflow:finetuned"
 #: Study user attribute holding the zero-cost anchors' record (each anchor's trial, how it
-#: was chosen, its from-scratch training; ``nasflow.search._phase_anchors``).
+#: was chosen, its from-scratch training; phase 0, ``nasflow.search.Anchors``).
 ANCHORS_KEY = "nasflow:anchors"
 #: Prefix of the per-winner records written by phase 3 (``nasflow:retrain:<trial number>``).
 RETRAIN_PREFIX = "nasflow:retrain:"
