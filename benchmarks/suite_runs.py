@@ -44,12 +44,14 @@ from ranking import load_ground_truth, merge_ground_truth
 from nasflow.export._study import load_supernet
 from nasflow.record import ANCHORS_KEY, FINETUNED_KEY, MULTIPLIERS_KEY, TRUST_KEY
 from nasflow.search import (
+    ANCHOR_MARGIN_SE,
     KEPT_MARGIN_SE,
     Anchors,
     FineTuneResult,
     StudyRunner,
     kept_weights,
     load_study_file,
+    standard_error,
     validation_margin,
 )
 from nasflow.supernet import recalibrate_bn
@@ -182,10 +184,19 @@ def val_samples(study: str) -> int:
 
 def kept(row: dict) -> tuple[str, float, float]:
     """``(weights, test accuracy, share of the table beaten)`` of the model the study keeps
-    under today's rule (``nasflow.search.kept_weights``, what the summary's "kept model"
-    line says): the kept finalist's fine-tuned weights where they validate above its
-    retrain by the margin, else the retrain. Rows recorded before the record kept the
-    validation split's size are replayed with the study's split size."""
+    under today's rule (what the summary's "kept model" line says): the search's choice
+    (:func:`kept_weights_of`), or the best zero-cost anchor where the run trained anchors
+    and it validates above that choice by more than ``ANCHOR_MARGIN_SE`` standard errors
+    (``nasflow.search.kept_anchor``)."""
+    return with_anchors(row, ANCHOR_MARGIN_SE)
+
+
+def kept_weights_of(row: dict) -> tuple[str, float, float]:
+    """``(weights, test accuracy, share of the table beaten)`` of the search's own choice
+    under today's rule (``nasflow.search.kept_weights``): the kept finalist's fine-tuned
+    weights where they validate above its retrain by the margin, else the retrain. Rows
+    recorded before the record kept the validation split's size are replayed with the
+    study's split size."""
     record = row.get("finetuned")
     choice = None
     if record:
@@ -202,7 +213,7 @@ def kept(row: dict) -> tuple[str, float, float]:
 def with_anchors(row: dict, margin_se: float) -> tuple[str, float, float]:
     """``(weights, test, share beaten)`` when the best zero-cost anchor replaces the kept
     model where it validates above it by more than ``margin_se`` standard errors."""
-    weights, test, share = kept(row)
+    weights, test, share = kept_weights_of(row)
     anchors = row.get("anchors") or []
     if not anchors:
         return weights, test, share
@@ -212,8 +223,9 @@ def with_anchors(row: dict, margin_se: float) -> tuple[str, float, float]:
         record = FineTuneResult.from_record(row["finetuned"])
         kept_val = next(c.val_accuracy for c in record.ready if c.trial == row["kept_trial"])
     n = (row.get("finetuned") or {}).get("val_samples") or val_samples(row["study"])
-    se = validation_margin(best["val_accuracy"], kept_val, n) / KEPT_MARGIN_SE
-    if best["val_accuracy"] > kept_val + margin_se * se:
+    if best["val_accuracy"] > kept_val + margin_se * standard_error(
+        best["val_accuracy"], kept_val, n
+    ):
         return "anchor", best["test_accuracy"], best["beats"]
     return weights, test, share
 
@@ -238,7 +250,7 @@ def anchor_margins(rows: list[dict], margins: list[float]) -> str:
             f"{min(shares):.0%} | " + " | ".join(per) + " |"
         )
 
-    lines.append(line("search only (no anchor kept)", [(r, kept(r)) for r in rows]))
+    lines.append(line("search only (no anchor kept)", [(r, kept_weights_of(r)) for r in rows]))
     for m in margins:
         lines.append(line(f"anchor if > {m:g} SE", [(r, with_anchors(r, m)) for r in rows]))
     alone = []

@@ -9,7 +9,13 @@ import warnings
 from typing import Any
 
 from nasflow.record import StudyMismatchError
-from nasflow.search._anchors import Anchor, Anchors, zero_cost_front
+from nasflow.search._anchors import (
+    ANCHOR_MARGIN_SE,
+    Anchor,
+    Anchors,
+    kept_anchor,
+    zero_cost_front,
+)
 from nasflow.search._baseline import read_baseline
 from nasflow.search._batch_write import write_trials
 from nasflow.search._evolution import RegularizedEvolutionSampler
@@ -22,6 +28,7 @@ from nasflow.search._finetune import (
     ReadyModelError,
     kept_weights,
     read_ready,
+    standard_error,
     validation_margin,
     weights_label,
 )
@@ -51,6 +58,7 @@ from nasflow.search._winners import RECORD_FILE as WINNER_RECORD_FILE
 from nasflow.search._winners import WinnerError, load_winner_weights, read_winner
 
 __all__ = [
+    "ANCHOR_MARGIN_SE",
     "KEPT_MARGIN_SE",
     "MULTIPLIER_TITLES",
     "OBJECTIVES",
@@ -80,6 +88,7 @@ __all__ = [
     "arch_summary",
     "bootstrap_tau",
     "crowding_distance",
+    "kept_anchor",
     "kept_weights",
     "load_study_file",
     "load_winner_weights",
@@ -95,6 +104,7 @@ __all__ = [
     "run_trust_probe",
     "should_prune",
     "spread_over_ranking",
+    "standard_error",
     "study_sampler",
     "summary_table",
     "validation_margin",

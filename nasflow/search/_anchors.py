@@ -14,14 +14,34 @@ compared with.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from nasflow._checks import check_int
 from nasflow.search._pareto import non_dominated_sort
 from nasflow.space import Arch, SearchSpace
+
+#: How many standard errors of a validation accuracy the best anchor must validate above
+#: the search's kept model to be kept instead. Both are trained from scratch with the
+#: study's recipe, so neither figure is inflated by fine-tuning; the anchor's is the best of
+#: ``n`` (the expected maximum of four draws of noise is about one standard error).
+ANCHOR_MARGIN_SE = 2.0
+
+
+def kept_anchor(
+    kept_val: float, anchors: Sequence[Mapping[str, Any]], samples: int | None
+) -> tuple[Mapping[str, Any], float]:
+    """The best-validating trained anchor record and the margin (in accuracy) it must
+    clear: :data:`ANCHOR_MARGIN_SE` binomial standard errors on ``samples`` validation
+    samples. The anchor replaces the search's kept model (validation ``kept_val``) when
+    its validation accuracy is above ``kept_val`` by more than the margin."""
+    from nasflow.search._finetune import standard_error
+
+    best = max(anchors, key=lambda e: e["val_accuracy"])
+    return best, ANCHOR_MARGIN_SE * standard_error(kept_val, best["val_accuracy"], samples)
 
 
 @dataclass(frozen=True)

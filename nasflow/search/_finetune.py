@@ -404,10 +404,16 @@ def kept_weights(
 def validation_margin(a: float, b: float, samples: int | None) -> float:
     """:data:`KEPT_MARGIN_SE` binomial standard errors of an accuracy near the mean of
     ``a`` and ``b`` measured on ``samples`` samples (0 when ``samples`` is unknown)."""
+    return KEPT_MARGIN_SE * standard_error(a, b, samples)
+
+
+def standard_error(a: float, b: float, samples: int | None) -> float:
+    """The binomial standard error of an accuracy near the mean of ``a`` and ``b`` measured
+    on ``samples`` samples (0 when ``samples`` is unknown)."""
     if not samples:
         return 0.0
     p = min(max((a + b) / 2, 0.0), 1.0)
-    return KEPT_MARGIN_SE * math.sqrt(p * (1 - p) / samples)
+    return math.sqrt(p * (1 - p) / samples)
 
 
 def weights_label(rec: FineTuned) -> str:

@@ -21,15 +21,11 @@ from nasflow.record import (
     TRUST_KEY,
     TrialRecord,
 )
+from nasflow.search._anchors import ANCHOR_MARGIN_SE, kept_anchor
 from nasflow.search._baseline import read_baseline
 from nasflow.search._budget import budget_excludes
 from nasflow.search._costtable import format_cost_table
-from nasflow.search._finetune import (
-    KEPT_MARGIN_SE,
-    FineTuneResult,
-    kept_weights,
-    validation_margin,
-)
+from nasflow.search._finetune import FineTuneResult, kept_weights
 from nasflow.search._multipliers import format_multipliers, format_stack
 from nasflow.search._objective import arch_summary
 from nasflow.search._phase_anchors import anchor_line
@@ -95,26 +91,32 @@ def anchors_verdict(
     study: str, kept_val: float, what: str, anchors: list[dict], samples: int | None
 ) -> str:
     """The search's kept model against the best zero-cost anchor, on validation accuracy
-    (both trained with the study's recipe; a lead within :data:`KEPT_MARGIN_SE` standard
-    errors counts as none)."""
-    best = max(anchors, key=lambda e: e["val_accuracy"])
+    (both trained from scratch with the study's recipe, or the kept model fine-tuned): the
+    "kept model" line when the anchor is ahead by more than :data:`ANCHOR_MARGIN_SE`
+    standard errors, else how the two compare."""
+    best, margin = kept_anchor(kept_val, anchors, samples)
     lead = kept_val - best["val_accuracy"]
-    margin = validation_margin(kept_val, best["val_accuracy"], samples)
+    if -lead > margin:
+        test = best.get("test_accuracy")
+        return (
+            f"kept model: trial {best['trial']}, a zero-cost anchor trained from scratch "
+            f"before the supernet: validation {best['val_accuracy']:.4f} against {kept_val:.4f} "
+            f"for the search's {what}, ahead by {100 * -lead:.2f} points, more than "
+            f"{ANCHOR_MARGIN_SE:g} standard errors"
+            + ("" if test is None else f"; test {test:.4f}")
+            + f"; `nasflow export {shlex.quote(study)} --trial {best['trial']} --out DIR` "
+            "exports it"
+        )
     head = (
         f"search vs zero-cost anchors: the {what} validates {kept_val:.4f}, the best anchor "
         f"(trial {best['trial']}, trained from scratch) {best['val_accuracy']:.4f}"
     )
     if lead > margin:
         return f"{head}: the search's choice is ahead by {100 * lead:.2f} points"
-    if -lead > margin:
-        return (
-            f"{head}: the anchor is ahead by {100 * -lead:.2f} points, more than "
-            f"{KEPT_MARGIN_SE:g} standard errors; `nasflow export {shlex.quote(study)} --trial "
-            f"{best['trial']} --out DIR` exports it"
-        )
     return (
-        f"{head}: within {KEPT_MARGIN_SE:g} standard errors of a validation accuracy "
-        f"({100 * margin:.2f} points), no difference on this evidence"
+        f"{head}: within {ANCHOR_MARGIN_SE:g} standard errors of a validation accuracy "
+        f"({100 * margin:.2f} points), no difference on this evidence: the search's choice "
+        "stays"
     )
 
 
@@ -251,15 +253,26 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         if isinstance(anchors, dict) and e.get("val_accuracy") is not None
     ]
     lines.extend(anchor_line(e) for e in trained)
+    anchor_kept = None
     if trained and result.winners:
         samples = (
             finetuned_record.get("val_samples") if isinstance(finetuned_record, dict) else None
         )
         if kept is not None:
-            kept_val, what = kept.val_accuracy, f"kept model ({kept.kind})"
+            kept_val, what = kept.val_accuracy, f"choice ({kept.kind})"
         else:
-            kept_val, what = result.winners[0].val_accuracy, "winner (retrained)"
-        lines.append(anchors_verdict(spec.name, kept_val, what, trained, samples))
+            kept_val, what = result.winners[0].val_accuracy, "choice (retrained)"
+        verdict = anchors_verdict(spec.name, kept_val, what, trained, samples)
+        if verdict.startswith("kept model:"):
+            # The anchor is kept: the search's own "kept model" line becomes its choice.
+            lines = [
+                "the search's choice:" + line[len("kept model:") :]
+                if line.startswith("kept model:")
+                else line
+                for line in lines
+            ]
+            anchor_kept = kept_anchor(kept_val, trained, samples)[0]
+        lines.append(verdict)
     if result.winners and spec.baseline:
         lines.append(baseline_line(result.winners[0].test_accuracy, spec.baseline))
         if kept is not None and kept.kind == "fine-tuned" and kept.test_accuracy is not None:
@@ -268,6 +281,14 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
                     kept.test_accuracy,
                     spec.baseline,
                     f"kept: fine-tuned {kept.finetuned_epochs} epochs",
+                )
+            )
+        if anchor_kept is not None and anchor_kept.get("test_accuracy") is not None:
+            lines.append(
+                baseline_line(
+                    anchor_kept["test_accuracy"],
+                    spec.baseline,
+                    "kept: zero-cost anchor, trained from scratch",
                 )
             )
     secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())

@@ -91,11 +91,13 @@ def test_the_summary_compares_the_kept_model_with_the_best_anchor() -> None:
         {"trial": 3, "val_accuracy": 0.95},
     ]
     # 500 validation samples near 95%: two standard errors are about 1.9 points.
-    ahead = anchors_verdict("s", 0.98, "kept model (retrained)", anchors, 500)
+    ahead = anchors_verdict("s", 0.98, "choice (retrained)", anchors, 500)
     assert "best anchor (trial 3, trained from scratch) 0.9500" in ahead
     assert ahead.endswith("the search's choice is ahead by 3.00 points")
-    behind = anchors_verdict("my study", 0.92, "kept model (retrained)", anchors, 500)
-    assert "the anchor is ahead by 3.00 points" in behind
+    # An anchor ahead by more than the margin is the kept model, with its export command.
+    behind = anchors_verdict("my study", 0.92, "choice (retrained)", anchors, 500)
+    assert behind.startswith("kept model: trial 3, a zero-cost anchor trained from scratch")
+    assert "against 0.9200 for the search's choice (retrained), ahead by 3.00 points" in behind
     assert "`nasflow export 'my study' --trial 3 --out DIR`" in behind
-    close = anchors_verdict("s", 0.96, "kept model (fine-tuned)", anchors, 500)
-    assert "within 2 standard errors" in close and "no difference" in close
+    close = anchors_verdict("s", 0.96, "choice (fine-tuned)", anchors, 500)
+    assert "within 2 standard errors" in close and "the search's choice stays" in close
