@@ -4,7 +4,8 @@ The study runner (``nasflow.search._runner``) builds one :class:`RunContext` and
 to each phase in turn; a phase is a module with one entry point ``run_<phase>(ctx)`` that
 returns its result record (a frozen dataclass below). Phases so far:
 
-- ``_phase_anchors.run_anchors``: zero-cost anchors trained from scratch first (0);
+- ``_phase_anchors.run_anchors``: zero-cost anchors trained from scratch first, through
+  the stack ``_phase_supernet.resolve_stack`` resolved just before (0);
 - ``_phase_supernet.run_supernet``: resolve the speedup stack, train the supernet (1);
 - ``_phase_screening.run_screening``: the Optuna study proposing and scoring candidates (2);
 - ``_phase_trust.run_trust``: how far the supernet's ranking can be trusted (2b);

@@ -3,9 +3,10 @@
 
 Each anchor is a trial of the study: queued (``enqueue_trial``) before the first trial, so
 phase 2 scores it from the supernet like any other candidate, and trained from scratch
-here with the study's recipe, its weights and record saved where phase 3 saves a retrained
+here with the study's recipe through the study's speedup stack (resolved, or calibrated,
+just before this phase), its weights and record saved where phase 3 saves a retrained
 winner (``RUNS/NAME/winners/trial-N``): ``nasflow export NAME --trial N`` exports them,
-and phase 3 reuses them where it would retrain the same architecture with the same stack.
+and phase 3 reuses them where it would retrain the same architecture.
 The study records every anchor under ``nasflow:anchors`` after each training, so a killed
 study loses at most the anchor in flight and a resumed one trains none twice.
 """
@@ -42,8 +43,7 @@ def run_anchors(ctx: RunContext) -> AnchorsPhaseResult:
             )
             return AnchorsPhaseResult((), time.perf_counter() - t0)
         record = _queue(ctx)
-    # An explicit stack is known now; "auto" is resolved by phase 1, after the anchors.
-    stack = spec.stack if isinstance(spec.stack, Stack) else None
+    stack = ctx.stack  # resolved before phase 0 ("auto": calibrated or the stored record)
     entries: list[dict[str, Any]] = record["anchors"]
     for entry in entries:
         if entry.get("val_accuracy") is not None and _saved(ctx, entry, stack):

@@ -15,13 +15,14 @@ from nasflow.train import SupernetTrainer
 from nasflow.train.stack import Stack, is_rank_zero
 
 
-def run_supernet(ctx: RunContext) -> SupernetPhaseResult:
-    """Phase 1: resolve ``ctx``'s stack (``stack="auto"``), then train the supernet
-    (resumable; concurrent workers wait for the one that trains) and record it on the
-    study (not from a worker)."""
+def run_supernet(ctx: RunContext, calibrated: float | None = None) -> SupernetPhaseResult:
+    """Phase 1: resolve ``ctx``'s stack (``stack="auto"``; ``calibrated``: the seconds an
+    earlier :func:`resolve_stack` of this run took, which then is not repeated), then
+    train the supernet (resumable; concurrent workers wait for the one that trains) and
+    record it on the study (not from a worker)."""
     data = ctx.data
     assert data is not None, "phase 1 needs the study's data"
-    calibration = resolve_stack(ctx, data)
+    calibration = resolve_stack(ctx, data) if calibrated is None else calibrated
     t = time.perf_counter()
     spec = ctx.spec
     bar = ctx.bar(spec.supernet.epochs, "phase 1: supernet")

@@ -40,7 +40,7 @@ from nasflow.search._optuna import sampler_seed, study_pruner, study_sampler
 from nasflow.search._phase_anchors import run_anchors
 from nasflow.search._phase_finetune import run_finetune
 from nasflow.search._phase_screening import run_screening
-from nasflow.search._phase_supernet import run_supernet
+from nasflow.search._phase_supernet import resolve_stack, run_supernet
 from nasflow.search._phase_trust import run_trust
 from nasflow.search._phase_winners import pareto_trials, run_winners
 from nasflow.search._recovery import heartbeat_settings, sweep_zombies
@@ -266,9 +266,14 @@ class StudyRunner:
             seconds: dict[str, float] = {}
             if spec.table is None:  # tabular mode skips phases 0, 1 and 3
                 ctx.data = self._load_data()
+                calibrated = None
                 if spec.anchors is not None and not worker and is_rank_zero():
+                    # The anchors train through the study's stack: resolve it first.
+                    calibrated = resolve_stack(ctx, ctx.data)
+                    if calibrated:
+                        seconds["calibration"] = calibrated
                     seconds["anchors"] = run_anchors(ctx).seconds
-                phase1 = run_supernet(ctx)
+                phase1 = run_supernet(ctx, calibrated)
                 self.stack, ctx.supernet = phase1.stack, phase1.supernet
                 if phase1.calibration_seconds:
                     seconds["calibration"] = phase1.calibration_seconds
