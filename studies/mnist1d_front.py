@@ -17,7 +17,7 @@ import functools
 from pathlib import Path
 
 from nasflow.data import MNIST1DVariant, load_mnist1d
-from nasflow.search import FineTuning, StudySpec, TrustProbe
+from nasflow.search import Anchors, FineTuning, StudySpec, TrustProbe
 from nasflow.search_spaces.mnist1d import MNIST1DFrontSpace
 from nasflow.train import SupernetConfig, TrainConfig
 
@@ -45,6 +45,10 @@ study = StudySpec(
     # The calibrated trust check (B5): 8 architectures spread over the ranking, 2 epochs
     # of fine-tuning each from inherited weights.
     trust=TrustProbe(),
+    # Phase 0: 4 zero-cost anchors trained from scratch before the supernet (about 25 s):
+    # ready models from the first ~10 s of the run, and the baseline the kept model must
+    # beat by validation (B8 in benchmarks/RESULTS.md).
+    anchors=Anchors(),
     bn_batches=10,
     train=TrainConfig(epochs=12, batch_size=64, lr=3e-3, weight_decay=1e-2),
     retrain_top=1,

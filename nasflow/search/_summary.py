@@ -102,7 +102,7 @@ def anchors_verdict(
             f"kept model: trial {best['trial']}, a zero-cost anchor trained from scratch "
             f"before the supernet: validation {best['val_accuracy']:.4f} against {kept_val:.4f} "
             f"for the search's {what}, ahead by {100 * -lead:.2f} points, more than "
-            f"{ANCHOR_MARGIN_SE:g} standard errors"
+            f"{_standard_errors(ANCHOR_MARGIN_SE)}"
             + ("" if test is None else f"; test {test:.4f}")
             + f"; `nasflow export {shlex.quote(study)} --trial {best['trial']} --out DIR` "
             "exports it"
@@ -114,10 +114,14 @@ def anchors_verdict(
     if lead > margin:
         return f"{head}: the search's choice is ahead by {100 * lead:.2f} points"
     return (
-        f"{head}: within {ANCHOR_MARGIN_SE:g} standard errors of a validation accuracy "
+        f"{head}: within {_standard_errors(ANCHOR_MARGIN_SE)} of a validation accuracy "
         f"({100 * margin:.2f} points), no difference on this evidence: the search's choice "
         "stays"
     )
+
+
+def _standard_errors(k: float) -> str:
+    return f"{k:g} standard error{'' if k == 1 else 's'}"
 
 
 def ready_model_lines(record: dict) -> list[str]:
