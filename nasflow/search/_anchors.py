@@ -28,11 +28,11 @@ from nasflow.space import Arch, SearchSpace
 #: the search's kept model to be kept instead. Both are trained from scratch with the
 #: study's recipe (or the kept model fine-tuned, whose figure is optimistic); the anchor's
 #: figure is the best of ``n`` (the expected maximum of four draws of noise is about one
-#: standard error). Replayed on B6's runs with anchors (``benchmarks/RESULTS.md``, B8):
-#: with 1, the kept model's mean share of the random architectures beaten equals the
-#: search's own on the runs where the search worked, and rises from 70% to 86% on runs whose
-#: search failed (a stack calibrated on a loaded machine); 0 gains a point on the first but
-#: drops the worst run from 61% to 45%; 2 keeps less of the second gain.
+#: standard error). Replayed on B6's 24 end-to-end runs with anchors
+#: (``benchmarks/RESULTS.md``, B8): with 1, the kept model beats a mean 84.4% of each
+#: ground's random architectures, against 82.7% for the search's own choice, and the worst
+#: run 57% against 35%; 0 gives 84.8% but a worst run of 45%; 2, 84.3%. On 6 runs whose
+#: search failed (a stack calibrated on a loaded machine): 86.2% against 70.2%.
 ANCHOR_MARGIN_SE = 1.0
 
 
