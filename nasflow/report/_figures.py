@@ -120,42 +120,34 @@ def _hover(p: TrialPoint, x_title: str, y_title: str) -> str:
     return "<br>".join(lines)
 
 
-def _ready_x(row: ReadyRow, x_attr: str) -> float | None:
+def _row_x(row: ReadyRow | AnchorRow, x_attr: str) -> float | None:
     value = row.params if x_attr == PARAMS_ATTR else row.train_cost
     return None if value is None else float(value)
 
 
-def _ready_hover(row: ReadyRow, x_title: str) -> str:
-    x = _ready_x(row, PARAMS_ATTR if x_title == names.PARAMS else "")
-    lines = [
-        f"trial {row.number}: ready model ({names.finetuned_weights(row.epochs)})",
-        f"{names.FINETUNED_ACCURACY} {row.val_accuracy:.4f} (measured)",
-    ]
+def _trained_hover(
+    row: ReadyRow | AnchorRow, x_title: str, head: str, names_: tuple[str, str, str]
+) -> str:
+    """Hover text of a trained model: ``head``, then its validation and test accuracy and
+    measured seconds under ``names_`` (three labels), then the figure's x value."""
+    val, test, cost = names_
+    x = _row_x(row, PARAMS_ATTR if x_title == names.PARAMS else "")
+    lines = [head, f"{val} {row.val_accuracy:.4f} (measured)"]
     if row.test_accuracy is not None:
-        lines.append(f"{names.FINETUNED_TEST_ACCURACY} {row.test_accuracy:.4f} (measured)")
-    lines.append(f"{names.MEASURED_FINETUNE_COST} {row.seconds:.3g}")
+        lines.append(f"{test} {row.test_accuracy:.4f} (measured)")
+    lines.append(f"{cost} {row.seconds:.3g}")
     if x is not None:
         lines.append(f"{x_title} {x:,.0f}" if x_title == names.PARAMS else f"{x_title} {x:.4g}")
     return "<br>".join(lines)
 
 
-def _anchor_x(row: AnchorRow, x_attr: str) -> float | None:
-    value = row.params if x_attr == PARAMS_ATTR else row.train_cost
-    return None if value is None else float(value)
-
-
-def _anchor_hover(row: AnchorRow, x_title: str) -> str:
-    x = _anchor_x(row, PARAMS_ATTR if x_title == names.PARAMS else "")
-    lines = [
-        f"trial {row.number}: zero-cost anchor, trained from scratch before the supernet",
-        f"{names.RETRAINED_VAL_ACCURACY} {row.val_accuracy:.4f} (measured)",
-    ]
-    if row.test_accuracy is not None:
-        lines.append(f"{names.RETRAINED_TEST_ACCURACY} {row.test_accuracy:.4f} (measured)")
-    lines.append(f"{names.MEASURED_COST} {row.seconds:.3g}")
-    if x is not None:
-        lines.append(f"{x_title} {x:,.0f}" if x_title == names.PARAMS else f"{x_title} {x:.4g}")
-    return "<br>".join(lines)
+#: What a ready model's and an anchor's numbers are (validation, test, measured seconds).
+_READY_LABELS = (
+    names.FINETUNED_ACCURACY,
+    names.FINETUNED_TEST_ACCURACY,
+    names.MEASURED_FINETUNE_COST,
+)
+_ANCHOR_LABELS = (names.RETRAINED_VAL_ACCURACY, names.RETRAINED_TEST_ACCURACY, names.MEASURED_COST)
 
 
 def plot_tradeoff(
@@ -208,33 +200,50 @@ def plot_tradeoff(
                 hovertemplate="%{text}<extra></extra>",
             )
         )
-    shown = [r for r in (ready.rows if ready else []) if _ready_x(r, data.x_attr) is not None]
+    shown = [r for r in (ready.rows if ready else []) if _row_x(r, data.x_attr) is not None]
     for epochs in sorted({r.epochs for r in shown}):
         rows = sorted((r for r in shown if r.epochs == epochs), key=lambda r: r.number)
         fig.add_trace(
             go.Scatter(
-                x=[_ready_x(r, data.x_attr) for r in rows],
+                x=[_row_x(r, data.x_attr) for r in rows],
                 y=[r.val_accuracy for r in rows],
                 mode="markers",
                 marker={"color": "#2ca02c", "symbol": "diamond", "size": 11 + 2 * epochs},
                 name=f"fine-tuned ({epochs} epoch{'s' * (epochs != 1)}): "
                 f"{names.FINETUNED_ACCURACY}, measured",
-                text=[_ready_hover(r, data.x_title) for r in rows],
+                text=[
+                    _trained_hover(
+                        r,
+                        data.x_title,
+                        f"trial {r.number}: ready model ({names.finetuned_weights(r.epochs)})",
+                        _READY_LABELS,
+                    )
+                    for r in rows
+                ],
                 hovertemplate="%{text}<extra></extra>",
             )
         )
     drawn = sorted(
-        (r for r in anchors if _anchor_x(r, data.x_attr) is not None), key=lambda r: r.number
+        (r for r in anchors if _row_x(r, data.x_attr) is not None), key=lambda r: r.number
     )
     if drawn:
         fig.add_trace(
             go.Scatter(
-                x=[_anchor_x(r, data.x_attr) for r in drawn],
+                x=[_row_x(r, data.x_attr) for r in drawn],
                 y=[r.val_accuracy for r in drawn],
                 mode="markers",
                 marker={"color": "#ff7f0e", "symbol": "square", "size": 12},
                 name=f"zero-cost anchors (from scratch): {names.RETRAINED_VAL_ACCURACY}, measured",
-                text=[_anchor_hover(r, data.x_title) for r in drawn],
+                text=[
+                    _trained_hover(
+                        r,
+                        data.x_title,
+                        f"trial {r.number}: zero-cost anchor, trained from scratch before the "
+                        "supernet",
+                        _ANCHOR_LABELS,
+                    )
+                    for r in drawn
+                ],
                 hovertemplate="%{text}<extra></extra>",
             )
         )
