@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search_efficiency import hv_reference, hypervolume_2d, load_ground_truth
+from _b1_tables import hv_reference, hypervolume_2d, load_ground_truth
 
 from nasflow.search import load_study_file, zero_cost_front
 from nasflow.space import Arch
