@@ -10,7 +10,8 @@ intra-op thread, on the same data:
   zero-cost anchors where the study trains them (from scratch with the recipe, each at the
   process CPU-seconds into the run it was ready, as the study records them; ``--anchors``
   overrides the study's setting), the fine-tuning phase's ready models
-  (fine-tuned weights, counted at the CPU time the study finished), then retrains from
+  (fine-tuned weights, each at the CPU-seconds its last epoch ended, as the study records
+  them; ordered by that time), then retrains from
   scratch: the finalist the study keeps first (phase 3's choice), then the Pareto set of
   (supernet score, predicted cost), most accurate first, then the rest in order of
   supernet score (the study itself retrains only the first).
@@ -263,7 +264,7 @@ def run_nasflow(run: Run, spec: StudySpec, data: DataBundle, retrain_max: int) -
         record = result.study.user_attrs.get(FINETUNED_KEY)
         if record is not None:
             finetuned = FineTuneResult.from_record(record)
-            add_ready_models(run, spec, finetuned)
+            add_ready_models(run, spec, finetuned, started)
             kept = finetuned.best()
             if kept is not None:  # phase 3 retrains this one first
                 first = [t for t in order if t.number == kept.trial]
@@ -279,16 +280,21 @@ def run_nasflow(run: Run, spec: StudySpec, data: DataBundle, retrain_max: int) -
             run.add(arch, val, test, f"trial {t.number}, retrain rank {rank + 1}", train_cpu)
 
 
-def add_ready_models(run: Run, spec: StudySpec, finetuned: FineTuneResult) -> None:
-    """The fine-tuning phase's ready models as trained events, all at the CPU time the
-    study finished (conservative: a model ready after an early rung existed before).
+def add_ready_models(
+    run: Run, spec: StudySpec, finetuned: FineTuneResult, started: float | None = None
+) -> None:
+    """The fine-tuning phase's ready models as trained events: each at the run's CPU time
+    its last epoch ended (``started``: the run's CPU-seconds when the study began; the
+    record's ``trained_cpu_seconds`` counts from there), else at the CPU time the study
+    finished (conservative: a model ready after an early rung existed before).
 
     Their validation and test accuracy are of their fine-tuned weights; their training
     cost (the hypervolume's second objective is the architecture's stand-alone training
     cost) is an ESTIMATE: the mean measured fine-tuning epoch seconds times the recipe's
     epochs (the same network and batch size; one thread, so wall ~ CPU).
     """
-    for c in finetuned.ready:
+    # In the order they were ready: the incumbent at each event is read from those before.
+    for c in sorted(finetuned.ready, key=lambda c: c.trained_cpu_seconds or float("inf")):
         if c.test_accuracy is None:
             continue
         cost = float(np.mean(c.epoch_seconds)) * spec.train.epochs
@@ -298,6 +304,9 @@ def add_ready_models(run: Run, spec: StudySpec, finetuned: FineTuneResult) -> No
             c.test_accuracy,
             f"trial {c.trial}, ready model fine-tuned {c.epochs} epochs ({c.status})",
             cost,
+            at=None
+            if started is None or c.trained_cpu_seconds is None
+            else started + c.trained_cpu_seconds,
         )
 
 

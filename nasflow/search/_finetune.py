@@ -176,6 +176,9 @@ class FineTuned:
         test_accuracy: Test accuracy of the final weights (reported, never used to choose).
         status: ``"ready"`` (reached the last rung), ``"stopped"`` (not promoted; its
             weights are still a ready model of fewer epochs) or ``"diverged"``.
+        trained_cpu_seconds: The process's CPU-seconds into the study run when its last
+            epoch ended, so when its weights were final (``None``: not recorded; a resumed
+            run's clock restarts).
     """
 
     trial: int
@@ -185,6 +188,7 @@ class FineTuned:
     epoch_seconds: list[float] = field(default_factory=list)
     test_accuracy: float | None = None
     status: str = "running"
+    trained_cpu_seconds: float | None = None
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "fine-tuning record") -> FineTuned:
@@ -225,6 +229,9 @@ class FineTuned:
             raise bad("test_accuracy", "a number")
         if status not in STATUSES:
             raise bad("status", f"one of {list(STATUSES)}")
+        cpu = data.get("trained_cpu_seconds")
+        if cpu is not None and not (number(cpu) and cpu >= 0):
+            raise bad("trained_cpu_seconds", "a non-negative number")
         return cls(
             trial,
             arch,
@@ -233,6 +240,7 @@ class FineTuned:
             [float(v) for v in seconds],
             None if test is None else float(test),
             status,
+            None if cpu is None else float(cpu),
         )
 
     @property
@@ -504,6 +512,7 @@ def run_finetuning(
     seed: int = 0,
     log: Callable[[str], None] | None = None,
     on_epoch: Callable[[], None] | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> FineTuneResult:
     """Fine-tune ``finalists`` from their inherited weights under successive halving.
 
@@ -522,6 +531,8 @@ def run_finetuning(
         seed: Seeds each candidate's batch order.
         log: Line logger.
         on_epoch: Called after every epoch trained (progress bars).
+        clock: The run's CPU-seconds so far; read after every epoch into the candidate's
+            ``trained_cpu_seconds``.
     """
     say = log or (lambda _msg: None)
     by = " by accuracy and cross-entropy" if config.rank_by == "rank_sum" else ""
@@ -580,6 +591,8 @@ def run_finetuning(
                 acc, _ = evaluate(tr.model, val, device=device)
                 c.record.val_curve.append(acc)
                 c.record.epoch_seconds.append(tr.seconds - before)
+                if clock is not None:
+                    c.record.trained_cpu_seconds = clock()
                 state: dict[str, Any] = {
                     "arch": c.record.arch,
                     "record": json.dumps(asdict(c.record)),

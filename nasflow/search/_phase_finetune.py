@@ -105,6 +105,7 @@ def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
         seed=spec.seed,
         log=ctx.quiet_log,
         on_epoch=tick,
+        clock=lambda: time.process_time() - ctx.started_cpu,
     )
     ctx.close_bar(bar)
     seconds = time.perf_counter() - t0

@@ -156,6 +156,25 @@ def test_b1_counts_ready_models_as_trained_events_with_an_estimated_cost() -> No
     assert "ready model fine-tuned 2 epochs" in event["note"]
 
 
+def test_b1_counts_each_ready_model_when_its_last_epoch_ended() -> None:
+    """With the study's ``trained_cpu_seconds``, ready models are events at the run's CPU
+    time their weights were final, in that order (the incumbent is read from the events
+    before each)."""
+    from nasflow.search import FineTuned, FineTuneResult, load_study_file
+
+    b1 = _load("search_efficiency.py")
+    spec = load_study_file(ROOT / "studies" / "mnist1d_front.py")
+    arch = Arch({"x": 1}).to_json()
+    late = FineTuned(3, arch, 0.9, [0.8, 0.9], [1.0, 3.0], 0.91, "ready", 50.0)
+    early = FineTuned(4, arch, 0.8, [0.7], [2.0], 0.72, "stopped", 20.0)
+    result = FineTuneResult([late, early], full_epochs=2)
+    # A run 100 CPU-s old (an event is never placed after the run's clock).
+    run = b1.Run("nasflow", 0, threshold=0.99, budget=1e9, c0=b1.cpu_seconds() - 100)
+    b1.add_ready_models(run, spec, result, started=0.0)
+    assert [e["cpu"] for e in run.events] == [20.0, 50.0]
+    assert [e["test"] for e in run.events] == [0.72, 0.91]
+
+
 # ---------------------------------------------------------------------------- smoke runs
 @pytest.mark.slow
 def test_b1_quick_runs_every_method(tmp_path: Path) -> None:

@@ -228,3 +228,20 @@ def test_the_record_keeps_the_validation_size_and_checks_it() -> None:
     assert FineTuneResult.from_record({**record, "val_samples": None}).val_samples is None
     with pytest.raises(ReadyModelError, match=r"val_samples is 0, not a positive count"):
         FineTuneResult.from_record({**record, "val_samples": 0})
+
+
+def test_a_candidate_records_when_its_weights_were_final() -> None:
+    from nasflow.search import FineTuned
+
+    base = {
+        "trial": 1,
+        "arch": "{}",
+        "supernet_accuracy": 0.5,
+        "val_curve": [0.6],
+        "epoch_seconds": [1.0],
+        "status": "ready",
+    }
+    assert FineTuned.from_dict({**base, "trained_cpu_seconds": 12.5}).trained_cpu_seconds == 12.5
+    assert FineTuned.from_dict(base).trained_cpu_seconds is None  # records before it
+    with pytest.raises(ReadyModelError, match=r"trained_cpu_seconds is -1, not a non-negative"):
+        FineTuned.from_dict({**base, "trained_cpu_seconds": -1})

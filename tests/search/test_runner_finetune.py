@@ -58,6 +58,8 @@ def test_finalists_become_ready_models_and_phase_3_retrains_the_best(tmp_path) -
     best = max((c for c in cands if len(c["val_curve"]) == 2), key=lambda c: c["val_curve"][-1])
     assert [w.number for w in result.winners] == [best["trial"]]
     assert record["early_stopping"]["multiplier"] > 1
+    # Each candidate records the run's CPU-seconds when its weights were final.
+    assert all(c["trained_cpu_seconds"] > 0 for c in cands)
     assert "finetune" in result.seconds
     # The summary says which of the winner's weights validate higher and are kept.
     winner = result.winners[0]
