@@ -336,20 +336,21 @@ class KeptWeights:
     finetuned_epochs: int
     margin: float = 0.0
 
-    def line(self, study: str) -> str:
-        """The summary's line: what is kept, on which evidence, and how to export it."""
+    def line(self, study: str, label: str = "kept model") -> str:
+        """The summary's line: what is kept, on which evidence, and how to export it
+        (``label`` opens it: "the search's choice" where a zero-cost anchor is kept)."""
         quoted = shlex.quote(study)
         if self.kind == "fine-tuned":
             test = "" if self.test_accuracy is None else f", test {self.test_accuracy:.4f}"
             return (
-                f"kept model: trial {self.trial}'s fine-tuned weights "
+                f"{label}: trial {self.trial}'s fine-tuned weights "
                 f"({names.finetuned_weights(self.finetuned_epochs)}): validation "
                 f"{self.val_accuracy:.4f} against {self.other_val_accuracy:.4f} retrained "
                 f"from scratch{test}; `nasflow export {quoted} --ready {self.trial} --out DIR` "
                 "exports them"
             )
         line = (
-            f"kept model: trial {self.trial} retrained from scratch: validation "
+            f"{label}: trial {self.trial} retrained from scratch: validation "
             f"{self.val_accuracy:.4f} against {self.other_val_accuracy:.4f} for its "
             f"fine-tuned weights ({self.finetuned_epochs} epochs)"
         )

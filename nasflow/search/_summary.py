@@ -224,7 +224,29 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
     if isinstance(finetuned_record, dict):
         lines.extend(ready_model_lines(finetuned_record))
+    # Which model is kept, decided before any line says it: the search's (its retrain or
+    # its fine-tuned weights), unless a zero-cost anchor validates higher by the margin.
     kept = None
+    if isinstance(finetuned_record, dict) and result.winners:
+        w0 = result.winners[0]
+        result_ft = FineTuneResult.from_record(finetuned_record)
+        kept = kept_weights(w0.number, w0.val_accuracy, w0.test_accuracy, result_ft)
+    anchors = result.study.user_attrs.get(ANCHORS_KEY)
+    trained = [
+        e
+        for e in (anchors or {}).get("anchors", [])
+        if isinstance(anchors, dict) and e.get("val_accuracy") is not None
+    ]
+    samples = finetuned_record.get("val_samples") if isinstance(finetuned_record, dict) else None
+    anchor_kept = None
+    kept_val, what = 0.0, ""
+    if trained and result.winners:
+        if kept is not None:
+            kept_val, what = kept.val_accuracy, f"choice ({kept.kind})"
+        else:
+            kept_val, what = result.winners[0].val_accuracy, "choice (retrained)"
+        best, margin = kept_anchor(kept_val, trained, samples)
+        anchor_kept = best if best["val_accuracy"] - kept_val > margin else None
     for w in result.winners:
         when = " (by an earlier run)" if w.reused else ""
         chosen = (
@@ -241,42 +263,12 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         )
         if w.weights is not None:
             lines.append(f"  weights: {w.weights / WINNER_WEIGHTS}")
-        if isinstance(finetuned_record, dict) and w is result.winners[0]:
-            kept = kept_weights(
-                w.number,
-                w.val_accuracy,
-                w.test_accuracy,
-                FineTuneResult.from_record(finetuned_record),
-            )
-            if kept is not None:
-                lines.append(kept.line(spec.name))
-    anchors = result.study.user_attrs.get(ANCHORS_KEY)
-    trained = [
-        e
-        for e in (anchors or {}).get("anchors", [])
-        if isinstance(anchors, dict) and e.get("val_accuracy") is not None
-    ]
+        if kept is not None and w is result.winners[0]:
+            label = "kept model" if anchor_kept is None else "the search's choice"
+            lines.append(kept.line(spec.name, label))
     lines.extend(anchor_line(e) for e in trained)
-    anchor_kept = None
     if trained and result.winners:
-        samples = (
-            finetuned_record.get("val_samples") if isinstance(finetuned_record, dict) else None
-        )
-        if kept is not None:
-            kept_val, what = kept.val_accuracy, f"choice ({kept.kind})"
-        else:
-            kept_val, what = result.winners[0].val_accuracy, "choice (retrained)"
-        verdict = anchors_verdict(spec.name, kept_val, what, trained, samples)
-        if verdict.startswith("kept model:"):
-            # The anchor is kept: the search's own "kept model" line becomes its choice.
-            lines = [
-                "the search's choice:" + line[len("kept model:") :]
-                if line.startswith("kept model:")
-                else line
-                for line in lines
-            ]
-            anchor_kept = kept_anchor(kept_val, trained, samples)[0]
-        lines.append(verdict)
+        lines.append(anchors_verdict(spec.name, kept_val, what, trained, samples))
     if result.winners and spec.baseline:
         lines.append(baseline_line(result.winners[0].test_accuracy, spec.baseline))
         if kept is not None and kept.kind == "fine-tuned" and kept.test_accuracy is not None:

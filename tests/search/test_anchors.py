@@ -103,3 +103,12 @@ def test_the_summary_compares_the_kept_model_with_the_best_anchor() -> None:
     close = anchors_verdict("s", 0.955, "choice (fine-tuned)", anchors, 500)
     assert "within 1 standard error of" in close and "the search's choice stays" in close
     assert "more than 1 standard error;" in behind
+
+
+def test_the_searchs_kept_line_is_relabelled_when_an_anchor_is_kept() -> None:
+    from nasflow.search import KeptWeights
+
+    kept = KeptWeights(7, "retrained", 0.95, 0.94, 0.95, 4)
+    assert kept.line("s").startswith("kept model: trial 7 retrained from scratch")
+    relabelled = kept.line("s", "the search's choice")
+    assert relabelled.startswith("the search's choice: trial 7 retrained from scratch")
