@@ -99,6 +99,8 @@ def baseline_lines(
         for v in sorted(set(widths))  # type: ignore[type-var]
     ]
     groups = [g for g in groups if len(g) > 5]
+    if not groups:  # a small sample (--quick, --limit): no width holds enough archs
+        return lines
 
     def within(score: list[float], truth: list[float]) -> float:
         return statistics.mean(tau([score[i] for i in g], [truth[i] for i in g]) for g in groups)
@@ -167,6 +169,8 @@ def supernet_scores(
     stack: Stack | None = None,
     weight_decay: float | None = None,
     frozen_bn_affine: bool = False,
+    split: str | None = None,
+    split_from: float = 0.0,
 ) -> dict:
     """Train one supernet and score every arch with each BN recalibration size; with
     ``probe``, also run the study's trust probe on the scored sample (at the first BN
@@ -183,6 +187,8 @@ def supernet_scores(
         warmup_epochs=study.supernet.warmup_epochs * epochs / study.supernet.epochs,
         lr=study.supernet.lr if lr is None else lr,
         weight_decay=study.supernet.weight_decay if weight_decay is None else weight_decay,
+        split=study.supernet.split if split is None else None if split == "none" else split,
+        split_from=study.supernet.split_from if split is None else split_from,
     )
     space = study.space
     if frozen_bn_affine:
@@ -301,6 +307,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="keep the supernet's batch-norm scale/shift at 1/0 (non-affine BN)",
     )
+    p.add_argument(
+        "--split",
+        metavar="LABEL",
+        help="few-shot: one sub-supernet per value of this choice ('none': never split)",
+    )
+    p.add_argument(
+        "--split-from", type=float, default=0.0, help="fraction of epochs trained before it"
+    )
     p.add_argument("--quick", action="store_true", help="smoke size: 1 seed, 1 epoch, 8 archs")
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument(
@@ -361,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
                 stack,
                 args.weight_decay,
                 args.frozen_bn_affine,
+                args.split,
+                args.split_from,
             )
         r["seed"], r["epochs"] = seed, epochs
         r["tau_test"] = {n: tau(sc, sa_test) for n, sc in r["scores"].items()}
@@ -471,6 +487,8 @@ def main(argv: list[str] | None = None) -> int:
             "stack": args.stack,
             "weight_decay": args.weight_decay,
             "frozen_bn_affine": args.frozen_bn_affine,
+            "split": args.split,
+            "split_from": args.split_from,
             "noise_tau": noise,
             "retrain_tau": ceilings,
         }

@@ -83,12 +83,24 @@ def run_one(
     sampler: str | None = None,
     rank_by: str | None = None,
     anchors: int | None = None,
+    split: str | None = None,
+    split_from: float | None = None,
 ) -> dict:
     """One search seed of one study, end to end (``n_trials`` candidates screened,
     default the study's; ``sampler`` replaces the study's; ``rank_by`` its
-    ``FineTuning.rank_by``; ``anchors`` its zero-cost anchors, 0 for none); the measured
+    ``FineTuning.rank_by``; ``anchors`` its zero-cost anchors, 0 for none; ``split`` and
+    ``split_from`` its supernet's few-shot split, ``"none"`` for none); the measured
     row."""
     spec = load_study_file(path).replace(seed=seed)
+    if split is not None or split_from is not None:
+        label = spec.supernet.split if split is None else None if split == "none" else split
+        spec = spec.replace(
+            supernet=dataclasses.replace(
+                spec.supernet,
+                split=label,
+                split_from=spec.supernet.split_from if split_from is None else split_from,
+            )
+        )
     if anchors is not None:
         spec = spec.replace(anchors=Anchors(n=anchors) if anchors else None)
     if sampler is not None:
@@ -116,6 +128,8 @@ def run_one(
         "n_trials": spec.n_trials if n_trials is None else n_trials,
         "sampler": type(result.study.sampler).__name__,
         "rank_by": spec.finetuning.rank_by if spec.finetuning is not None else None,
+        "split": spec.supernet.split,
+        "split_from": spec.supernet.split_from,
         "table_archs": len(archs),
         "table_median": statistics.median(gt_test),
         "kept_trial": kept.number,
@@ -376,6 +390,8 @@ def main() -> None:
         "margins (standard errors)",
     )
     p.add_argument("--anchors", type=int, help="zero-cost anchors per run (0: none)")
+    p.add_argument("--split", help="the supernet's few-shot split label ('none': no split)")
+    p.add_argument("--split-from", type=float, help="fraction of supernet epochs before it")
     p.add_argument("--skip-done", action="store_true", help="skip runs already in --json")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -393,7 +409,16 @@ def main() -> None:
             for path in args.studies:
                 if (str(path), seed, args.rank_by or "accuracy") in done:
                     continue
-                row = run_one(path, seed, args.n_trials, args.sampler, args.rank_by, args.anchors)
+                row = run_one(
+                    path,
+                    seed,
+                    args.n_trials,
+                    args.sampler,
+                    args.rank_by,
+                    args.anchors,
+                    args.split,
+                    args.split_from,
+                )
                 rows.append(row)
                 if args.json:
                     with args.json.open("a") as f:

@@ -41,7 +41,7 @@ from nasflow.record import (
     study_stack_dict,
 )
 from nasflow.space import SearchSpace
-from nasflow.supernet import Supernet
+from nasflow.supernet import Supernet, split_supernet
 
 if TYPE_CHECKING:
     import optuna
@@ -81,6 +81,8 @@ def load_supernet(
             f"{stored!r}, the study's is {space.fingerprint()!r}"
         )
     supernet = space.supernet()
+    if state.get("split"):  # trained with few-shot splitting (SupernetConfig.split)
+        supernet = split_supernet(supernet, str(state["split"]))
     supernet.load_state_dict(state["model"])
     return supernet.eval(), label
 

@@ -398,6 +398,13 @@ def plot_fairness(data: FairnessData) -> go.Figure:
             f"with equal counts all bars of a layer are equal. {ok} of {len(data.labels)} "
             "labels lie within the rule."
         )
+        if data.split is not None:
+            caption += (
+                f" The supernet was split on {data.split!r} at epoch {data.split_epoch} "
+                f"(few-shot): from then on every value of {data.split!r} has its own copy of "
+                "every op, and an op's copy trains when a path of that value draws the op, "
+                "so these counts hold over the whole supernet, not within each copy."
+            )
     else:
         caption = (
             f"{data.sampler} sampling: {data.paths_per_step} path(s) per step; counts are "

@@ -69,12 +69,16 @@ class FairnessData(NamedTuple):
         paths_per_step: ``M``, the paths trained per step (``max_l m_l`` when fair).
         steps: Optimizer steps the counts cover (total paths of a label / ``M``).
         labels: One entry per searchable label, in record order.
+        split: The choice the supernet was split on (few-shot), or ``None``.
+        split_epoch: The epoch it was split at.
     """
 
     sampler: str | None
     paths_per_step: int | None
     steps: int | None
     labels: list[LabelCounts]
+    split: str | None = None
+    split_epoch: int | None = None
 
 
 def fairness_data(study: optuna.Study) -> FairnessData:
@@ -107,7 +111,15 @@ def fairness_data(study: optuna.Study) -> FairnessData:
             m = len(vals)
             low, high = steps * (m_paths // m), steps * -(-m_paths // m)
         labels.append(LabelCounts(label, vals, counts, low, high))
-    return FairnessData(sampler, m_paths, steps, labels)
+    split = record.get("split")
+    return FairnessData(
+        sampler,
+        m_paths,
+        steps,
+        labels,
+        split if isinstance(split, str) else None,
+        record.get("split_epoch"),
+    )
 
 
 # ---------------------------------------------------------------------- cost model

@@ -49,6 +49,9 @@ def run_supernet(ctx: RunContext, calibrated: float | None = None) -> SupernetPh
         "resumed_from": result.resumed_from,
         "losses": result.losses,
         "op_counts": result.op_counts.as_rows(),
+        # Few-shot split (SupernetConfig.split): the label and the epoch it split at.
+        "split": spec.supernet.split,
+        "split_epoch": spec.supernet.split_epoch,
     }
     seconds = time.perf_counter() - t
     if not ctx.worker:

@@ -9,7 +9,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import optuna
@@ -137,7 +137,7 @@ class StudyRunner:
     # ------------------------------------------------------------------ storage and study
     def _identity(self) -> dict[str, str]:
         spec = self.spec
-        supernet = None if spec.table is not None else asdict(spec.supernet)
+        supernet = None if spec.table is not None else spec.supernet.identity()
         ident = supernet_identity(spec.space.fingerprint(), supernet)
         self._load_data()
         scoring = scoring_record(spec, self._data_fingerprint)

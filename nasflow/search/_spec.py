@@ -330,6 +330,13 @@ class StudySpec:
                 raise StudyFileError(
                     f"study {self.name!r}: {name} must be a {cls.__name__}(...), got {v!r}"
                 )
+        split = self.supernet.split
+        if split is not None and split not in {c.label for c in self.space.path_choices}:
+            raise StudyFileError(
+                f"study {self.name!r}: SupernetConfig(split={split!r}) names no path choice "
+                f"of space {self.space.name!r} (its path choices: "
+                f"{[c.label for c in self.space.path_choices]})"
+            )
         if self.cost not in COSTS:
             raise StudyFileError(f"unknown cost {self.cost!r}; choose from {COSTS}")
         catch = tuple(self.catch)

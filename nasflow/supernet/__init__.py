@@ -20,6 +20,7 @@ from nasflow.supernet._elastic import (
     ElasticConv2d,
     ElasticLinear,
 )
+from nasflow.supernet._split import Split, split_supernet
 
 __all__ = [
     "Channels",
@@ -30,6 +31,7 @@ __all__ = [
     "ElasticLinear",
     "LayerChoice",
     "Residual",
+    "Split",
     "SuperModule",
     "SuperResidual",
     "SuperSequential",
@@ -37,4 +39,5 @@ __all__ = [
     "call",
     "extract_module",
     "recalibrate_bn",
+    "split_supernet",
 ]

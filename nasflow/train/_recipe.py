@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from nasflow._checks import check_int
@@ -91,16 +91,42 @@ class SupernetConfig(Recipe):
     Attributes:
         sampler: ``"fair"`` (FairNAS, default) or ``"uniform"`` (SPOS).
         batch_size: Samples per step (shared by all paths of the step).
+        split: Few-shot splitting: a path choice of the space (``"width"``) on whose values
+            the supernet is split into sub-supernets, one per value, each path training in
+            its own (``nasflow.supernet.Split``); ``None`` shares every weight.
+        split_from: The fraction of ``epochs`` trained shared before the split (each
+            sub-supernet then starts from the shared weights and optimizer state).
     """
 
     epochs: int = 10
     warmup_epochs: float = 0.5
     sampler: str = "fair"
     batch_size: int = 64
+    split: str | None = None
+    split_from: float = 0.0
 
     def __post_init__(self) -> None:
         if self.sampler not in SAMPLERS:
-            raise ConfigError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
             raise RecipeError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
         super().__post_init__()
         check_int("batch_size", self.batch_size, error=RecipeError)
+        if self.split is not None and (not isinstance(self.split, str) or not self.split):
+            raise RecipeError(f"split must be a path choice's label or None, got {self.split!r}")
+        f = self.split_from
+        if isinstance(f, bool) or not isinstance(f, numbers.Real) or not 0 <= f < 1:
+            raise RecipeError(f"split_from must be a number in [0, 1), got {f!r}")
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that identify a supernet (``asdict``), without the split's while
+        there is none: stored studies and checkpoints from before the split keep theirs."""
+        fields = asdict(self)
+        if self.split is None:
+            del fields["split"], fields["split_from"]
+        return fields
+
+    @property
+    def split_epoch(self) -> int | None:
+        """The epoch at whose start the supernet is split (``None``: never)."""
+        if self.split is None:
+            return None
+        return min(self.epochs - 1, round(self.split_from * self.epochs))

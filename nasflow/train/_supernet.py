@@ -6,7 +6,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from nasflow.errors import ConfigError
 from nasflow.record import CHECKPOINT_IDENTITY, checkpoint_mismatch, supernet_identity
 from nasflow.sampling import make_sampler
 from nasflow.space import Arch, SearchSpace
-from nasflow.supernet import Supernet
+from nasflow.supernet import Split, Supernet, split_supernet
 from nasflow.train._checkpoint import (
     Progress,
     list_checkpoints,
@@ -221,7 +221,7 @@ class SupernetTrainer:
         # The plain stack is not recorded: it keeps older checkpoints valid.
         stack = self.stack.to_dict() if self.stack != Stack() else None
         return supernet_identity(
-            self.space.fingerprint(), asdict(self.config), stack, self.data_fingerprint
+            self.space.fingerprint(), self.config.identity(), stack, self.data_fingerprint
         )
 
     def _resume(self, run: _Run) -> Progress | None:
@@ -236,6 +236,8 @@ class SupernetTrainer:
         why = checkpoint_mismatch(state.get(CHECKPOINT_IDENTITY), self._identity())
         if why is not None:
             raise CheckpointError(path, why)
+        if state.get("split") and not is_split(run.supernet):
+            self._split(run)
         run.supernet.load_state_dict(state["model"])
         run.optimizer.load_state_dict(state["optimizer"])
         load_schedule_state(run.scheduler, state["scheduler"])
@@ -261,6 +263,7 @@ class SupernetTrainer:
                 "progress": list(at),
                 "step": at.epoch * len(self.batches) + at.batch,
                 "model": run.supernet.state_dict(),
+                "split": self.config.split if is_split(run.supernet) else None,
                 "optimizer": run.optimizer.state_dict(),
                 "scheduler": run.scheduler.state_dict(),
                 "rng": rng_state(),
@@ -275,6 +278,35 @@ class SupernetTrainer:
         for p in older[1:] if at.batch else older:
             (self.checkpoint_dir / p.filename()).unlink(missing_ok=True)
         return path
+
+    def _split(self, run: _Run) -> None:
+        """Split ``run``'s supernet on ``config.split`` in place: every sub-supernet starts
+        from the shared weights and their AdamW moments; the schedule goes on where it is."""
+        cfg = self.config
+        assert cfg.split is not None
+        shared = list(run.supernet.parameters())
+        split = split_supernet(run.supernet, cfg.split).to(self.device)
+        parts = len(split.body.parts)
+        optimizer = make_optimizer(split.parameters(), cfg.lr, cfg.weight_decay)
+        old = run.optimizer.state_dict()
+        # Parameter i of the shared supernet is parameter i of every part, in order.
+        n = len(shared)
+        state = {
+            k * n + i: {key: v.clone() if torch.is_tensor(v) else v for key, v in st.items()}
+            for k in range(parts)
+            for i, st in old["state"].items()
+        }
+        groups = [{**g, "params": list(range(parts * n))} for g in old["param_groups"]]
+        optimizer.load_state_dict({"state": state, "param_groups": groups})
+        steps = cfg.epochs * len(self.batches)
+        scheduler = warmup_cosine(optimizer, steps, int(cfg.warmup_epochs * len(self.batches)))
+        scheduler.load_state_dict(run.scheduler.state_dict())
+        train_step, stepper = self._step_fn(split, optimizer)
+        if stepper is not None and run.stepper is not None:
+            stepper.load_state_dict(run.stepper.state_dict())
+        run.supernet, run.optimizer, run.scheduler = split, optimizer, scheduler
+        run.train_step, run.stepper = train_step, stepper
+        self.supernet = split
 
     def _step_fn(
         self, supernet: Supernet, optimizer: torch.optim.Optimizer
@@ -327,6 +359,7 @@ class SupernetTrainer:
         )
         train_step, stepper = self._step_fn(supernet, optimizer)
         run = _Run(supernet, optimizer, scheduler, OpCounter(self.space), stepper=stepper)
+        run.train_step = train_step
         at = self._resume(run)
         if at is not None:
             where = f"epoch {at.epoch}" + (f", batch {at.batch}" if at.batch else "")
@@ -336,6 +369,12 @@ class SupernetTrainer:
         t0 = clock()
         stop = due = False
         for epoch in range(start.epoch, cfg.epochs):
+            if epoch == cfg.split_epoch and not is_split(run.supernet):
+                self._split(run)
+                self.log(f"supernet split on {cfg.split!r} at epoch {epoch}")
+            if run.supernet is not supernet:  # split here or at the resume
+                supernet, optimizer, scheduler = run.supernet, run.optimizer, run.scheduler
+                train_step, stepper = run.train_step, run.stepper
             supernet.train()
             first = start.batch if epoch == start.epoch else 0
             for b, (x, y) in enumerate(self.batches.epoch(epoch, start=first), start=first):
@@ -367,7 +406,7 @@ class SupernetTrainer:
             if epoch + 1 < cfg.epochs and (stop or self.should_stop()):
                 raise TrainingInterrupted(f"supernet training after epoch {epoch + 1}", path)
         return SupernetResult(
-            supernet,
+            run.supernet,
             run.counter,
             cfg.epochs,
             clock() - t0,
@@ -388,3 +427,9 @@ class _Run:
     losses: list[float] = field(default_factory=list)
     epoch_loss: float = 0.0
     stepper: StackStep | None = None  # None: the plain DDP step, which keeps no state
+    train_step: Callable[[torch.Tensor, torch.Tensor, Sequence[Arch]], float] | None = None
+
+
+def is_split(supernet: nn.Module) -> bool:
+    """Whether ``supernet``'s body is split into sub-supernets (few-shot)."""
+    return isinstance(getattr(supernet, "body", None), Split)

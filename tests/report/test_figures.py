@@ -113,6 +113,11 @@ def test_fairness_figure_states_the_floor_ceil_rule() -> None:
     assert "2 of 2 labels lie within the rule" in text
     bars = [t for t in fig.data if t.type == "bar"]
     assert [list(b.y) for b in bars] == [[2, 2, 2], [4, 2]]
+    assert "split" not in text
+    record.update(split="w", split_epoch=0)
+    fig = plot_fairness(fairness_data(make_study([], user_attrs={"nasflow:supernet": record})))
+    assert "split on &#x27;w&#x27; at epoch 0 (few-shot)" in _texts(fig)  # HTML-escaped
+    assert "not within each copy" in _texts(fig)
 
 
 def test_every_report_figure_is_drawn_and_empty_ones_say_so() -> None:

@@ -62,6 +62,14 @@ def test_a_study_file_with_a_bad_budget_fails_in_one_line_writing_nothing(
         ("supernet={'epochs': 2}", "supernet must be a SupernetConfig(...), got {'epochs': 2}"),
         ("budget={'max_params': 5}", "budget must be a Budget(...), got {'max_params': 5}"),
         ("train=None", "train must be a TrainConfig(...), got None"),
+        (
+            "supernet=SupernetConfig(epochs=1, batch_size=50, split='depth')",
+            "SupernetConfig(split='depth') names no path choice of space 'mnist1d'",
+        ),
+        (
+            "supernet=SupernetConfig(epochs=1, batch_size=50, split='width', split_from=-0.5)",
+            "split_from must be a number in [0, 1), got -0.5",
+        ),
         ("finetune_epochs=1", "finetune_epochs=...) was removed: the fine-tuning recipe carries"),
         ("finetune=3", "finetune must be a TrainConfig(...), got 3"),
         ("name=None", "study name must be a non-empty string, got None"),

@@ -21,8 +21,12 @@ def test_every_training_config_is_the_one_recipe_with_its_own_defaults() -> None
 
 
 def test_the_supernet_record_keeps_its_keys() -> None:
-    # Stored studies and supernet checkpoints are identified by asdict(SupernetConfig).
-    assert asdict(SupernetConfig(sampler="uniform", epochs=2)) == {
+    # Stored studies and supernet checkpoints are identified by SupernetConfig.identity():
+    # without a split, the keys they had before the split existed.
+    split = SupernetConfig(split="width", split_from=0.25)
+    assert split.identity() == asdict(split)
+    assert (split.identity()["split"], split.identity()["split_from"]) == ("width", 0.25)
+    assert SupernetConfig(sampler="uniform", epochs=2).identity() == {
         "sampler": "uniform",
         "epochs": 2,
         "batch_size": 64,
