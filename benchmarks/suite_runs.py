@@ -56,6 +56,7 @@ from nasflow.search import (
 )
 from nasflow.supernet import recalibrate_bn
 from nasflow.train import evaluate
+from nasflow.train.stack import Stack
 
 
 def beats(value: float, table: list[float]) -> float:
@@ -85,12 +86,14 @@ def run_one(
     anchors: int | None = None,
     split: str | None = None,
     split_from: float | None = None,
+    stack: dict | None = None,
 ) -> dict:
     """One search seed of one study, end to end (``n_trials`` candidates screened,
     default the study's; ``sampler`` replaces the study's; ``rank_by`` its
     ``FineTuning.rank_by``; ``anchors`` its zero-cost anchors, 0 for none; ``split`` and
-    ``split_from`` its supernet's few-shot split, ``"none"`` for none); the measured
-    row."""
+    ``split_from`` its supernet's few-shot split, ``"none"`` for none; ``stack``, Stack
+    fields, a fixed speedup stack instead of the study's, so that no calibration made
+    under the benchmark's own load decides it); the measured row."""
     spec = load_study_file(path).replace(seed=seed)
     if split is not None or split_from is not None:
         label = spec.supernet.split if split is None else None if split == "none" else split
@@ -101,6 +104,8 @@ def run_one(
                 split_from=spec.supernet.split_from if split_from is None else split_from,
             )
         )
+    if stack is not None:
+        spec = spec.replace(stack=Stack.from_dict(stack))
     if anchors is not None:
         spec = spec.replace(anchors=Anchors(n=anchors) if anchors else None)
     if sampler is not None:
@@ -392,6 +397,11 @@ def main() -> None:
     p.add_argument("--anchors", type=int, help="zero-cost anchors per run (0: none)")
     p.add_argument("--split", help="the supernet's few-shot split label ('none': no split)")
     p.add_argument("--split-from", type=float, help="fraction of supernet epochs before it")
+    p.add_argument(
+        "--stack",
+        type=json.loads,
+        help='a fixed speedup stack for every run, Stack fields in JSON (\'{"amp": "bf16"}\')',
+    )
     p.add_argument("--skip-done", action="store_true", help="skip runs already in --json")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -404,10 +414,11 @@ def main() -> None:
         if args.skip_done and args.json and args.json.exists():
             for line in args.json.read_text().splitlines():
                 r = json.loads(line)
-                done.add((r["study"], r["seed"], r.get("rank_by", "accuracy")))
+                # Rows record the rank_by the study used; without --rank-by any matches.
+                done.add((r["study"], r["seed"], args.rank_by and r.get("rank_by", "accuracy")))
         for seed in args.seeds:
             for path in args.studies:
-                if (str(path), seed, args.rank_by or "accuracy") in done:
+                if (str(path), seed, args.rank_by) in done:
                     continue
                 row = run_one(
                     path,
@@ -418,6 +429,7 @@ def main() -> None:
                     args.anchors,
                     args.split,
                     args.split_from,
+                    args.stack,
                 )
                 rows.append(row)
                 if args.json:

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from nasflow.cli import benchmark_catalogue, main
+from nasflow.search import load_study_file
 from nasflow.space import Arch
+from tests._study_template import write_study
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -362,3 +364,30 @@ def test_b8_replays_the_anchor_rule_on_a_table(tmp_path: Path) -> None:
     # n=1 is the largest architecture, the most expensive of the three.
     assert rows[0]["cpu"] < rows[1]["cpu"]
     assert "| mnist1d_front | 200 |" in b8.markdown(rows)
+
+
+def test_the_split_benchmarks_run_split_and_shared(tmp_path: Path) -> None:
+    study = write_study(tmp_path, name="split_cost")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks/split_cost.py"), "--studies", str(study)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    row = proc.stdout.strip().splitlines()[-1].split("|")
+    # The tiny space (base 4 channels) has widths 0.5, 0.75, 1.0 ... one copy per width.
+    shared, split = (int(v.replace(",", "")) for v in row[7].split("→"))
+    widths = len(load_study_file(study).space.choice("width").values)
+    assert row[1].strip() == "split_cost" and split == widths * shared
+    assert float(row[6].strip().lstrip("x")) > 0
+    out = tmp_path / "b2.json"
+    gt = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
+    proc = _bench(
+        "b2", "--quick", "--samplers", "fair", "--split", "width", "--json", str(out),
+        "--gt", str(gt), cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["split"] == "width" and len(report["results"]["fair"]) == 1
