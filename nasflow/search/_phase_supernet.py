@@ -30,7 +30,7 @@ def run_supernet(ctx: RunContext, calibrated: float | None = None) -> SupernetPh
         trainer = SupernetTrainer(
             spec.space,
             data.train,
-            spec.supernet,
+            spec.supernet_recipe,
             ctx.folder.supernet,
             ctx.device,
             log=ctx.quiet_log,

@@ -137,7 +137,7 @@ class StudyRunner:
     # ------------------------------------------------------------------ storage and study
     def _identity(self) -> dict[str, str]:
         spec = self.spec
-        supernet = None if spec.table is not None else spec.supernet.identity()
+        supernet = None if spec.table is not None else spec.supernet_recipe.identity()
         ident = supernet_identity(spec.space.fingerprint(), supernet)
         self._load_data()
         scoring = scoring_record(spec, self._data_fingerprint)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import os
@@ -182,7 +183,9 @@ class StudySpec:
             ``sampler=study.sampler`` to keep it).
         budget: Limits on candidates.
         retrain_top: How many winners phase 3 retrains from scratch.
-        seed: Seed of the sampler, the supernet and the data order.
+        seed: Seed of the sampler, the supernet and the data order. The supernet trains
+            with ``supernet.seed + seed`` (:attr:`supernet_recipe`), so ``--seed`` draws
+            another supernet too, and a study of seed 0 trains the one it always did.
         cost: How a candidate's training cost is predicted: ``"model"`` (default) sums
             its ops' latencies from the hardware-aware cost model's table (measured once
             per device and stored in the study's database; every op of the space is
@@ -516,9 +519,15 @@ class StudySpec:
             return "none"
         return "hyperband" if len(self.objectives) == 1 else "pareto"
 
-    def replace(self, **changes: Any) -> StudySpec:
-        import dataclasses
+    @property
+    def supernet_recipe(self) -> SupernetConfig:
+        """The supernet recipe phase 1 trains: ``supernet`` with its seed offset by the
+        study's (before, every study seed trained the supernet of ``supernet.seed``)."""
+        if not self.seed:
+            return self.supernet
+        return dataclasses.replace(self.supernet, seed=self.supernet.seed + self.seed)
 
+    def replace(self, **changes: Any) -> StudySpec:
         for key in changes:
             if key in REMOVED_KEYS:
                 raise StudyFileError(REMOVED_KEYS[key])

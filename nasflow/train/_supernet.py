@@ -352,6 +352,8 @@ class SupernetTrainer:
             raise ConfigError(f"training split has fewer samples than batch_size={cfg.batch_size}")
         torch.manual_seed(cfg.seed)
         supernet = self.space.supernet().to(self.device)
+        if cfg.split is not None and cfg.split_epoch == 0:  # split from the start
+            supernet = split_supernet(supernet, cfg.split).to(self.device)
         self.supernet = supernet  # the network in training, for ``on_epoch`` callbacks
         optimizer = make_optimizer(supernet.parameters(), cfg.lr, cfg.weight_decay)
         scheduler = warmup_cosine(

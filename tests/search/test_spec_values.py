@@ -124,3 +124,12 @@ def test_fine_tuning_takes_its_epochs_from_its_recipe(tmp_path) -> None:
         spec.replace(finetune_epochs=4)
     with pytest.raises(TypeError, match="finetune_epochs"):
         StudySpec(name="x", space=spec.space, data=spec.data, finetune_epochs=4)
+
+
+def test_the_study_seed_reseeds_the_supernet_and_seed_0_keeps_its_old_one(tmp_path) -> None:
+    spec = load_study_file(write_study(tmp_path))
+    assert spec.seed == 0 and spec.supernet_recipe is spec.supernet  # identity unchanged
+    other = spec.replace(seed=3)
+    assert other.supernet_recipe.seed == spec.supernet.seed + 3
+    assert other.supernet_recipe.identity() != spec.supernet_recipe.identity()
+    assert other.supernet_recipe.epochs == spec.supernet.epochs

@@ -127,3 +127,12 @@ def test_split_mid_training_resumes_bit_identical_and_exports(tmp_path) -> None:
     loaded, name = load_supernet(space, ref_dir, log=lambda _: None)
     assert name == "epoch-2.pt" and isinstance(loaded.body, Split)
     _assert_identical(loaded.state_dict(), final["model"], "exported")
+
+
+def test_split_from_the_start_builds_the_split_network_first(tmp_path) -> None:
+    config = SupernetConfig(epochs=1, batch_size=16, seed=3, split="width")
+    logs: list[str] = []
+    result = SupernetTrainer(tiny_mnist1d(), _data(), config, tmp_path, log=logs.append).fit()
+    assert isinstance(result.supernet.body, Split)
+    assert not any("split on" in m for m in logs)  # never trained shared
+    assert load_checkpoint(tmp_path / "epoch-1.pt")["split"] == "width"
