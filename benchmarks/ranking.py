@@ -178,7 +178,9 @@ def supernet_scores(
     through (``None``: plain fp32 eager, as ``Stack()``). ``weight_decay`` replaces the
     study's supernet weight decay (every parameter); ``frozen_bn_affine`` keeps every batch
     norm's scale and shift at their initial 1 and 0 (a non-affine BN, as DARTS and
-    NAS-Bench-201's supernets use)."""
+    NAS-Bench-201's supernets use). ``split``: the label the supernet is split on
+    (few-shot; ``"none"``: no split, ``None``: the study's), from the ``split_from``
+    fraction of the epochs."""
     cfg = replace(
         study.supernet,
         sampler=sampler,

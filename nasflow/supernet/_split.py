@@ -6,8 +6,10 @@ that choice's values. Elastic width is the measured case: a narrow path's channe
 first channels of every wider path, so those channels are trained to serve four networks
 at once, and the widest paths score close to the next-narrower ones although, trained
 stand-alone, they test higher on every ground of the suite. Splitting the supernet on the
-width gives each width its own weights (ops still shared within it) at the same compute
-per step: every fair step's paths still run once each, each in its own sub-supernet.
+width gives each width its own weights (ops still shared within it) with the same paths
+and FLOPs per step: every fair step's paths still run once each, each in its own
+sub-supernet (the optimizer steps over four times the parameters: up to x1.09 CPU per
+epoch measured, ``benchmarks/split_cost.py``).
 """
 
 from __future__ import annotations
