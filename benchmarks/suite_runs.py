@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from scipy.stats import kendalltau
+from scipy.stats import kendalltau, rankdata
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -64,17 +64,33 @@ def beats(value: float, table: list[float]) -> float:
     return float(np.mean(np.asarray(table) < value))
 
 
-def supernet_tau(spec, folder: Path, archs, gt_test: list[float]) -> float:
-    """Kendall tau of this run's supernet scores of the table's archs against the table."""
+def supernet_taus(spec, folder: Path, archs, gt_test: list[float]) -> dict[str, float]:
+    """Kendall tau of this run's supernet scores of the table's archs against the table:
+    by validation accuracy (``"accuracy"``), by cross-entropy (``"loss"``, lower ranks
+    higher) and by the rank sum of both (``"rank_sum"``, what ``FineTuning.rank_by``
+    names)."""
     supernet, _ = load_supernet(spec.space, folder, log=lambda _: None)
     data = spec.data()
     train, val = data.batches("train", spec.train.batch_size, spec.seed), data.batches("val")
-    scores = []
+    accuracy, loss = [], []
     for arch in archs:
         net = supernet.extract(spec.space.path(arch))
         recalibrate_bn(net, train.epoch(0), spec.bn_batches)
-        scores.append(evaluate(net, val)[0])
-    return float(kendalltau(scores, gt_test).statistic)
+        acc, ce = evaluate(net, val)
+        accuracy.append(acc)
+        loss.append(ce)
+    return score_taus(accuracy, loss, gt_test)
+
+
+def score_taus(accuracy: list[float], loss: list[float], gt_test: list[float]) -> dict[str, float]:
+    """Kendall tau against ``gt_test`` of paths' validation accuracies, of their
+    cross-entropies (lower ranks higher) and of the rank sum of both."""
+    higher = [-v for v in loss]
+    both = rankdata(accuracy) + rankdata(higher)
+    return {
+        name: float(kendalltau(s, gt_test).statistic)
+        for name, s in (("accuracy", accuracy), ("loss", higher), ("rank_sum", both))
+    }
 
 
 def run_one(
@@ -121,7 +137,7 @@ def run_one(
         result = runner.run(n_trials=n_trials)
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
         trust = result.study.user_attrs.get(TRUST_KEY)
-        true_tau = supernet_tau(spec, Path(tmp) / spec.name / "supernet", archs, gt_test)
+        taus = supernet_taus(spec, Path(tmp) / spec.name / "supernet", archs, gt_test)
     kept = result.winners[0]
     # (``Study.trials`` deep-copies every trial on each access: read them once.)
     trials = result.study.get_trials(deepcopy=False)
@@ -141,7 +157,10 @@ def run_one(
         "kept_test": kept.test_accuracy,
         "kept_val": kept.val_accuracy,
         "kept_beats": beats(kept.test_accuracy, gt_test),
-        "supernet_tau": true_tau,
+        "supernet_tau": taus["accuracy"],
+        # The same supernet ranked by cross-entropy and by the rank sum of both.
+        "supernet_tau_loss": taus["loss"],
+        "supernet_tau_rank_sum": taus["rank_sum"],
         "run_cpu_s": cpu,
         "run_wall_s": wall,
         "phase_seconds": result.seconds,
@@ -165,7 +184,7 @@ def run_one(
         row["trust"] = {
             k: trust[k] for k in ("tau", "low", "high", "verdict", "seconds", "epochs")
         }
-        row["covered"] = bool(trust["low"] <= true_tau <= trust["high"])
+        row["covered"] = bool(trust["low"] <= taus["accuracy"] <= trust["high"])
         row["trust_share"] = trust_share(row)
     return row
 
@@ -358,6 +377,13 @@ def summary(rows: list[dict]) -> str:
             f"{statistics.median(kept_shares):.0%} "
             f"({', '.join(f'{s:.0%}' for s in kept_shares)}); {len(rs)} seeds"
         )
+        taus = {k: [r[k] for r in rs if k in r] for k in ("supernet_tau", "supernet_tau_rank_sum")}
+        if taus["supernet_tau_rank_sum"]:
+            lines.append(
+                "    supernet tau (table), by accuracy / by the rank sum of accuracy and "
+                f"cross-entropy: {statistics.mean(taus['supernet_tau']):+.3f} / "
+                f"{statistics.mean(taus['supernet_tau_rank_sum']):+.3f} (mean)"
+            )
     probed = [r for r in rows if r.get("trust")]
     if probed:
         n = sum(r["covered"] for r in probed)

@@ -295,6 +295,19 @@ def test_b6_replays_the_kept_weights_margin() -> None:
     assert table[3].startswith("| 1 | 2 | 1 | 0 |")
 
 
+def test_b6_ranks_the_table_by_accuracy_cross_entropy_and_their_rank_sum() -> None:
+    """``suite_runs.score_taus``: cross-entropy ranks lower-is-better, the rank sum breaks
+    the accuracy ties that a small validation split leaves."""
+    b6 = _load("suite_runs.py")
+    test = [0.1, 0.2, 0.3, 0.4]
+    # Accuracy ties the two best; cross-entropy orders all four correctly.
+    taus = b6.score_taus([0.5, 0.6, 0.7, 0.7], [2.0, 1.5, 1.2, 1.0], test)
+    assert taus["loss"] == pytest.approx(1.0)
+    assert taus["accuracy"] < taus["rank_sum"] == pytest.approx(1.0)
+    # Reversed cross-entropies: the loss ranks the table backwards.
+    assert b6.score_taus(test, [1.0, 1.2, 1.5, 2.0], test)["loss"] == pytest.approx(-1.0)
+
+
 def test_b7_finds_the_largest_architecture_of_a_space() -> None:
     """Coordinate ascent over the choices: no sampled architecture has more parameters,
     and no single change to its choices adds any."""
