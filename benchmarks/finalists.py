@@ -1,0 +1,209 @@
+"""Which fine-tuned finalist to keep: every last-rung finalist of B6 runs, retrained.
+
+A B6 run (``benchmarks/suite_runs.py``) retrains one finalist from scratch: the one its
+rule keeps (the best validation accuracy after the last fine-tuning rung). Whether
+another rule would keep a better model cannot be read from that row. This benchmark
+retrains *every* finalist that reached the last rung of each recorded run, exactly as
+phase 3 retrains the kept one (``nasflow.search.retrain_arch``: the study's recipe, data
+and search seed, through ``--stack``), and replays rules for choosing among them against
+the ground's random-architecture table:
+
+- ``shipped``: the best fine-tuned validation accuracy (what the study keeps today);
+- ``largest within m SE``: the finalist with the most parameters among those whose
+  fine-tuned validation accuracy is within ``m`` binomial standard errors of the best;
+- ``largest``: the most parameters among the last rung's finalists;
+- ``best supernet score``: the first protected finalist (``FineTuning.rank_by`` order);
+- ``oracle``: the best retrained test accuracy (the ceiling of any rule).
+
+Every rule's pick then goes through B8's anchor rule (the best zero-cost anchor replaces
+it when the anchor validates higher by more than ``ANCHOR_MARGIN_SE`` standard errors),
+with the pick's retrained validation accuracy. The retrain of the row's own kept finalist
+is checked against the test accuracy the run recorded (the replay's fidelity).
+
+Usage::
+
+    python benchmarks/finalists.py --runs benchmarks/data/b6_anchors.jsonl \\
+        --stack '{"amp": "bf16"}' --json benchmarks/data/b6_finalists.jsonl
+    python benchmarks/finalists.py --from-json benchmarks/data/b6_finalists.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from suite_runs import beats, table_test, val_samples
+
+from nasflow.cost._analytic import count_params
+from nasflow.search import (
+    ANCHOR_MARGIN_SE,
+    FineTuneResult,
+    load_study_file,
+    retrain_arch,
+    standard_error,
+)
+from nasflow.space import Arch
+from nasflow.train.stack import Stack
+
+# Finalists whose fine-tuned validation accuracy is within this many standard errors of
+# the best are "statistically tied" for the ``largest within m SE`` rules.
+MARGINS = (1.0, 2.0)
+
+
+def last_rung(record: dict) -> tuple[list, int]:
+    """The finalists that reached the last rung, in the record's order (protected first),
+    and the validation split's size."""
+    result = FineTuneResult.from_record(record)
+    ready = result.ready
+    most = max(c.epochs for c in ready)
+    return [c for c in ready if c.epochs == most], result.val_samples or 0
+
+
+def replay_run(row: dict, stack: Stack | None, top: int) -> dict:
+    """Retrain every last-rung finalist of one B6 row; the measured rows."""
+    spec = load_study_file(Path(row["study"])).replace(seed=row["seed"])
+    data = spec.data()
+    finalists, n = last_rung(row["finetuned"])
+    order = [c.trial for c in FineTuneResult.from_record(row["finetuned"]).candidates]
+    out = []
+    for c in finalists:
+        arch = Arch.from_json(c.arch)
+        c0 = time.process_time()
+        net, _, result = retrain_arch(spec, arch, data, stack=stack)
+        out.append(
+            {
+                "trial": c.trial,
+                "arch": c.arch,
+                "params": count_params(net),
+                "protected": order.index(c.trial) < top,
+                "supernet_accuracy": c.supernet_accuracy,
+                "finetuned_val": c.val_accuracy,
+                "finetuned_test": c.test_accuracy,
+                "retrain_val": result.val_accuracy,
+                "retrain_test": result.test_accuracy,
+                "retrain_cpu_s": time.process_time() - c0,
+            }
+        )
+    return {
+        "study": row["study"],
+        "name": row["name"],
+        "seed": row["seed"],
+        "val_samples": n or val_samples(row["study"]),
+        "kept_trial": row["kept_trial"],
+        "kept_test": row["kept_test"],
+        "anchors": row.get("anchors") or [],
+        "finalists": out,
+    }
+
+
+def picks(run: dict) -> dict[str, dict]:
+    """Each rule's choice among the run's retrained finalists."""
+    fs, n = run["finalists"], run["val_samples"]
+    best_val = max(f["finetuned_val"] for f in fs)
+    shipped = next(f for f in fs if f["finetuned_val"] == best_val)
+    out = {"shipped": shipped}
+    for m in MARGINS:
+        se = standard_error(best_val, best_val, n)
+        tied = [f for f in fs if f["finetuned_val"] >= best_val - m * se]
+        out[f"largest within {m:g} SE"] = max(tied, key=lambda f: f["params"])
+    out["largest"] = max(fs, key=lambda f: f["params"])
+    protected = [f for f in fs if f["protected"]] or fs
+    out["best supernet score"] = protected[0]
+    out["oracle"] = max(fs, key=lambda f: f["retrain_test"])
+    return out
+
+
+def with_anchor(run: dict, pick: dict) -> float:
+    """The test accuracy kept after B8's anchor rule, given the search's ``pick``."""
+    anchors = run["anchors"]
+    if anchors:
+        best = max(anchors, key=lambda a: a["val_accuracy"])
+        margin = ANCHOR_MARGIN_SE * standard_error(
+            best["val_accuracy"], pick["retrain_val"], run["val_samples"]
+        )
+        if best["val_accuracy"] > pick["retrain_val"] + margin:
+            return best["test_accuracy"]
+    return pick["retrain_test"]
+
+
+def report(runs: list[dict]) -> str:
+    """One line per rule: mean and minimum share of the table beaten, per-ground medians,
+    and the paired count against the shipped rule."""
+    grounds = sorted({r["name"] for r in runs})
+    rules = list(picks(runs[0]))
+    header = "| rule | runs | differs from shipped | better / worse | mean share | min | "
+    header += " | ".join(grounds) + " |"
+    out = [header, "|---" * (6 + len(grounds)) + "|"]
+    for rule in rules:
+        shares: dict[str, list[float]] = {g: [] for g in grounds}
+        every, diff, better, worse = [], 0, 0, 0
+        for r in runs:
+            p = picks(r)
+            table = table_test(r["study"])
+            share = beats(with_anchor(r, p[rule]), table)
+            base = beats(with_anchor(r, p["shipped"]), table)
+            shares[r["name"]].append(share)
+            every.append(share)
+            diff += p[rule]["trial"] != p["shipped"]["trial"]
+            better += share > base
+            worse += share < base
+        medians = " | ".join(f"{statistics.median(shares[g]):.0%}" for g in grounds)
+        out.append(
+            f"| {rule} | {len(every)} | {diff} | {better} / {worse} "
+            f"| {statistics.mean(every):.1%} | {min(every):.0%} | {medians} |"
+        )
+    fidelity = [
+        f["retrain_test"] - r["kept_test"]
+        for r in runs
+        for f in r["finalists"]
+        if f["trial"] == r["kept_trial"]
+    ]
+    if fidelity:
+        out.append(
+            f"\nreplayed retrain of each run's kept finalist minus the run's own: "
+            f"median {statistics.median(fidelity) * 100:+.2f} points, "
+            f"largest |difference| {max(map(abs, fidelity)) * 100:.2f} ({len(fidelity)} runs)"
+        )
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=Path, nargs="+", default=[], help="B6 rows (JSON lines)")
+    p.add_argument(
+        "--stack",
+        type=json.loads,
+        default=None,
+        help="the runs' speedup stack, as Stack fields in JSON (default: plain fp32 eager)",
+    )
+    p.add_argument("--top", type=int, default=5, help="the runs' FineTuning.top")
+    p.add_argument("--limit", type=int, help="replay only the first N runs")
+    p.add_argument("--json", type=Path, help="append every replayed run here (JSON lines)")
+    p.add_argument("--from-json", type=Path, nargs="+", help="report these replays only")
+    args = p.parse_args(argv)
+    if args.from_json:
+        runs = [json.loads(line) for f in args.from_json for line in f.open() if line.strip()]
+        print(report(runs))
+        return
+    rows = [json.loads(line) for f in args.runs for line in f.open() if line.strip()]
+    rows = [r for r in rows if r.get("finetuned")][: args.limit]
+    stack = Stack.from_dict(args.stack) if args.stack is not None else None
+    runs = []
+    for i, row in enumerate(rows, 1):
+        run = replay_run(row, stack, args.top)
+        runs.append(run)
+        print(f"[{i}/{len(rows)}] {run['name']} seed {run['seed']}", flush=True)
+        if args.json:
+            with args.json.open("a") as f:
+                f.write(json.dumps(run) + "\n")
+    print(report(runs))
+
+
+if __name__ == "__main__":
+    main()
