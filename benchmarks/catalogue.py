@@ -17,6 +17,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "suite_runs": ("B6", "the study end to end on the suite: kept model against the table"),
     "largest": ("B7", "the trivial baseline: the space's largest architecture, trained"),
     "anchors": ("B8", "zero-cost anchors replayed on the tables: how many, against random"),
+    "finalists": ("", "every last-rung finalist of B6 runs retrained: which rule keeps the best"),
     "split_cost": ("", "the few-shot split's supernet CPU and memory against the shared one"),
     "ground_truth": ("", "stand-alone training of a fixed sample of a study's space"),
     "space_probe": ("", "spread of accuracies vs training noise of a candidate space"),

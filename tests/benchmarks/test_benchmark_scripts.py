@@ -308,6 +308,53 @@ def test_b6_ranks_the_table_by_accuracy_cross_entropy_and_their_rank_sum() -> No
     assert b6.score_taus(test, [1.0, 1.2, 1.5, 2.0], test)["loss"] == pytest.approx(-1.0)
 
 
+def test_finalists_replays_the_rules_for_the_kept_finalist() -> None:
+    """``finalists.py``: "largest within 1 SE" keeps the biggest of the finalists tied on
+    fine-tuned validation, the oracle the best retrain; an anchor validating higher by
+    more than a standard error replaces any pick."""
+    fin = _load("finalists.py")
+    study = str(ROOT / "studies" / "mnist1d_front.py")
+
+    def finalist(trial, params, ft_val, val, test, protected=True):
+        return {
+            "trial": trial,
+            "params": params,
+            "protected": protected,
+            "finetuned_val": ft_val,
+            "retrain_val": val,
+            "retrain_test": test,
+        }
+
+    run = {
+        "study": study,
+        "name": "g",
+        "seed": 0,
+        "val_samples": 500,
+        "kept_trial": 1,
+        "kept_test": 0.97,
+        "anchors": [],
+        "finalists": [
+            finalist(1, 100, 0.980, 0.97, 0.970),  # the best fine-tuned validation
+            finalist(2, 300, 0.975, 0.98, 0.984),  # 0.5 points lower: within 1 SE (0.63)
+            finalist(3, 900, 0.950, 0.98, 0.960, protected=False),  # 3 points lower
+        ],
+    }
+    p = fin.picks(run)
+    assert p["shipped"]["trial"] == 1 and p["best supernet score"]["trial"] == 1
+    assert p["largest within 1 SE"]["trial"] == 2 and p["largest"]["trial"] == 3
+    assert p["oracle"]["trial"] == 2
+    assert fin.with_anchor(run, p["shipped"]) == 0.970
+    anchored = {**run, "anchors": [{"val_accuracy": 0.995, "test_accuracy": 0.99}]}
+    assert fin.with_anchor(anchored, p["shipped"]) == 0.99  # 2.5 points above: > 1 SE
+    assert fin.with_anchor(anchored, p["largest"]) == 0.99
+    near = {**run, "anchors": [{"val_accuracy": 0.975, "test_accuracy": 0.99}]}
+    assert fin.with_anchor(near, p["shipped"]) == 0.970  # lower: the pick stays
+    lines = fin.report([run]).splitlines()
+    row = next(line for line in lines if line.startswith("| largest within 1 SE |"))
+    assert "| 1 | 1 | 1 / 0 |" in row  # one run, differs, beats more of the table
+    assert "+0.00 points" in lines[-1]  # the kept finalist's replayed retrain: itself
+
+
 def test_b7_finds_the_largest_architecture_of_a_space() -> None:
     """Coordinate ascent over the choices: no sampled architecture has more parameters,
     and no single change to its choices adds any."""
