@@ -343,6 +343,8 @@ def test_finalists_replays_the_rules_for_the_kept_finalist() -> None:
     assert p["shipped"]["trial"] == 1 and p["best supernet score"]["trial"] == 1
     assert p["largest within 1 SE"]["trial"] == 2 and p["largest"]["trial"] == 3
     assert p["oracle"]["trial"] == 2
+    # Retraining the two best fine-tuned and keeping the better retrained validation.
+    assert p["best retrain val of 2"]["trial"] == 2
     assert fin.with_anchor(run, p["shipped"]) == 0.970
     anchored = {**run, "anchors": [{"val_accuracy": 0.995, "test_accuracy": 0.99}]}
     assert fin.with_anchor(anchored, p["shipped"]) == 0.99  # 2.5 points above: > 1 SE
