@@ -118,7 +118,7 @@ def picks(run: dict) -> dict[str, dict]:
     # Retrain the k best fine-tuned finalists (k - 1 more trainings than phase 3 does
     # today) and keep the best retrained validation accuracy.
     ranked = sorted(fs, key=lambda f: -f["finetuned_val"])
-    for k in (2, 3, len(fs)):
+    for k in sorted({2, 3, 4, 5, len(fs)}):
         label = "all" if k == len(fs) else str(k)
         out[f"best retrain val of {label}"] = max(ranked[:k], key=lambda f: f["retrain_val"])
     protected = [f for f in fs if f["protected"]] or fs

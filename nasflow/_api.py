@@ -94,8 +94,10 @@ def export_winner(
     Args:
         result: What :func:`optimize` returned.
         out: The export directory to create.
-        trial: The trial to export (default: the first retrained winner, else the most
-            accurate Pareto trial).
+        trial: The trial to export (default: the model the study kept, the summary's
+            "kept model": the search's retrained choice or a zero-cost anchor that
+            validates higher; for a study that retrained nothing, the most accurate Pareto
+            trial).
         weights: ``"retrained"`` (the weights phase 3 trained from scratch; an error where
             it did not), ``"supernet"`` (inherited, BN re-estimated) or ``"auto"``:
             retrained where saved, else the supernet's.
@@ -113,7 +115,9 @@ def export_winner(
     if spec is None:
         raise ExportError("export_winner needs the RunResult of nasflow.optimize (it has no spec)")
     if trial is None:
-        which: str | int = result.winners[0].number if result.winners else "best"
+        # The study's kept model (``nasflow:kept``: the search's retrained choice or a
+        # zero-cost anchor); "best" reads the same record.
+        which: str | int = "best"
     else:
         which = trial
     storage = result.storage.given if result.storage.given is not None else result.storage.url

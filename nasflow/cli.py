@@ -370,7 +370,12 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name", help="study name, or the study file (.py) that ran it")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--trial", type=int, help="export this trial number")
-    g.add_argument("--best", action="store_true", help="the most accurate Pareto trial (default)")
+    g.add_argument(
+        "--best",
+        action="store_true",
+        help="the model the study kept (the summary's 'kept model'; default), or the most "
+        "accurate Pareto trial of a study that retrained nothing",
+    )
     g.add_argument("--pareto", action="store_true", help="every Pareto trial, one folder each")
     g.add_argument(
         "--ready",

@@ -31,6 +31,7 @@ from nasflow.export._writer import (
 )
 from nasflow.record import (
     ANCHOR_ATTR,
+    KEPT_KEY,
     RunFolder,
     TrialRecord,
     checkpoint_fingerprint,
@@ -88,7 +89,12 @@ def load_supernet(
 
 
 def select_trials(study: optuna.Study, which: str | int) -> list[optuna.trial.FrozenTrial]:
-    """``"best"`` (the most accurate Pareto trial), ``"pareto"`` (all) or a trial number.
+    """``"best"``, ``"pareto"`` (every Pareto trial) or a trial number.
+
+    ``"best"`` is the model the study's last finished run kept (its ``nasflow:kept``
+    record: the summary's "kept model" line: phase 3's retrained choice among the
+    fine-tuned finalists, or a zero-cost anchor), else, for a study that retrained nothing,
+    the most accurate Pareto trial.
 
     Raises:
         ExportError: No completed trial, or trial ``which`` is missing or not complete.
@@ -110,6 +116,11 @@ def select_trials(study: optuna.Study, which: str | int) -> list[optuna.trial.Fr
         return [t]
     if which not in ("best", "pareto"):
         raise ConfigError(f"which must be 'best', 'pareto' or a trial number, got {which!r}")
+    if which == "best":
+        kept = study.user_attrs.get(KEPT_KEY)
+        trial = kept.get("trial") if isinstance(kept, dict) else None
+        if isinstance(trial, int) and not isinstance(trial, bool):
+            return select_trials(study, trial)
     front = pareto_trials(study)
     if not front:
         raise ExportError(f"study {study.study_name!r} has no completed trial to export")

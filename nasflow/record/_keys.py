@@ -42,6 +42,10 @@ FINETUNED_KEY = "nasflow:finetuned"
 #: Study user attribute holding the zero-cost anchors' record (each anchor's trial, how it
 #: was chosen, its from-scratch training; phase 0, ``nasflow.search.Anchors``).
 ANCHORS_KEY = "nasflow:anchors"
+#: Study user attribute naming the model a finished run keeps (what the summary's "kept
+#: model" line says, and what ``nasflow export NAME --best`` exports): ``{"trial": N,
+#: "weights": "retrained" | "fine-tuned", "source": "search" | "anchor"}``.
+KEPT_KEY = "nasflow:kept"
 #: Prefix of the per-winner records written by phase 3 (``nasflow:retrain:<trial number>``).
 RETRAIN_PREFIX = "nasflow:retrain:"
 

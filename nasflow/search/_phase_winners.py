@@ -4,14 +4,17 @@ measure their training cost (entry point :func:`run_winners`)."""
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import optuna
 
 from nasflow.record import DUPLICATE_KEY, TrialRecord, WinnerRecord, retrain_key
+from nasflow.search._anchors import kept_anchor
 from nasflow.search._context import RunContext, Winner, WinnersPhaseResult
+from nasflow.search._finetune import FineTuneResult, KeptWeights, kept_weights
 from nasflow.search._retrain import recipe_for, retrain_arch
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.search._winners import find_winner, save_winner
@@ -45,7 +48,10 @@ def winner_trials(ctx: RunContext) -> list[optuna.trial.FrozenTrial]:
 
 
 def run_winners(ctx: RunContext) -> WinnersPhaseResult:
-    """Phase 3: retrain the best Pareto trials from scratch; test accuracy + real cost.
+    """Phase 3: retrain the best ``retrain_top`` trials from scratch (after fine-tuning:
+    the best fine-tuned finalists, else the Pareto set by supernet accuracy); test
+    accuracy + real cost. The winners come back best retrained validation accuracy first:
+    the first is the search's kept choice.
 
     Each winner's weights and record (recipe, seed, test and validation accuracy,
     measured training time) are saved in ``OUT/NAME/winners/trial-N/``, atomically and
@@ -86,7 +92,80 @@ def run_winners(ctx: RunContext) -> WinnersPhaseResult:
         if w.weights is not None:
             entry["weights"] = str(w.weights.relative_to(ctx.out) / WINNER_WEIGHTS)
         study.set_user_attr(retrain_key(t.number), entry)
+    # Several retrained: the kept choice is the best retrained validation accuracy (all
+    # trained with the same recipe from scratch, so comparable); ties keep the order in
+    # which they were chosen (fine-tuned validation accuracy, or supernet accuracy).
+    winners.sort(key=lambda w: -w.val_accuracy)
     return WinnersPhaseResult(tuple(winners), time.perf_counter() - t0)
+
+
+@dataclass(frozen=True)
+class KeptDecision:
+    """Which model a finished run keeps, and on what evidence (the summary's "kept model"
+    lines and the study's ``nasflow:kept`` record both come from here).
+
+    Attributes:
+        search: The search's choice, its retrain or its fine-tuned weights
+            (:func:`~nasflow.search.kept_weights`); ``None`` without a fine-tuning record.
+        anchors: The zero-cost anchors trained from scratch (their records).
+        search_val: The validation accuracy of the search's kept weights.
+        what: Those weights, in words ("choice (retrained)", ...).
+        anchor: The anchor that replaces the search's choice (it validates higher by more
+            than ``ANCHOR_MARGIN_SE`` standard errors), or ``None``.
+        trial: The kept trial (``None``: nothing was retrained).
+        weights: ``"retrained"`` (from scratch: phase 3's retrain or an anchor) or
+            ``"fine-tuned"``.
+    """
+
+    search: KeptWeights | None
+    anchors: list[Mapping[str, Any]]
+    search_val: float
+    what: str
+    anchor: Mapping[str, Any] | None
+    trial: int | None
+    weights: str
+
+    def record(self) -> dict[str, Any] | None:
+        """The study's ``nasflow:kept`` record (``None`` when nothing is kept)."""
+        if self.trial is None:
+            return None
+        source = "anchor" if self.anchor is not None else "search"
+        return {"trial": self.trial, "weights": self.weights, "source": source}
+
+
+def decide_kept(winners: Sequence[Winner], finetuned: object, anchors: object) -> KeptDecision:
+    """The model a run keeps: phase 3's first winner (the search's choice: the best
+    retrained validation accuracy among the trials it retrained) with the weights
+    :func:`~nasflow.search.kept_weights` keeps, unless the best-validating zero-cost anchor
+    validates above it by more than the margin (:func:`~nasflow.search.kept_anchor`).
+    ``finetuned`` and ``anchors`` are the study's fine-tuning and anchors records."""
+    search = None
+    samples = None
+    if isinstance(finetuned, dict):
+        samples = finetuned.get("val_samples")
+        if winners:
+            w0 = winners[0]
+            result = FineTuneResult.from_record(finetuned)
+            search = kept_weights(w0.number, w0.val_accuracy, w0.test_accuracy, result)
+    trained = [
+        e
+        for e in (anchors.get("anchors", []) if isinstance(anchors, dict) else [])
+        if e.get("val_accuracy") is not None
+    ]
+    if not winners:
+        return KeptDecision(search, trained, 0.0, "", None, None, "retrained")
+    if search is not None:
+        val, what = search.val_accuracy, f"choice ({search.kind})"
+    else:
+        val, what = winners[0].val_accuracy, "choice (retrained)"
+    anchor = None
+    if trained:
+        best, margin = kept_anchor(val, trained, samples)
+        anchor = best if best["val_accuracy"] - val > margin else None
+    if anchor is not None:
+        return KeptDecision(search, trained, val, what, anchor, int(anchor["trial"]), "retrained")
+    weights = search.kind if search is not None else "retrained"
+    return KeptDecision(search, trained, val, what, None, winners[0].number, weights)
 
 
 def winner_identity(ctx: RunContext, arch: Arch, stack: Stack | None) -> dict[str, Any]:

@@ -19,7 +19,9 @@ from nasflow._regular import check_run_folders
 from nasflow.data import DataBundle, check_bundle, data_fingerprint
 from nasflow.names import objective_names
 from nasflow.record import (
+    ANCHORS_KEY,
     FINETUNED_KEY,
+    KEPT_KEY,
     MULTIPLIERS_KEY,
     SCREENING_KEY,
     SECONDS_KEY,
@@ -42,7 +44,7 @@ from nasflow.search._phase_finetune import run_finetune
 from nasflow.search._phase_screening import run_screening
 from nasflow.search._phase_supernet import resolve_stack, run_supernet
 from nasflow.search._phase_trust import run_trust
-from nasflow.search._phase_winners import pareto_trials, run_winners
+from nasflow.search._phase_winners import decide_kept, pareto_trials, run_winners
 from nasflow.search._recovery import heartbeat_settings, sweep_zombies
 from nasflow.search._spec import StudySpec
 from nasflow.storage import (
@@ -314,6 +316,11 @@ class StudyRunner:
         measured: ``winners`` retrained now, the fine-tuned ready models)."""
         spec = self.spec
         study.set_user_attr(SECONDS_KEY, seconds)
+        kept = decide_kept(
+            winners, study.user_attrs.get(FINETUNED_KEY), study.user_attrs.get(ANCHORS_KEY)
+        ).record()
+        if kept is not None:
+            study.set_user_attr(KEPT_KEY, kept)
         screening = screening_record(study)
         if screening is not None:
             study.set_user_attr(SCREENING_KEY, screening)

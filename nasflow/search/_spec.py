@@ -182,7 +182,9 @@ class StudySpec:
             pruner are replaced by ``sampler`` and ``pruner`` (pass
             ``sampler=study.sampler`` to keep it).
         budget: Limits on candidates.
-        retrain_top: How many winners phase 3 retrains from scratch.
+        retrain_top: How many winners phase 3 retrains from scratch: after a fine-tuning
+            phase, the best fine-tuned finalists (those fine-tuned the most epochs first);
+            the one whose retrain validates highest is the search's kept choice.
         seed: Seed of the sampler, the supernet and the data order. The supernet trains
             with ``supernet.seed + seed`` (:attr:`supernet_recipe`), so ``--seed`` draws
             another supernet too, and a study of seed 0 trains the one it always did.

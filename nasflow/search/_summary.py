@@ -25,10 +25,10 @@ from nasflow.search._anchors import ANCHOR_MARGIN_SE, kept_anchor
 from nasflow.search._baseline import read_baseline
 from nasflow.search._budget import budget_excludes
 from nasflow.search._costtable import format_cost_table
-from nasflow.search._finetune import FineTuneResult, kept_weights
 from nasflow.search._multipliers import format_multipliers, format_stack
 from nasflow.search._objective import arch_summary
 from nasflow.search._phase_anchors import anchor_line
+from nasflow.search._phase_winners import decide_kept
 from nasflow.search._runner import RunResult
 from nasflow.search._spec import StudySpec
 from nasflow.search._trust import format_trust
@@ -226,33 +226,28 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
         lines.extend(ready_model_lines(finetuned_record))
     # Which model is kept, decided before any line says it: the search's (its retrain or
     # its fine-tuned weights), unless a zero-cost anchor validates higher by the margin.
-    kept = None
-    if isinstance(finetuned_record, dict) and result.winners:
-        w0 = result.winners[0]
-        result_ft = FineTuneResult.from_record(finetuned_record)
-        kept = kept_weights(w0.number, w0.val_accuracy, w0.test_accuracy, result_ft)
-    anchors = result.study.user_attrs.get(ANCHORS_KEY)
-    trained = [
-        e
-        for e in (anchors or {}).get("anchors", [])
-        if isinstance(anchors, dict) and e.get("val_accuracy") is not None
-    ]
+    decision = decide_kept(
+        result.winners, finetuned_record, result.study.user_attrs.get(ANCHORS_KEY)
+    )
+    kept, trained, anchor_kept = decision.search, decision.anchors, decision.anchor
+    kept_val, what = decision.search_val, decision.what
     samples = finetuned_record.get("val_samples") if isinstance(finetuned_record, dict) else None
-    anchor_kept = None
-    kept_val, what = 0.0, ""
-    if trained and result.winners:
-        if kept is not None:
-            kept_val, what = kept.val_accuracy, f"choice ({kept.kind})"
-        else:
-            kept_val, what = result.winners[0].val_accuracy, "choice (retrained)"
-        best, margin = kept_anchor(kept_val, trained, samples)
-        anchor_kept = best if best["val_accuracy"] - kept_val > margin else None
+    several = len(result.winners) > 1
+    if several:
+        lines.append(
+            f"phase 3 retrained {len(result.winners)} trials from scratch; the first validates "
+            "highest after retraining and is the search's choice"
+        )
     for w in result.winners:
         when = " (by an earlier run)" if w.reused else ""
+        finalist = isinstance(finetuned_record, dict) and any(
+            c["trial"] == w.number for c in finetuned_record["candidates"]
+        )
         chosen = (
-            " (chosen by its fine-tuned validation accuracy)"
-            if isinstance(finetuned_record, dict)
-            and any(c["trial"] == w.number for c in finetuned_record["candidates"])
+            " (a finalist by its fine-tuned validation accuracy)"
+            if finalist and several
+            else " (chosen by its fine-tuned validation accuracy)"
+            if finalist
             else ""
         )
         lines.append(
@@ -307,11 +302,22 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     lines.append(f"trials run by this process: {trial_numbers(result.ran_trials)}")
     lines.append(f"study: {result.storage.safe_url}")
     lines.append(f"supernet checkpoints: {result.out_dir / 'supernet'}")
+    quoted = shlex.quote(spec.name)
+    if decision.trial is None:
+        export = f"`nasflow export {quoted} --best --out DIR` exports the most accurate trial"
+    elif decision.weights == "fine-tuned":
+        export = (
+            f"`nasflow export {quoted} --ready {decision.trial} --out DIR` exports the kept "
+            f"model (trial {decision.trial}, fine-tuned weights), `--best` its architecture "
+            "retrained from scratch"
+        )
+    else:
+        export = (
+            f"`nasflow export {quoted} --best --out DIR` exports the kept model (trial "
+            f"{decision.trial}, retrained from scratch)"
+        )
     lines.append(
-        f"next: `nasflow report {shlex.quote(spec.name)}` writes "
-        f"{result.out_dir / 'report.html'}; "
-        f"`nasflow export {shlex.quote(spec.name)} --best --out DIR` exports the winner"
-        + (" with its retrained weights" if any(w.weights for w in result.winners) else "")
+        f"next: `nasflow report {quoted}` writes {result.out_dir / 'report.html'}; {export}"
         + (
             f"; `nasflow export {shlex.quote(spec.name)} --ready best --out DIR` the ready "
             "model with the best validation accuracy, with its fine-tuned weights"

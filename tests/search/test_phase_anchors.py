@@ -8,7 +8,7 @@ import optuna
 import pytest
 import torch
 
-from nasflow.record import ANCHOR_ATTR, ANCHORS_KEY, SUPERNET_ACCURACY_ATTR
+from nasflow.record import ANCHOR_ATTR, ANCHORS_KEY, KEPT_KEY, SUPERNET_ACCURACY_ATTR
 from nasflow.search import StudyRunner, load_study_file, summary_table
 from tests._study_template import write_study
 
@@ -67,8 +67,19 @@ def test_anchors_are_trained_first_and_scored_as_trials(tmp_path) -> None:
     ]
     assert len(verdict) == 1 and f"{best['val_accuracy']:.4f}" in verdict[0]
     kept = [line for line in text.splitlines() if line.startswith("kept model:")]
-    if "a zero-cost anchor trained" in verdict[0]:  # the anchor is kept: one kept model
+    anchor_kept = "a zero-cost anchor trained" in verdict[0]
+    if anchor_kept:  # the anchor is kept: one kept model
         assert kept == verdict and f"trial {best['trial']}," in kept[0]
+    # The study records the kept model, and `nasflow export --best` exports that one.
+    from nasflow.export import select_trials
+
+    expected = best["trial"] if anchor_kept else result.winners[0].number
+    assert result.study.user_attrs[KEPT_KEY] == {
+        "trial": expected,
+        "weights": "retrained",
+        "source": "anchor" if anchor_kept else "search",
+    }
+    assert [t.number for t in select_trials(result.study, "best")] == [expected]
     # The report draws them on both trade-off figures, at their measured validation accuracy.
     from nasflow.report import report_data, report_figures
 

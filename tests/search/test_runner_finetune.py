@@ -9,6 +9,7 @@ import pytest
 from nasflow.record import (
     DUPLICATE_KEY,
     FINETUNED_KEY,
+    KEPT_KEY,
     SUPERNET_ACCURACY_ATTR,
     SUPERNET_LOSS_ATTR,
 )
@@ -63,10 +64,42 @@ def test_finalists_become_ready_models_and_phase_3_retrains_the_best(tmp_path) -
     assert "finetune" in result.seconds
     # The summary says which of the winner's weights validate higher and are kept.
     winner = result.winners[0]
-    kept = [line for line in summary_table(result, spec).splitlines() if "kept model" in line]
+    kept = [
+        line for line in summary_table(result, spec).splitlines() if line.startswith("kept model")
+    ]
     finetuned_higher = best["val_curve"][-1] > winner.val_accuracy
     assert len(kept) == 1 and f"trial {winner.number}" in kept[0]
     assert ("fine-tuned weights" in kept[0]) == finetuned_higher
+    # The study records it; `nasflow export --best` exports that trial, not the best
+    # supernet score of the Pareto set.
+    record_kept = result.study.user_attrs[KEPT_KEY]
+    assert record_kept["trial"] == winner.number and record_kept["source"] == "search"
+    assert record_kept["weights"] == (
+        "fine-tuned" if "fine-tuned weights" in kept[0] else "retrained"
+    )
+    from nasflow.export import select_trials
+
+    assert [t.number for t in select_trials(result.study, "best")] == [winner.number]
+
+
+def test_phase_3_keeps_the_best_retrain_of_several_finalists(tmp_path) -> None:
+    """``retrain_top=3``: the three best fine-tuned finalists are retrained from scratch and
+    the one that validates highest after retraining is the search's kept choice."""
+    extra = EXTRA + "study = study.replace(retrain_top=3)\n"
+    spec = load_study_file(write_study(tmp_path, finetune=0, n_trials=8, extra=extra))
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lambda _: None)
+    result = runner.run()
+    cands = result.study.user_attrs[FINETUNED_KEY]["candidates"]
+    ranked = sorted(cands, key=lambda c: (-len(c["val_curve"]), -c["val_curve"][-1]))
+    assert {w.number for w in result.winners} == {c["trial"] for c in ranked[:3]}
+    vals = [w.val_accuracy for w in result.winners]
+    assert vals == sorted(vals, reverse=True)
+    kept = result.study.user_attrs[KEPT_KEY]
+    assert kept["trial"] == result.winners[0].number and kept["source"] == "search"
+    text = summary_table(result, spec)
+    assert "phase 3 retrained 3 trials from scratch; the first validates highest" in text
+    (line,) = [x for x in text.splitlines() if x.startswith("kept model")]
+    assert f"trial {result.winners[0].number}" in line
 
 
 def test_a_rerun_reuses_the_ready_models(tmp_path, monkeypatch) -> None:
