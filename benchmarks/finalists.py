@@ -17,9 +17,10 @@ the ground's random-architecture table:
 - ``best supernet score``: the first protected finalist (``FineTuning.rank_by`` order);
 - ``oracle``: the best retrained test accuracy (the ceiling of any rule).
 
-Every rule's pick then goes through B8's anchor rule (the best zero-cost anchor replaces
-it when the anchor validates higher by more than ``ANCHOR_MARGIN_SE`` standard errors),
-with the pick's retrained validation accuracy. The retrain of the row's own kept finalist
+Every rule's pick then keeps its fine-tuned weights where they validate above its retrain
+by the study's margin (``kept_weights``), and goes through B8's anchor rule (the best
+zero-cost anchor replaces it when the anchor validates higher than the kept weights by
+more than ``ANCHOR_MARGIN_SE`` standard errors). The retrain of the row's own kept finalist
 is checked against the test accuracy the run recorded (the replay's fidelity).
 
 Usage::
@@ -49,6 +50,7 @@ from nasflow.search import (
     load_study_file,
     retrain_arch,
     standard_error,
+    validation_margin,
 )
 from nasflow.space import Arch
 from nasflow.train.stack import Stack
@@ -128,16 +130,25 @@ def picks(run: dict) -> dict[str, dict]:
 
 
 def with_anchor(run: dict, pick: dict) -> float:
-    """The test accuracy kept after B8's anchor rule, given the search's ``pick``."""
+    """The test accuracy kept, given the search's ``pick``: its fine-tuned weights where
+    they validate above its retrain by more than ``KEPT_MARGIN_SE`` standard errors
+    (``nasflow.search.kept_weights``), else its retrain; then B8's anchor rule."""
+    n = run["val_samples"]
+    val, test = pick["retrain_val"], pick["retrain_test"]
+    ft_val, ft_test = pick.get("finetuned_val"), pick.get("finetuned_test")
+    if (
+        ft_val is not None
+        and ft_test is not None
+        and ft_val > val + validation_margin(ft_val, val, n)
+    ):
+        val, test = ft_val, ft_test
     anchors = run["anchors"]
     if anchors:
         best = max(anchors, key=lambda a: a["val_accuracy"])
-        margin = ANCHOR_MARGIN_SE * standard_error(
-            best["val_accuracy"], pick["retrain_val"], run["val_samples"]
-        )
-        if best["val_accuracy"] > pick["retrain_val"] + margin:
+        margin = ANCHOR_MARGIN_SE * standard_error(best["val_accuracy"], val, n)
+        if best["val_accuracy"] > val + margin:
             return best["test_accuracy"]
-    return pick["retrain_test"]
+    return test
 
 
 def report(runs: list[dict]) -> str:

@@ -349,6 +349,10 @@ def test_finalists_replays_the_rules_for_the_kept_finalist() -> None:
     anchored = {**run, "anchors": [{"val_accuracy": 0.995, "test_accuracy": 0.99}]}
     assert fin.with_anchor(anchored, p["shipped"]) == 0.99  # 2.5 points above: > 1 SE
     assert fin.with_anchor(anchored, p["largest"]) == 0.99
+    # Fine-tuned weights validating 9 points above the retrain (> 2 SE) are the kept ones.
+    ahead = {**finalist(5, 100, 0.99, 0.90, 0.89), "finetuned_test": 0.95}
+    assert fin.with_anchor(run, ahead) == 0.95
+    assert fin.with_anchor(run, {**ahead, "finetuned_val": 0.905}) == 0.89  # within 2 SE
     near = {**run, "anchors": [{"val_accuracy": 0.975, "test_accuracy": 0.99}]}
     assert fin.with_anchor(near, p["shipped"]) == 0.970  # lower: the pick stays
     lines = fin.report([run]).splitlines()
