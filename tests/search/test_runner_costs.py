@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from nasflow.cost import CostModel
 from nasflow.record import COST_TABLE_KEY
 from nasflow.search import StudyRunner, load_study_file, summary_table
 from tests._study_template import write_study
@@ -36,6 +37,10 @@ def test_a_second_study_reuses_the_first_studys_cost_table(
     assert "reference op" in text and str(shared) in text
     assert record["precision"] == "fp32" and "predicts fp32 training steps" in text
 
+    # A table flagged loaded is measured again by the next study (by design; its own test
+    # is in tests/cost/test_stability.py). Whether this machine looked loaded while the
+    # first study measured is not this test's to control: the flag is read as steady here.
+    monkeypatch.setattr(CostModel, "_shared_was_loaded", lambda self: False)
     second, text = _study(tmp_path / "b")  # a fresh study database, same device
     again = second.study.user_attrs[COST_TABLE_KEY]
     assert again["source"] == "shared table" and again["ops_measured_now"] == 0
