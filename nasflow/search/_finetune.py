@@ -86,8 +86,10 @@ class FineTuning:
             in 5, meeting the 80% bar on every ground where accuracy missed two; on
             CIFAR-10 a median 94% against 89% (``benchmarks/RESULTS.md``, "B6 again").
         top: Of the finalists, the best supernet scores, fine-tuned through every rung
-            without halving: the kept model is chosen among the last rung's candidates on
-            fine-tuned validation accuracy, so it never depends on a one-epoch cut. The
+            without halving: the kept model is chosen among the last rung's candidates
+            (phase 3 retrains the ``StudySpec.retrain_top`` best by fine-tuned validation
+            accuracy and keeps the best retrained validation), so it never depends on a
+            one-epoch cut. The
             rest, mostly the cheaper end of the Pareto set, are halved and become ready
             models along the front. ``None``: half the finalists, rounded up (5 of the
             default 10). On the generalisation suite's tables
