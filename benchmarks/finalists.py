@@ -129,7 +129,7 @@ def picks(run: dict) -> dict[str, dict]:
     return out
 
 
-def with_anchor(run: dict, pick: dict) -> float:
+def kept_test(run: dict, pick: dict) -> float:
     """The test accuracy kept, given the search's ``pick``: its fine-tuned weights where
     they validate above its retrain by more than ``KEPT_MARGIN_SE`` standard errors
     (``nasflow.search.kept_weights``), else its retrain; then B8's anchor rule."""
@@ -165,8 +165,8 @@ def report(runs: list[dict]) -> str:
         for r in runs:
             p = picks(r)
             table = table_test(r["study"])
-            share = beats(with_anchor(r, p[rule]), table)
-            base = beats(with_anchor(r, p["shipped"]), table)
+            share = beats(kept_test(r, p[rule]), table)
+            base = beats(kept_test(r, p["shipped"]), table)
             shares[r["name"]].append(share)
             every.append(share)
             diff += p[rule]["trial"] != p["shipped"]["trial"]

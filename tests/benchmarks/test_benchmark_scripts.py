@@ -345,16 +345,16 @@ def test_finalists_replays_the_rules_for_the_kept_finalist() -> None:
     assert p["oracle"]["trial"] == 2
     # Retraining the two best fine-tuned and keeping the better retrained validation.
     assert p["best retrain val of 2"]["trial"] == 2
-    assert fin.with_anchor(run, p["shipped"]) == 0.970
+    assert fin.kept_test(run, p["shipped"]) == 0.970
     anchored = {**run, "anchors": [{"val_accuracy": 0.995, "test_accuracy": 0.99}]}
-    assert fin.with_anchor(anchored, p["shipped"]) == 0.99  # 2.5 points above: > 1 SE
-    assert fin.with_anchor(anchored, p["largest"]) == 0.99
+    assert fin.kept_test(anchored, p["shipped"]) == 0.99  # 2.5 points above: > 1 SE
+    assert fin.kept_test(anchored, p["largest"]) == 0.99
     # Fine-tuned weights validating 9 points above the retrain (> 2 SE) are the kept ones.
     ahead = {**finalist(5, 100, 0.99, 0.90, 0.89), "finetuned_test": 0.95}
-    assert fin.with_anchor(run, ahead) == 0.95
-    assert fin.with_anchor(run, {**ahead, "finetuned_val": 0.905}) == 0.89  # within 2 SE
+    assert fin.kept_test(run, ahead) == 0.95
+    assert fin.kept_test(run, {**ahead, "finetuned_val": 0.905}) == 0.89  # within 2 SE
     near = {**run, "anchors": [{"val_accuracy": 0.975, "test_accuracy": 0.99}]}
-    assert fin.with_anchor(near, p["shipped"]) == 0.970  # lower: the pick stays
+    assert fin.kept_test(near, p["shipped"]) == 0.970  # lower: the pick stays
     lines = fin.report([run]).splitlines()
     row = next(line for line in lines if line.startswith("| largest within 1 SE |"))
     assert "| 1 | 1 | 1 / 0 |" in row  # one run, differs, beats more of the table
