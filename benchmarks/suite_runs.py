@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ranking import load_ground_truth, merge_ground_truth
 
 from nasflow.export._study import load_supernet
-from nasflow.record import ANCHORS_KEY, FINETUNED_KEY, MULTIPLIERS_KEY, TRUST_KEY
+from nasflow.record import ANCHORS_KEY, FINETUNED_KEY, KEPT_KEY, MULTIPLIERS_KEY, TRUST_KEY
 from nasflow.search import (
     ANCHOR_MARGIN_SE,
     KEPT_MARGIN_SE,
@@ -171,6 +171,9 @@ def run_one(
         # screened candidates' supernet scores (for reading a losing row).
         "finetuned": result.study.user_attrs.get(FINETUNED_KEY),
         "pareto": [t.number for t in result.pareto],
+        # The run's own record of the model it keeps (trial, weights, search or anchor);
+        # :func:`kept` replays the same rule from the records above, for older rows too.
+        "kept_record": result.study.user_attrs.get(KEPT_KEY),
         "kept_score_rank": 1 + sum(t.values is not None and t.values[0] > score for t in trials),
         # The zero-cost anchors (trained from scratch before the supernet), each with the
         # share of the table its test accuracy beats.

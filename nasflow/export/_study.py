@@ -31,10 +31,10 @@ from nasflow.export._writer import (
 )
 from nasflow.record import (
     ANCHOR_ATTR,
-    KEPT_KEY,
     RunFolder,
     TrialRecord,
     checkpoint_fingerprint,
+    kept_record,
     open_stored_study,
     stored_space,
     study_data_fingerprint,
@@ -117,10 +117,9 @@ def select_trials(study: optuna.Study, which: str | int) -> list[optuna.trial.Fr
     if which not in ("best", "pareto"):
         raise ConfigError(f"which must be 'best', 'pareto' or a trial number, got {which!r}")
     if which == "best":
-        kept = study.user_attrs.get(KEPT_KEY)
-        trial = kept.get("trial") if isinstance(kept, dict) else None
-        if isinstance(trial, int) and not isinstance(trial, bool):
-            return select_trials(study, trial)
+        kept = kept_record(study)
+        if kept is not None:
+            return select_trials(study, kept.trial)
     front = pareto_trials(study)
     if not front:
         raise ExportError(f"study {study.study_name!r} has no completed trial to export")

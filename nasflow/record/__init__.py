@@ -89,9 +89,11 @@ from nasflow.record._keys import (
     rung_key,
 )
 from nasflow.record._reading import (
+    KeptRecord,
     StoredStudy,
     copy_constraints,
     get_constraints,
+    kept_record,
     open_stored_study,
     retrain_records,
     reuse_score,
@@ -167,6 +169,7 @@ __all__ = [
     "CalibrationStep",
     "CostCalibration",
     "CostTableRecord",
+    "KeptRecord",
     "MultiplierPart",
     "MultipliersRecord",
     "RunFolder",
@@ -182,6 +185,7 @@ __all__ = [
     "copy_constraints",
     "get_constraints",
     "has_identity",
+    "kept_record",
     "open_stored_study",
     "retrain_key",
     "retrain_records",

@@ -20,6 +20,7 @@ from nasflow.record._keys import (
     CONSTRAINTS_KEY,
     DUPLICATE_KEY,
     FINGERPRINT_KEY,
+    KEPT_KEY,
     OBJECTIVES_KEY,
     PREFIX,
     RETRAIN_PREFIX,
@@ -139,6 +140,38 @@ def retrain_records(study: optuna.Study) -> dict[int, dict[str, Any]]:
         if key.startswith(RETRAIN_PREFIX) and suffix.isdigit() and isinstance(record, dict):
             out[int(suffix)] = record
     return dict(sorted(out.items()))
+
+
+class KeptRecord(NamedTuple):
+    """The model a finished run keeps (``KEPT_KEY``).
+
+    Attributes:
+        trial: The kept trial's number.
+        weights: ``"retrained"`` (from scratch) or ``"fine-tuned"`` (from the supernet's
+            inherited weights).
+        source: ``"search"`` (the search's choice) or ``"anchor"`` (a zero-cost anchor
+            trained from scratch before the supernet, kept for validating higher).
+    """
+
+    trial: int
+    weights: str
+    source: str
+
+
+def kept_record(study: optuna.Study) -> KeptRecord | None:
+    """The study's record of the model it keeps, or ``None`` where it has none (nothing
+    was retrained, or the study predates the record). A record this version cannot read
+    is ignored like a missing one: the callers fall back to the most accurate Pareto
+    trial, as before the record existed."""
+    raw = study.user_attrs.get(KEPT_KEY)
+    if not isinstance(raw, dict):
+        return None
+    trial, weights, source = raw.get("trial"), raw.get("weights"), raw.get("source")
+    if not isinstance(trial, int) or isinstance(trial, bool):
+        return None
+    if weights not in ("retrained", "fine-tuned") or source not in ("search", "anchor"):
+        return None
+    return KeptRecord(trial, weights, source)
 
 
 def study_stack_dict(study: optuna.Study) -> dict[str, Any] | None:

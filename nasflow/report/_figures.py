@@ -247,6 +247,25 @@ def plot_tradeoff(
                 hovertemplate="%{text}<extra></extra>",
             )
         )
+    ring = _kept_ring(data, shown, drawn)
+    if ring is not None:
+        x, y, what = ring
+        fig.add_trace(
+            go.Scatter(
+                x=[x],
+                y=[y],
+                mode="markers",
+                marker={
+                    "color": "rgba(0,0,0,0)",
+                    "symbol": "circle-open",
+                    "size": 30,
+                    "line": {"width": 3, "color": DARK},
+                },
+                name=f"kept model: {what}",
+                text=[f"the model this run keeps: {what}"],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
     xs = [p.x for p in data.points]
     wide = min(xs) > 0 and max(xs) / min(xs) > 20  # spans more than a decade or so
     fig.update_xaxes(title=data.x_title, type="log" if wide else "linear")
@@ -273,7 +292,42 @@ def plot_tradeoff(
             f"the study's recipe before the supernet, drawn at their "
             f"{names.RETRAINED_VAL_ACCURACY}."
         )
+    if ring is not None:
+        caption += (
+            f" The black ring marks the model the run keeps ({ring[2]}): what "
+            "nasflow export NAME --best exports."
+        )
     return _layout(fig, title, caption)
+
+
+def _kept_ring(
+    data: TradeoffData, ready: Sequence[ReadyRow], anchors: Sequence[AnchorRow]
+) -> tuple[float, float, str] | None:
+    """Where the kept model is drawn and what it is, in words: on its ready model's
+    diamond (its most fine-tuned epochs) when it keeps fine-tuned weights, on its anchor's
+    square when an anchor is kept, else on its winner's star; ``None`` when the study
+    records no kept model or its marker is not drawn in this plane."""
+    kept = data.kept
+    if kept is None:
+        return None
+    if kept.weights == "fine-tuned":
+        rows = [r for r in ready if r.number == kept.trial]
+        if rows:
+            row = max(rows, key=lambda r: r.epochs)
+            what = f"trial {kept.trial}, {names.finetuned_weights(row.epochs)}"
+            return _row_x(row, data.x_attr) or 0.0, row.val_accuracy, what
+        return None
+    if kept.source == "anchor":
+        kept_anchor = next((r for r in anchors if r.number == kept.trial), None)
+        if kept_anchor is not None:
+            what = f"trial {kept.trial}, a zero-cost anchor trained from scratch"
+            return _row_x(kept_anchor, data.x_attr) or 0.0, kept_anchor.val_accuracy, what
+        return None
+    points = [p for p in data.points if p.number == kept.trial and p.accuracy is not None]
+    if points:
+        what = f"trial {kept.trial}, retrained from scratch (the search's choice)"
+        return points[0].x, float(points[0].accuracy or 0.0), what
+    return None
 
 
 def plot_history(data: HistoryData) -> go.Figure:

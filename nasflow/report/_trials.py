@@ -18,8 +18,10 @@ from nasflow.record import (
     FINETUNED_KEY,
     PARAMS_ATTR,
     TRAIN_COST_ATTR,
+    KeptRecord,
     TrialRecord,
     get_constraints,
+    kept_record,
     retrain_records,
     study_metric_names,
 )
@@ -61,13 +63,16 @@ class TrialPoint(NamedTuple):
 
 
 class TradeoffData(NamedTuple):
-    """Accuracy against ``x_attr``; the front is the non-dominated set in this plane."""
+    """Accuracy against ``x_attr``; the front is the non-dominated set in this plane.
+    ``kept`` is the model the finished run keeps (``nasflow:kept``), ``None`` where the
+    study records none."""
 
     x_attr: str
     x_title: str
     points: list[TrialPoint]
     left_out: int
     y_title: str = "accuracy"
+    kept: KeptRecord | None = None
 
 
 def _violates(trial: FrozenTrial) -> bool:
@@ -121,7 +126,9 @@ def tradeoff_data(
         for i, rank in zip(feasible, ranks, strict=True):
             if rank == 0:
                 points[i] = points[i]._replace(status=FRONT)
-    return TradeoffData(x_attr, AXES[x_attr], points, left_out, study_metric_names(study)[0])
+    return TradeoffData(
+        x_attr, AXES[x_attr], points, left_out, study_metric_names(study)[0], kept_record(study)
+    )
 
 
 class HistoryData(NamedTuple):

@@ -7,6 +7,8 @@ import re
 
 from nasflow.names import set_metric_names
 from nasflow.report import (
+    ReadyModels,
+    ReadyRow,
     fairness_data,
     pareto_table,
     plot_fairness,
@@ -18,6 +20,7 @@ from nasflow.report import (
     tradeoff_data,
 )
 from nasflow.report._figures import table_cells
+from nasflow.report._records import AnchorRow
 from tests.report._studies import FIGURE_KEYS, arch_json, make_study, mixed_study
 
 
@@ -44,6 +47,42 @@ def test_pareto_figure_draws_each_status_and_highlights_the_winner() -> None:
     skipped = next(t for t in fig.data if t.name.startswith("over budget"))
     assert skipped.y[0] < 0.70  # drawn below every evaluated accuracy, not at a made-up one
     assert "not evaluated" in skipped.text[0]
+
+
+def test_the_kept_model_is_ringed_where_the_study_records_it() -> None:
+    study = mixed_study()
+    plain = plot_tradeoff(tradeoff_data(study), "Pareto front")
+    assert not any((t.name or "").startswith("kept model") for t in plain.data)
+    study.set_user_attr("nasflow:kept", {"trial": 1, "weights": "retrained", "source": "search"})
+    fig = plot_tradeoff(tradeoff_data(study), "Pareto front")
+    ring = fig.data[-1]
+    assert ring.name == "kept model: trial 1, retrained from scratch (the search's choice)"
+    # On the winner's star, not at a score of its own.
+    assert (list(ring.x), list(ring.y)) == ([2.0], [0.90])
+    assert "nasflow export NAME --best exports" in _texts(fig)
+    # A record this version cannot read is ignored, as a missing one is: no ring.
+    study.set_user_attr("nasflow:kept", {"trial": 1, "weights": "supernet", "source": "search"})
+    fig = plot_tradeoff(tradeoff_data(study), "Pareto front")
+    assert not any((t.name or "").startswith("kept model") for t in fig.data)
+
+
+def test_the_ring_sits_on_kept_fine_tuned_weights_or_on_a_kept_anchor() -> None:
+    study = mixed_study()
+    ready = ReadyModels(
+        True,
+        [
+            ReadyRow(0, 1, 0.81, 0.80, 1.0, 1.0, 500, "ready", "a"),
+            ReadyRow(0, 2, 0.84, 0.83, 2.0, 1.0, 500, "ready", "a"),
+        ],
+    )
+    anchors = [AnchorRow(2, 0.86, 0.85, 4.0, 3.0, 400, "b")]
+    study.set_user_attr("nasflow:kept", {"trial": 0, "weights": "fine-tuned", "source": "search"})
+    ring = plot_tradeoff(tradeoff_data(study), "t", ready, anchors).data[-1]
+    # On the diamond of its most fine-tuned epochs.
+    assert (list(ring.x), list(ring.y)) == ([1.0], [0.84]) and "2 epochs" in ring.name
+    study.set_user_attr("nasflow:kept", {"trial": 2, "weights": "retrained", "source": "anchor"})
+    ring = plot_tradeoff(tradeoff_data(study), "t", ready, anchors).data[-1]
+    assert (list(ring.x), list(ring.y)) == ([3.0], [0.86]) and "zero-cost anchor" in ring.name
 
 
 def test_hover_text_escapes_html_from_the_study() -> None:

@@ -13,6 +13,7 @@ import pytest
 from nasflow.record import (
     COST_TABLE_KEY,
     FINETUNED_KEY,
+    KEPT_KEY,
     MULTIPLIER_PARTS,
     CostTableRecord,
     MultipliersRecord,
@@ -193,6 +194,17 @@ def test_ready_models_are_on_the_front_and_in_a_table(oneshot, tmp_path) -> None
     ]
     assert sum(len(t.x) for t in traces) == len(ready.rows)
     assert all("measured" in t.name for t in traces)
+    # The ring sits on the marker of the model the run keeps, as its record says.
+    kept = oneshot.user_attrs[KEPT_KEY]
+    (ring,) = [t for t in pareto.data if (t.name or "").startswith("kept model")]
+    assert ring.name.startswith(f"kept model: trial {kept['trial']}, ")
+    if kept["weights"] == "fine-tuned":
+        row = max((r for r in ready.rows if r.number == kept["trial"]), key=lambda r: r.epochs)
+        assert list(ring.y) == [row.val_accuracy] and "fine-tuned" in ring.name
+    else:
+        (star,) = [t for t in pareto.data if t.name == "winner (retrained from scratch)"]
+        i = list(star.text).index(next(s for s in star.text if f"trial {kept['trial']} " in s))
+        assert (list(ring.x), list(ring.y)) == ([star.x[i]], [star.y[i]])
     page = write_report(oneshot, tmp_path / "report.html").read_text(encoding="utf-8")
     table = page[page.index('id="nasflow-ready-table"') :]
     table = table[: table.index("</table>")]
