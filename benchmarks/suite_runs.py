@@ -251,6 +251,17 @@ def kept_weights_of(row: dict) -> tuple[str, float, float]:
     return "fine-tuned", test, beats(test, table_test(row["study"]))
 
 
+def replay_agrees(row: dict) -> bool:
+    """Whether :func:`kept` (today's rule replayed on the row's records) keeps the model
+    the run itself recorded (``nasflow:kept``): same weights, same source, and for the
+    search's choice the same trial."""
+    record = row["kept_record"]
+    weights, _, _ = kept(row)
+    if record["source"] == "anchor":
+        return weights == "anchor"
+    return weights == record["weights"] and record["trial"] == row["kept_trial"]
+
+
 def with_anchors(row: dict, margin_se: float) -> tuple[str, float, float]:
     """``(weights, test, share beaten)`` when the best zero-cost anchor replaces the kept
     model where it validates above it by more than ``margin_se`` standard errors."""
@@ -387,6 +398,13 @@ def summary(rows: list[dict]) -> str:
                 f"cross-entropy: {statistics.mean(taus['supernet_tau']):+.3f} / "
                 f"{statistics.mean(taus['supernet_tau_rank_sum']):+.3f} (mean)"
             )
+    recorded = [r for r in rows if r.get("kept_record")]
+    if recorded:
+        agree = sum(replay_agrees(r) for r in recorded)
+        lines.append(
+            f"kept record: the replayed rule keeps what the run itself recorded in {agree} of "
+            f"{len(recorded)} runs"
+        )
     probed = [r for r in rows if r.get("trust")]
     if probed:
         n = sum(r["covered"] for r in probed)

@@ -418,6 +418,34 @@ def test_b6_replays_keeping_the_best_anchor_only_beyond_the_margin() -> None:
     assert table[5].startswith("| best anchor alone | 2 | 2 | 90.0% |")
 
 
+def test_b6_checks_the_replayed_rule_against_the_runs_own_kept_record() -> None:
+    """``suite_runs.replay_agrees``: the replay keeps the run's recorded model (same
+    weights, source and trial), and a record that says otherwise is counted as a
+    disagreement in the summary."""
+    b6 = _load("suite_runs.py")
+    study = str(ROOT / "studies" / "mnist1d_front.py")
+    row = {
+        "study": study,
+        "name": "a",
+        "seed": 0,
+        "kept_trial": 7,
+        "kept_val": 0.95,
+        "kept_test": 0.95,
+        "kept_beats": 0.5,
+        "finetuned": None,
+        "anchors": [{"val_accuracy": 0.99, "test_accuracy": 0.97, "beats": 0.9, "trial": 2}],
+        "supernet_tau": 0.5,
+        "run_cpu_s": 1.0,
+    }
+    anchor = {**row, "kept_record": {"trial": 2, "weights": "retrained", "source": "anchor"}}
+    search = {**row, "kept_record": {"trial": 7, "weights": "retrained", "source": "search"}}
+    assert b6.replay_agrees(anchor) and not b6.replay_agrees(search)
+    calm = {**search, "anchors": []}
+    assert b6.replay_agrees(calm)
+    assert not b6.replay_agrees({**calm, "kept_record": {**calm["kept_record"], "trial": 8}})
+    assert "in 2 of 3 runs" in b6.summary([anchor, search, calm])
+
+
 def test_b8_replays_the_anchor_rule_on_a_table(tmp_path: Path) -> None:
     """``anchors.py``: the anchors are the study's rule applied to the table's
     architectures; their hypervolume is read from the table's own trainings."""
