@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from nasflow.cost import CostModel
-from nasflow.record import COST_TABLE_KEY
-from nasflow.search import StudyRunner, load_study_file, summary_table
+from nasflow.record import COST_TABLE_KEY, FINETUNED_KEY, KEPT_KEY
+from nasflow.search import FineTuneResult, StudyRunner, load_study_file, summary_table
 from tests._study_template import write_study
 
 
@@ -55,3 +55,42 @@ def test_a_second_study_reuses_the_first_studys_cost_table(
     fresh = third.study.user_attrs[COST_TABLE_KEY]
     assert fresh["source"] == "measured now" and fresh["remeasured"]
     assert "re-measured on request" in text
+
+
+@pytest.mark.slow
+def test_the_same_study_and_seed_on_one_device_keeps_the_same_model_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A study is reproducible from its seed where the device's cost table is shared:
+    the second run reuses the first's table, so it screens the same candidates with the
+    same scores and predicted costs, fine-tunes the same finalists and keeps the same
+    model. (Two runs that each measure a table, as on a machine flagged loaded, predict
+    other costs: the second objective differs, and after its start-up trials the sampler
+    can propose other candidates; B6 saw that between processes.)"""
+    monkeypatch.setenv("NASFLOW_COST_CACHE", str(tmp_path / "shared-cost.db"))
+    monkeypatch.setattr(CostModel, "_shared_was_loaded", lambda self: False)
+    extra = (
+        "from nasflow.search import FineTuning\n"
+        "study = study.replace(finetuning=FineTuning(finalists=3, rungs=(1, 2), keep=0.5, "
+        "top=0), retrain_top=2)"
+    )
+    runs = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        spec = load_study_file(write_study(tmp_path / folder, n_trials=8, finetune=0, extra=extra))
+        runner = StudyRunner(
+            spec, out_dir=tmp_path / folder / "runs", progress=False, log=lambda _: None
+        )
+        runs.append(runner.run().study)
+    first, second = runs
+    assert second.user_attrs[COST_TABLE_KEY]["source"] == "shared table"
+
+    def screened(study) -> list[tuple[str, tuple[float, ...]]]:
+        return [(t.user_attrs["arch"], tuple(t.values)) for t in study.trials if t.values]
+
+    assert screened(first) == screened(second) and len(screened(first)) == 8
+    ready = [FineTuneResult.from_record(s.user_attrs[FINETUNED_KEY]).ready for s in runs]
+    assert [(c.trial, c.val_accuracy) for c in ready[0]] == [
+        (c.trial, c.val_accuracy) for c in ready[1]
+    ]
+    assert first.user_attrs[KEPT_KEY] == second.user_attrs[KEPT_KEY] is not None
