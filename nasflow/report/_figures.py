@@ -60,9 +60,15 @@ def _layout(fig: go.Figure, title: str, caption: str, height: int = 480) -> go.F
         for line in textwrap.wrap(paragraph, 120, break_on_hyphens=False)
     ] or [""]
     fig.update_layout(
+        # The title is pinned to the top of the figure: Plotly's default centres it in the
+        # top margin, so a long caption below it ran into the plot.
         title={
             "text": html.escape(title),
             "x": 0.01,
+            "y": 1,
+            "yref": "container",
+            "yanchor": "top",
+            "pad": {"t": 20},
             "subtitle": {"text": "<br>".join(html.escape(s) for s in lines)},
         },
         margin={"t": 70 + 17 * len(lines), "l": 70, "r": 30, "b": 60},
@@ -255,11 +261,13 @@ def plot_tradeoff(
                 x=[x],
                 y=[y],
                 mode="markers",
+                # An open symbol is stroked in the marker's colour (its line colour is
+                # ignored): a black ring around the kept model's own marker.
                 marker={
-                    "color": "rgba(0,0,0,0)",
+                    "color": "black",
                     "symbol": "circle-open",
                     "size": 30,
-                    "line": {"width": 3, "color": DARK},
+                    "line": {"width": 3},
                 },
                 name=f"kept model: {what}",
                 text=[f"the model this run keeps: {what}"],

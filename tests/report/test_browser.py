@@ -60,6 +60,37 @@ def _rendered(browser: Browser, expected: int, timeout: float = 60.0) -> dict[st
         time.sleep(0.2)
 
 
+#: Per plot div: the bottom of its caption (the title's subtitle) and the top of its plot
+#: area, in page pixels.
+_CAPTIONS = """
+Array.from(document.querySelectorAll('.js-plotly-plot')).map(d => {
+  const caption = d.querySelector('.gtitle-subtitle');
+  const area = d.querySelector('.draglayer .nsewdrag');
+  return [d.id, caption && caption.getBoundingClientRect().bottom,
+          area && area.getBoundingClientRect().top];
+})
+"""
+
+#: The stroke opacity of the kept-model ring's marker on the Pareto figure (``None``
+#: without a ring).
+_RING = """
+(() => {
+  const d = document.getElementById('nasflow-pareto');
+  const i = d.data.findIndex(t => (t.name || '').startsWith('kept model'));
+  if (i < 0) return null;
+  const point = d.querySelectorAll('.scatterlayer .trace')[i].querySelector('.point');
+  return point && getComputedStyle(point).strokeOpacity;
+})()
+"""
+
+
+def _assert_captions_clear_of_plots(browser: Browser) -> None:
+    """No figure's caption runs into its plot (a long caption once covered the markers)."""
+    for div, caption, top in browser.evaluate(_CAPTIONS):
+        if caption is not None and top is not None:
+            assert caption <= top, (div, caption, top)
+
+
 def _assert_offline_and_clean(browser: Browser, page: Path) -> None:
     assert browser.errors() == []
     requested = browser.requested_urls()
@@ -83,6 +114,7 @@ def test_report_renders_every_figure_offline(browser, tiny_study, tmp_path) -> N
     assert "winner" in winner
     rows = browser.evaluate("document.querySelectorAll('#nasflow-pareto-table tr').length")
     assert rows >= 2  # header and at least one Pareto trial
+    _assert_captions_clear_of_plots(browser)
     _assert_offline_and_clean(browser, page)
     assert (ARTIFACTS / "report.png").stat().st_size > 10_000
 
@@ -164,4 +196,8 @@ def test_a_one_shot_report_explains_its_panels_and_lists_its_ready_models(
     assert "fine-tuned (" in divs["pareto"]["text"]
     rows = browser.evaluate("document.querySelectorAll('#nasflow-ready-table tr').length")
     assert rows >= 2
+    # The kept model's ring is drawn, not a transparent marker (an open symbol is stroked
+    # in the marker's colour), and the longest captions stay above their plots.
+    assert float(browser.evaluate(_RING)) == 1.0
+    _assert_captions_clear_of_plots(browser)
     _assert_offline_and_clean(browser, page)
