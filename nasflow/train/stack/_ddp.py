@@ -17,9 +17,11 @@ that accumulates ``W`` micro-batches of ``B / W``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -180,6 +182,10 @@ def default_backend() -> str:
     return "nccl" if torch.cuda.is_available() else "gloo"
 
 
+#: Seconds a finished rank waits for the others to tear their process group down.
+_EXIT_WAIT_S = 120.0
+
+
 def _spawned(
     rank: int,
     fn: Callable[..., Any],
@@ -187,6 +193,7 @@ def _spawned(
     backend: str,
     port: int,
     args: tuple[Any, ...],
+    torn_down: Any,
 ) -> None:
     os.environ.update(
         MASTER_ADDR="127.0.0.1",
@@ -196,14 +203,24 @@ def _spawned(
         LOCAL_RANK=str(rank),
     )
     dist.init_process_group(backend, rank=rank, world_size=world_size)
+    finished = False
     try:
         fn(rank, world_size, *args)
         # Every rank done before any tears its connections down: a rank leaving while the
         # other still talks to it aborted one of seven runs of the DDP test ("terminate called
         # without an active exception", gloo on a loaded CPU).
         dist.barrier()
+        finished = True
     finally:
         dist.destroy_process_group()
+    if finished:
+        # And no rank exits (closing its sockets; rank 0 also the TCP store) before every
+        # rank has torn its group down: with the barrier alone, rank 1 still aborted the
+        # same way once, after both ranks had written their results (a CI run, 2026-11-26).
+        # ``torn_down`` is a multiprocessing barrier, outside the process group.
+        # (Broken or timed out: a rank failed, and ``mp.spawn`` reports that.)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            torn_down.wait(timeout=_EXIT_WAIT_S)
 
 
 def launch(
@@ -222,7 +239,12 @@ def launch(
     import torch.multiprocessing as mp
 
     backend = backend or default_backend()
-    mp.spawn(_spawned, args=(fn, world_size, backend, free_port(), args), nprocs=world_size)
+    torn_down = mp.get_context("spawn").Barrier(world_size)
+    mp.spawn(
+        _spawned,
+        args=(fn, world_size, backend, free_port(), args, torn_down),
+        nprocs=world_size,
+    )
 
 
 def init_from_env(backend: str | None = None) -> tuple[int, int]:
