@@ -18,7 +18,6 @@ from nasflow.report._dashboard import (
     serve_dashboard,
 )
 from nasflow.report._figures import (
-    not_measured,
     plot_budget,
     plot_costmodel,
     plot_fairness,
@@ -26,7 +25,6 @@ from nasflow.report._figures import (
     plot_multipliers,
     plot_pareto_table,
     plot_stack,
-    plot_tradeoff,
 )
 from nasflow.report._html import render_html, write_atomic, write_report
 from nasflow.report._records import (
@@ -51,6 +49,8 @@ from nasflow.report._study import (
     generic_summary,
     summarizer,
 )
+from nasflow.report._style import not_measured
+from nasflow.report._tradeoff import plot_tradeoff
 from nasflow.report._trials import (
     BudgetData,
     HistoryData,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import math
 import textwrap
-from collections.abc import Sequence
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -18,324 +17,29 @@ from nasflow import names
 from nasflow.record import (
     COST_TABLE_KEY,
     MULTIPLIERS_KEY,
-    PARAMS_ATTR,
     STACK_KEY,
     SUPERNET_KEY,
 )
 from nasflow.report._records import (
-    AnchorRow,
     CostModelData,
     FairnessData,
     MultipliersData,
     MultiplierStep,
     ReadyModels,
-    ReadyRow,
     StackData,
 )
+from nasflow.report._style import BLUE, DARK, GOLD, GREY, RED, fmt, layout, not_measured, side_note
 from nasflow.report._trials import (
     COMPLETED,
-    DOMINATED,
     FAILED,
-    FRONT,
-    INFEASIBLE,
-    OVER_BUDGET,
     PRUNED,
     SKIPPED,
     BudgetData,
     HistoryData,
     ParetoTable,
-    TradeoffData,
-    TrialPoint,
 )
 
-BLUE, GREY, DARK, RED, GOLD = "#1f77b4", "#b8b8b8", "#6e6e6e", "#d62728", "#ffb000"
 _STATE_COLORS = {COMPLETED: BLUE, PRUNED: "#ff7f0e", SKIPPED: RED, FAILED: DARK}
-
-
-def _layout(fig: go.Figure, title: str, caption: str, height: int = 480) -> go.Figure:
-    # One paragraph per "\n" of the caption, each wrapped.
-    lines = [
-        line
-        for paragraph in caption.split("\n")
-        for line in textwrap.wrap(paragraph, 120, break_on_hyphens=False)
-    ] or [""]
-    fig.update_layout(
-        # The title is pinned to the top of the figure: Plotly's default centres it in the
-        # top margin, so a long caption below it ran into the plot.
-        title={
-            "text": html.escape(title),
-            "x": 0.01,
-            "y": 1,
-            "yref": "container",
-            "yanchor": "top",
-            "pad": {"t": 20},
-            "subtitle": {"text": "<br>".join(html.escape(s) for s in lines)},
-        },
-        margin={"t": 70 + 17 * len(lines), "l": 70, "r": 30, "b": 60},
-        height=height + 17 * len(lines),
-        template="plotly_white",
-        legend={"orientation": "h", "y": -0.18},
-    )
-    return fig
-
-
-def _fmt(v: float | None, spec: str) -> str:
-    return "" if v is None else format(v, spec)
-
-
-def _side_note(fig: go.Figure, text: str, axis: str) -> None:
-    """Say in the middle of subplot ``axis`` (``""`` for the first, ``"2"``...) why it is
-    empty."""
-    fig.add_annotation(
-        text=html.escape(text),
-        xref=f"x{axis} domain",
-        yref=f"y{axis} domain",
-        x=0.5,
-        y=0.5,
-        showarrow=False,
-        font={"color": DARK},
-    )
-
-
-def not_measured(title: str, why: str, label: str = "not measured") -> go.Figure:
-    """A panel with no data, saying so (``label``, ``not measured`` by default) and why."""
-    fig = go.Figure()
-    fig.add_annotation(
-        text=f"<b>{html.escape(label)}</b>",
-        x=0.5,
-        y=0.6,
-        xref="paper",
-        yref="paper",
-        showarrow=False,
-        font={"size": 28, "color": DARK},
-    )
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    return _layout(fig, title, why, height=300)
-
-
-def _hover(p: TrialPoint, x_title: str, y_title: str) -> str:
-    acc = "not evaluated" if p.accuracy is None else f"{p.accuracy:.4f}"
-    x = f"{p.x:,.0f}" if x_title == names.PARAMS else f"{p.x:.4g}"
-    lines = [f"trial {p.number}" + (" (retrained winner)" if p.winner else "")]
-    if p.test_accuracy is not None:
-        lines.append(f"{names.RETRAINED_TEST_ACCURACY} {p.test_accuracy:.4f}")
-    lines += [f"{html.escape(y_title)} {acc}", f"{x_title} {x}", f"arch {html.escape(p.arch)}"]
-    if p.note:
-        lines.append(html.escape(p.note))
-    return "<br>".join(lines)
-
-
-def _row_x(row: ReadyRow | AnchorRow, x_attr: str) -> float | None:
-    value = row.params if x_attr == PARAMS_ATTR else row.train_cost
-    return None if value is None else float(value)
-
-
-def _trained_hover(
-    row: ReadyRow | AnchorRow, x_title: str, head: str, names_: tuple[str, str, str]
-) -> str:
-    """Hover text of a trained model: ``head``, then its validation and test accuracy and
-    measured seconds under ``names_`` (three labels), then the figure's x value."""
-    val, test, cost = names_
-    x = _row_x(row, PARAMS_ATTR if x_title == names.PARAMS else "")
-    lines = [head, f"{val} {row.val_accuracy:.4f} (measured)"]
-    if row.test_accuracy is not None:
-        lines.append(f"{test} {row.test_accuracy:.4f} (measured)")
-    lines.append(f"{cost} {row.seconds:.3g}")
-    if x is not None:
-        lines.append(f"{x_title} {x:,.0f}" if x_title == names.PARAMS else f"{x_title} {x:.4g}")
-    return "<br>".join(lines)
-
-
-#: What a ready model's and an anchor's numbers are (validation, test, measured seconds).
-_READY_LABELS = (
-    names.FINETUNED_ACCURACY,
-    names.FINETUNED_TEST_ACCURACY,
-    names.MEASURED_FINETUNE_COST,
-)
-_ANCHOR_LABELS = (names.RETRAINED_VAL_ACCURACY, names.RETRAINED_TEST_ACCURACY, names.MEASURED_COST)
-
-
-def plot_tradeoff(
-    data: TradeoffData,
-    title: str,
-    ready: ReadyModels | None = None,
-    anchors: Sequence[AnchorRow] = (),
-) -> go.Figure:
-    """Accuracy against cost or parameters: front, dominated, violators, winner, the
-    fine-tuning phase's ready models (one trace per number of fine-tuned epochs) and the
-    zero-cost anchors trained from scratch."""
-    if not data.points:
-        return not_measured(title, "no completed trial records this quantity yet")
-    evaluated = [p.accuracy for p in data.points if p.accuracy is not None]
-    lo, hi = (min(evaluated), max(evaluated)) if evaluated else (0.0, 1.0)
-    floor = lo - 0.08 * max(hi - lo, 0.01)  # where trials without an accuracy are drawn
-    fig = go.Figure()
-    styles = {
-        DOMINATED: ("dominated", GREY, "circle"),
-        INFEASIBLE: ("violates a constraint", DARK, "x"),
-        OVER_BUDGET: ("over budget: skipped, not evaluated (drawn at the bottom)", RED, "x"),
-        FRONT: ("Pareto front (in this plane)", BLUE, "circle"),
-    }
-    for status, (name, color, symbol) in styles.items():
-        pts = sorted((p for p in data.points if p.status == status), key=lambda p: p.x)
-        if not pts:
-            continue
-        fig.add_trace(
-            go.Scatter(
-                x=[p.x for p in pts],
-                y=[floor if p.accuracy is None else p.accuracy for p in pts],
-                mode="lines+markers" if status == FRONT else "markers",
-                line={"shape": "hv", "color": color} if status == FRONT else None,
-                marker={"color": color, "symbol": symbol, "size": 9},
-                name=name,
-                text=[_hover(p, data.x_title, data.y_title) for p in pts],
-                hovertemplate="%{text}<extra></extra>",
-            )
-        )
-    wins = [p for p in data.points if p.winner]
-    if wins:
-        fig.add_trace(
-            go.Scatter(
-                x=[p.x for p in wins],
-                y=[p.accuracy for p in wins],
-                mode="markers",
-                marker={"color": GOLD, "symbol": "star", "size": 18, "line": {"width": 1}},
-                name="winner (retrained from scratch)",
-                text=[_hover(p, data.x_title, data.y_title) for p in wins],
-                hovertemplate="%{text}<extra></extra>",
-            )
-        )
-    shown = [r for r in (ready.rows if ready else []) if _row_x(r, data.x_attr) is not None]
-    for epochs in sorted({r.epochs for r in shown}):
-        rows = sorted((r for r in shown if r.epochs == epochs), key=lambda r: r.number)
-        fig.add_trace(
-            go.Scatter(
-                x=[_row_x(r, data.x_attr) for r in rows],
-                y=[r.val_accuracy for r in rows],
-                mode="markers",
-                marker={"color": "#2ca02c", "symbol": "diamond", "size": 11 + 2 * epochs},
-                name=f"fine-tuned ({epochs} epoch{'s' * (epochs != 1)}): "
-                f"{names.FINETUNED_ACCURACY}, measured",
-                text=[
-                    _trained_hover(
-                        r,
-                        data.x_title,
-                        f"trial {r.number}: ready model ({names.finetuned_weights(r.epochs)})",
-                        _READY_LABELS,
-                    )
-                    for r in rows
-                ],
-                hovertemplate="%{text}<extra></extra>",
-            )
-        )
-    drawn = sorted(
-        (r for r in anchors if _row_x(r, data.x_attr) is not None), key=lambda r: r.number
-    )
-    if drawn:
-        fig.add_trace(
-            go.Scatter(
-                x=[_row_x(r, data.x_attr) for r in drawn],
-                y=[r.val_accuracy for r in drawn],
-                mode="markers",
-                marker={"color": "#ff7f0e", "symbol": "square", "size": 12},
-                name=f"zero-cost anchors (from scratch): {names.RETRAINED_VAL_ACCURACY}, measured",
-                text=[
-                    _trained_hover(
-                        r,
-                        data.x_title,
-                        f"trial {r.number}: zero-cost anchor, trained from scratch before the "
-                        "supernet",
-                        _ANCHOR_LABELS,
-                    )
-                    for r in drawn
-                ],
-                hovertemplate="%{text}<extra></extra>",
-            )
-        )
-    ring = _kept_ring(data, shown, drawn)
-    if ring is not None:
-        x, y, what = ring
-        fig.add_trace(
-            go.Scatter(
-                x=[x],
-                y=[y],
-                mode="markers",
-                # An open symbol is stroked in the marker's colour (its line colour is
-                # ignored): a black ring around the kept model's own marker.
-                marker={
-                    "color": "black",
-                    "symbol": "circle-open",
-                    "size": 30,
-                    "line": {"width": 3},
-                },
-                name=f"kept model: {what}",
-                text=[f"the model this run keeps: {what}"],
-                hovertemplate="%{text}<extra></extra>",
-            )
-        )
-    xs = [p.x for p in data.points]
-    wide = min(xs) > 0 and max(xs) / min(xs) > 20  # spans more than a decade or so
-    fig.update_xaxes(title=data.x_title, type="log" if wide else "linear")
-    meaning = names.MEANINGS.get(data.y_title)
-    fig.update_yaxes(title=data.y_title)
-    caption = (
-        f"{len(data.points)} trials. The front is the set of completed trials that no other "
-        f"is better than in both {data.y_title} and {data.x_title} (in this plane, which can "
-        "differ from the study's own objectives). Hover a point for its architecture"
-        + (f" and a winner for its {names.RETRAINED_TEST_ACCURACY}. " if wins else ". ")
-        + (f"{data.y_title}: {meaning}." if meaning else "")
-    )
-    if data.left_out:
-        caption += f" {data.left_out} trials without a {data.x_attr} record are left out."
-    if shown:
-        caption += (
-            f" Green diamonds: the {len(shown)} ready models of the fine-tuning phase, drawn at "
-            f"their {names.FINETUNED_ACCURACY} (measured on the fine-tuned weights, not the "
-            "supernet's), bigger for more epochs."
-        )
-    if drawn:
-        caption += (
-            f" Orange squares: the {len(drawn)} zero-cost anchors, trained from scratch with "
-            f"the study's recipe before the supernet, drawn at their "
-            f"{names.RETRAINED_VAL_ACCURACY}."
-        )
-    if ring is not None:
-        caption += (
-            f" The black ring marks the model the run keeps ({ring[2]}): what "
-            "nasflow export NAME --best exports."
-        )
-    return _layout(fig, title, caption)
-
-
-def _kept_ring(
-    data: TradeoffData, ready: Sequence[ReadyRow], anchors: Sequence[AnchorRow]
-) -> tuple[float, float, str] | None:
-    """Where the kept model is drawn and what it is, in words: on its ready model's
-    diamond (its most fine-tuned epochs) when it keeps fine-tuned weights, on its anchor's
-    square when an anchor is kept, else on its winner's star; ``None`` when the study
-    records no kept model or its marker is not drawn in this plane."""
-    kept = data.kept
-    if kept is None:
-        return None
-    if kept.weights == "fine-tuned":
-        rows = [r for r in ready if r.number == kept.trial]
-        if rows:
-            row = max(rows, key=lambda r: r.epochs)
-            what = f"trial {kept.trial}, {names.finetuned_weights(row.epochs)}"
-            return _row_x(row, data.x_attr) or 0.0, row.val_accuracy, what
-        return None
-    if kept.source == "anchor":
-        kept_anchor = next((r for r in anchors if r.number == kept.trial), None)
-        if kept_anchor is not None:
-            what = f"trial {kept.trial}, a zero-cost anchor trained from scratch"
-            return _row_x(kept_anchor, data.x_attr) or 0.0, kept_anchor.val_accuracy, what
-        return None
-    points = [p for p in data.points if p.number == kept.trial and p.accuracy is not None]
-    if points:
-        what = f"trial {kept.trial}, retrained from scratch (the search's choice)"
-        return points[0].x, float(points[0].accuracy or 0.0), what
-    return None
 
 
 def plot_history(data: HistoryData) -> go.Figure:
@@ -364,7 +68,7 @@ def plot_history(data: HistoryData) -> go.Figure:
     fig.update_xaxes(title="trial")
     fig.update_yaxes(title=data.y_title)
     caption = f"The {data.y_title} of every completed trial in the order they finished."
-    return _layout(fig, title, caption)
+    return layout(fig, title, caption)
 
 
 def plot_budget(data: BudgetData) -> go.Figure:
@@ -410,7 +114,7 @@ def plot_budget(data: BudgetData) -> go.Figure:
         "pruned. 0 epochs: scored from the supernet only. Skipped trials were over budget "
         "and never trained."
     )
-    return _layout(fig, title, caption)
+    return layout(fig, title, caption)
 
 
 def plot_fairness(data: FairnessData) -> go.Figure:
@@ -473,7 +177,7 @@ def plot_fairness(data: FairnessData) -> go.Figure:
             "random, no balance rule applies (strict fairness would use the floor/ceil(M/m) "
             "rule)."
         )
-    return _layout(fig, title, caption)
+    return layout(fig, title, caption)
 
 
 def _diagonal(lo: float, hi: float, show: bool) -> go.Scatter:
@@ -526,7 +230,7 @@ def plot_costmodel(data: CostModelData) -> go.Figure:
             col=1,
         )
     else:
-        _side_note(fig, f"no calibration steps: {data.why}", "")
+        side_note(fig, f"no calibration steps: {data.why}", "")
     if data.points:
         ends = [v for p in data.points for v in (p.predicted, p.measured)]
         fig.add_trace(_diagonal(*_span(ends), not steps), row=1, col=2)
@@ -547,7 +251,7 @@ def plot_costmodel(data: CostModelData) -> go.Figure:
             col=2,
         )
     else:
-        _side_note(fig, no_winner, "2")
+        side_note(fig, no_winner, "2")
     for col in (1, 2):
         fig.update_xaxes(type="log", row=1, col=col)
         fig.update_yaxes(type="log", row=1, col=col)
@@ -575,7 +279,7 @@ def plot_costmodel(data: CostModelData) -> go.Figure:
     if data.points:
         ratios = ", ".join(f"trial {p.number} x{p.ratio:.2f}" for p in data.points)
         caption += f" Measured: the from-scratch retrain. measured/predicted: {ratios}."
-    return _layout(fig, title, caption)
+    return layout(fig, title, caption)
 
 
 def plot_stack(data: StackData) -> go.Figure:
@@ -658,7 +362,7 @@ def plot_stack(data: StackData) -> go.Figure:
             )
     if data.note:
         caption += " " + data.note
-    return _layout(fig, title, caption)
+    return layout(fig, title, caption)
 
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
@@ -776,7 +480,7 @@ def plot_multipliers(data: MultipliersData) -> go.Figure:
         + ").\n"
         + "\n".join(lines)
     )
-    return _layout(fig, title, caption, height=560)
+    return layout(fig, title, caption, height=560)
 
 
 def table_cells(data: ParetoTable) -> tuple[list[str], list[list[str]]]:
@@ -793,8 +497,8 @@ def table_cells(data: ParetoTable) -> tuple[list[str], list[list[str]]]:
     rows = []
     for r in data.rows:
         row = [str(r.number), *(f"{v:.4g}" for v in r.values)]
-        row += [_fmt(r.train_cost, ".3g")] * extra_cost + [_fmt(r.params, ",")] * extra_params
-        row += [_fmt(r.test_accuracy, ".4f"), _fmt(r.measured_train_cost, ".3g"), r.arch]
+        row += [fmt(r.train_cost, ".3g")] * extra_cost + [fmt(r.params, ",")] * extra_params
+        row += [fmt(r.test_accuracy, ".4f"), fmt(r.measured_train_cost, ".3g"), r.arch]
         rows.append(row)
     return header, rows
 
@@ -816,9 +520,9 @@ def ready_cells(data: ReadyModels) -> tuple[list[str], list[list[str]]]:
             str(r.number),
             str(r.epochs),
             f"{r.val_accuracy:.4f}",
-            _fmt(r.test_accuracy, ".4f"),
+            fmt(r.test_accuracy, ".4f"),
             f"{r.seconds:.3g}",
-            _fmt(r.train_cost, ".3g"),
+            fmt(r.train_cost, ".3g"),
             r.status,
             r.arch,
         ]
@@ -833,4 +537,4 @@ def plot_pareto_table(data: ParetoTable) -> go.Figure:
     cols = [[html.escape(row[j]) for row in rows] for j in range(len(header))]
     fig = go.Figure(go.Table(header={"values": header}, cells={"values": cols, "align": "left"}))
     caption = "Non-dominated completed trials over the study's objectives."
-    return _layout(fig, "Pareto set", caption)
+    return layout(fig, "Pareto set", caption)

@@ -16,7 +16,6 @@ from nasflow.report._figures import (
     plot_multipliers,
     plot_pareto_table,
     plot_stack,
-    plot_tradeoff,
 )
 from nasflow.report._records import (
     AnchorRow,
@@ -33,6 +32,7 @@ from nasflow.report._records import (
     stack_data,
 )
 from nasflow.report._study import summarizer
+from nasflow.report._tradeoff import plot_tradeoff
 from nasflow.report._trials import (
     BudgetData,
     HistoryData,
