@@ -11,7 +11,7 @@ from typing import Any
 
 import optuna
 
-from nasflow.record import DUPLICATE_KEY, TrialRecord, WinnerRecord, retrain_key
+from nasflow.record import DUPLICATE_KEY, KeptRecord, TrialRecord, WinnerRecord, retrain_key
 from nasflow.search._anchors import kept_anchor
 from nasflow.search._context import RunContext, Winner, WinnersPhaseResult
 from nasflow.search._finetune import FineTuneResult, KeptWeights, kept_weights
@@ -126,11 +126,12 @@ class KeptDecision:
     weights: str
 
     def record(self) -> dict[str, Any] | None:
-        """The study's ``nasflow:kept`` record (``None`` when nothing is kept)."""
+        """The study's ``nasflow:kept`` record (``None`` when nothing is kept), in the
+        shape :func:`nasflow.record.kept_record` reads back."""
         if self.trial is None:
             return None
         source = "anchor" if self.anchor is not None else "search"
-        return {"trial": self.trial, "weights": self.weights, "source": source}
+        return KeptRecord(self.trial, self.weights, source)._asdict()
 
 
 def decide_kept(winners: Sequence[Winner], finetuned: object, anchors: object) -> KeptDecision:
