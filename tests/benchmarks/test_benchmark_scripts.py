@@ -361,6 +361,54 @@ def test_finalists_replays_the_rules_for_the_kept_finalist() -> None:
     assert "+0.00 points" in lines[-1]  # the kept finalist's replayed retrain: itself
 
 
+def test_finalists_chooses_on_two_training_seeds() -> None:
+    """``finalists.py`` with second retrains: the architecture with the best mean of its two
+    retrains' validation is chosen, with the weights of its better-validating seed; the
+    best single retrain of all can be another; the report pairs rules with ``against``."""
+    fin = _load("finalists.py")
+    study = str(ROOT / "studies" / "mnist1d_front.py")
+
+    def finalist(trial, ft_val, val, test, val2, test2):
+        return {
+            "trial": trial,
+            "params": 100 * trial,
+            "protected": True,
+            "finetuned_val": ft_val,
+            "retrain_val": val,
+            "retrain_test": test,
+            "retrain2_val": val2,
+            "retrain2_test": test2,
+        }
+
+    run = {
+        "study": study,
+        "name": "g",
+        "seed": 0,
+        "val_samples": 500,
+        "kept_trial": 1,
+        "kept_test": 0.97,
+        "anchors": [],
+        "finalists": [
+            finalist(1, 0.99, 0.990, 0.970, 0.950, 0.950),  # one lucky seed: mean 0.970
+            finalist(2, 0.98, 0.980, 0.975, 0.985, 0.985),  # steady: mean 0.9825
+        ],
+    }
+    p = fin.picks(run)
+    assert p["best retrain val of all"]["trial"] == 1
+    assert p["2 seeds of 2: best single val"]["trial"] == 1
+    mean = p["2 seeds of 2: best mean val, better seed"]
+    assert mean["trial"] == 2 and fin.kept_test(run, mean) == 0.985  # its second seed
+    assert fin.kept_test(run, p["2 seeds of 2: best mean val, first seed"]) == 0.975
+    # The shipped pick (trial 1) with its better seed: its first, 0.990 against 0.950.
+    assert fin.kept_test(run, p["best retrain val of 2, its better seed"]) == 0.970
+    lines = fin.report([run], against="best retrain val of all").splitlines()
+    assert "differs from best retrain val of all" in lines[0]
+    row = next(x for x in lines if x.startswith("| 2 seeds of 2: best mean val, better seed |"))
+    assert "| 1 | 1 | 1 / 0 |" in row
+    with pytest.raises(ValueError, match="'nope'"):
+        fin.report([run], against="nope")
+
+
 def test_b7_finds_the_largest_architecture_of_a_space() -> None:
     """Coordinate ascent over the choices: no sampled architecture has more parameters,
     and no single change to its choices adds any."""
