@@ -57,6 +57,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from scipy.stats import rankdata
 from suite_runs import beats, table_test, val_samples
 
 from nasflow.cost._analytic import count_params
@@ -139,6 +140,36 @@ def second_seed(run: dict, offset: int, k: int, stack: Stack | None) -> dict:
     return run
 
 
+def with_val_loss(run: dict, k: int, stack: Stack | None) -> dict:
+    """Retrain the ``k`` best fine-tuned finalists of one replayed run again, exactly as
+    the replay did (the search seed), and record their validation cross-entropy
+    (``retrain_val_loss``). Where the retrain does not reproduce the replay's (image
+    retrains are not bit-reproducible here), this retrain's accuracies replace the
+    replay's, the replay's kept as ``retrain_val_first`` / ``retrain_test_first``, so that
+    every rule judges the same weights."""
+    spec = load_study_file(Path(run["study"])).replace(seed=run["seed"])
+    data = spec.data()
+    ranked = sorted(run["finalists"], key=lambda f: -f["finetuned_val"])
+    for f in ranked[:k]:
+        _, _, result = retrain_arch(spec, Arch.from_json(f["arch"]), data, stack=stack)
+        if (result.val_accuracy, result.test_accuracy) != (f["retrain_val"], f["retrain_test"]):
+            f["retrain_val_first"], f["retrain_test_first"] = f["retrain_val"], f["retrain_test"]
+            f["retrain_val"], f["retrain_test"] = result.val_accuracy, result.test_accuracy
+        f["retrain_val_loss"] = result.val_loss
+    return run
+
+
+def _rank_sum(fs: list[dict]) -> dict:
+    """The finalist with the lowest sum of its rank by retrained validation accuracy (high
+    first) and by retrained validation cross-entropy (low first), ties sharing their mean
+    rank, as ``FineTuning(rank_by="rank_sum")`` ranks supernet scores; then the higher
+    accuracy, then the earlier finalist."""
+    acc = rankdata([-f["retrain_val"] for f in fs])
+    loss = rankdata([f["retrain_val_loss"] for f in fs])
+    best = min(range(len(fs)), key=lambda i: (acc[i] + loss[i], -fs[i]["retrain_val"], i))
+    return fs[best]
+
+
 def _better_seed(f: dict) -> dict:
     """A finalist retrained twice, as the retrain whose validation is higher (the first
     on a tie): the weights a study that trained both seeds would keep."""
@@ -179,6 +210,9 @@ def picks(run: dict) -> dict[str, dict]:
         # One more training only: the shipped rule's pick, retrained with a second seed.
         first = max(twice, key=lambda f: f["retrain_val"])
         out[f"best retrain val of {k}, its better seed"] = _better_seed(first)
+    with_loss = [f for f in ranked[:4] if f.get("retrain_val_loss") is not None]
+    if len(with_loss) == min(4, len(ranked)):
+        out["rank sum of retrain val accuracy and cross-entropy of 4"] = _rank_sum(with_loss)
     protected = [f for f in fs if f["protected"]] or fs
     out["best supernet score"] = protected[0]
     out["oracle"] = max(fs, key=lambda f: f["retrain_test"])
@@ -271,23 +305,34 @@ def main(argv: list[str] | None = None) -> None:
         help="retrain the --k best fine-tuned finalists of the --from-json replays once "
         "more, with the search seed + OFFSET, and write the runs to --json",
     )
-    p.add_argument("--k", type=int, default=4, help="how many finalists --second-seed retrains")
+    p.add_argument(
+        "--val-loss",
+        action="store_true",
+        help="retrain the --k best fine-tuned finalists of the --from-json replays again "
+        "(the search seed), record their validation cross-entropy, write the runs to --json",
+    )
+    p.add_argument(
+        "--k", type=int, default=4, help="how many finalists --second-seed / --val-loss retrain"
+    )
     p.add_argument(
         "--against",
         default="shipped",
         help="the rule the report pairs every other rule with (default: shipped)",
     )
     args = p.parse_args(argv)
-    if args.second_seed is not None:
+    if args.second_seed is not None or args.val_loss:
         if not args.from_json or not args.json:
-            p.error("--second-seed needs --from-json (the replays) and --json (the output)")
+            p.error("--second-seed / --val-loss need --from-json (the replays) and --json")
         if args.second_seed == 0:
             p.error("--second-seed 0 would retrain with the first seed again")
         stack = Stack.from_dict(args.stack) if args.stack is not None else None
         runs = [json.loads(line) for f in args.from_json for line in f.open() if line.strip()]
         runs = runs[: args.limit]
         for i, run in enumerate(runs, 1):
-            second_seed(run, args.second_seed, args.k, stack)
+            if args.second_seed is not None:
+                second_seed(run, args.second_seed, args.k, stack)
+            if args.val_loss:
+                with_val_loss(run, args.k, stack)
             print(f"[{i}/{len(runs)}] {run['name']} seed {run['seed']}", flush=True)
             with args.json.open("a") as f:
                 f.write(json.dumps(run) + "\n")

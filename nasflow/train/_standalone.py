@@ -147,12 +147,22 @@ class EpochTrainer:
 
 @dataclass
 class TrainResult:
-    """Outcome of a stand-alone training run."""
+    """Outcome of a stand-alone training run.
+
+    Attributes:
+        val_accuracy: Validation accuracy of the trained weights.
+        test_accuracy: Test accuracy of the same weights (``None``: no test split given).
+        seconds: The measured training cost (training steps only).
+        losses: The mean training loss of every epoch.
+        val_loss: Validation mean cross-entropy of the same weights (``None`` where a
+            caller built the result without it).
+    """
 
     val_accuracy: float
     test_accuracy: float | None
     seconds: float
     losses: list[float] = field(default_factory=list)
+    val_loss: float | None = None
 
 
 def train_standalone(
@@ -176,6 +186,6 @@ def train_standalone(
         losses.append(trainer.run_epoch())
         if on_epoch is not None:
             on_epoch(trainer.epoch, losses[-1])
-    val_acc, _ = evaluate(model, val, device=device)
+    val_acc, val_loss = evaluate(model, val, device=device)
     test_acc = evaluate(model, test, device=device)[0] if test is not None else None
-    return TrainResult(val_acc, test_acc, trainer.seconds, losses)
+    return TrainResult(val_acc, test_acc, trainer.seconds, losses, val_loss)

@@ -409,6 +409,47 @@ def test_finalists_chooses_on_two_training_seeds() -> None:
         fin.report([run], against="nope")
 
 
+def test_finalists_ranks_the_retrains_by_accuracy_and_cross_entropy() -> None:
+    """``finalists.py``'s rank-sum rule: among the four retrained finalists, the lowest sum
+    of the rank by validation accuracy (ties share their mean rank) and by validation
+    cross-entropy; absent where a run's retrains have no cross-entropy."""
+    fin = _load("finalists.py")
+
+    def finalist(trial, ft_val, val, loss):
+        return {
+            "trial": trial,
+            "params": 100,
+            "protected": True,
+            "finetuned_val": ft_val,
+            "retrain_val": val,
+            "retrain_test": val,
+            "retrain_val_loss": loss,
+        }
+
+    run = {
+        "study": str(ROOT / "studies" / "mnist1d_front.py"),
+        "name": "g",
+        "seed": 0,
+        "val_samples": 500,
+        "kept_trial": 1,
+        "kept_test": 0.97,
+        "anchors": [],
+        "finalists": [
+            finalist(1, 0.99, 0.980, 0.090),  # accuracy rank 1.5, loss rank 3: 4.5
+            finalist(2, 0.98, 0.980, 0.060),  # 1.5 + 1 = 2.5: the rank sum's pick
+            finalist(3, 0.97, 0.970, 0.070),  # 3 + 2 = 5
+            finalist(4, 0.96, 0.960, 0.100),  # 4 + 4 = 8
+            finalist(5, 0.95, 0.999, 0.010),  # not among the four best fine-tuned
+        ],
+    }
+    p = fin.picks(run)
+    assert p["best retrain val of 4"]["trial"] == 1  # the tie goes to the first
+    assert p["rank sum of retrain val accuracy and cross-entropy of 4"]["trial"] == 2
+    for f in run["finalists"]:
+        del f["retrain_val_loss"]
+    assert "rank sum of retrain val accuracy and cross-entropy of 4" not in fin.picks(run)
+
+
 def test_b7_finds_the_largest_architecture_of_a_space() -> None:
     """Coordinate ascent over the choices: no sampled architecture has more parameters,
     and no single change to its choices adds any."""

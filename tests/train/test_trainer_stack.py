@@ -140,3 +140,18 @@ def test_trainers_refuse_a_stack_that_is_not_a_stack() -> None:
         EpochTrainer(_net(), batches, TrainConfig(), stack="bf16")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="'auto'"):
         SupernetTrainer(tiny_mnist1d(), _data(), stack="auto")  # type: ignore[arg-type]
+
+
+def test_a_stand_alone_training_reports_the_validation_loss_of_its_weights() -> None:
+    """``train_standalone``'s result carries the validation cross-entropy beside the
+    accuracy, both of the trained weights (what ``evaluate`` measures on them after)."""
+    from nasflow.train import evaluate, train_standalone
+
+    net = _net()
+    val = Batches(_data(40, seed=2), 16)
+    result = train_standalone(
+        net, Batches(_data(), 16, seed=1), val, TrainConfig(epochs=1, batch_size=16), val
+    )
+    acc, loss = evaluate(net, val)
+    assert (result.val_accuracy, result.val_loss, result.test_accuracy) == (acc, loss, acc)
+    assert result.val_loss is not None and result.val_loss > 0
