@@ -308,12 +308,25 @@ def test_b6_ranks_the_table_by_accuracy_cross_entropy_and_their_rank_sum() -> No
     assert b6.score_taus(test, [1.0, 1.2, 1.5, 2.0], test)["loss"] == pytest.approx(-1.0)
 
 
+def _finalists_run(finalists: list[dict]) -> dict:
+    """One replayed B6 run of the proving ground, as ``finalists.py`` records it."""
+    return {
+        "study": str(ROOT / "studies" / "mnist1d_front.py"),
+        "name": "g",
+        "seed": 0,
+        "val_samples": 500,
+        "kept_trial": 1,
+        "kept_test": 0.97,
+        "anchors": [],
+        "finalists": finalists,
+    }
+
+
 def test_finalists_replays_the_rules_for_the_kept_finalist() -> None:
     """``finalists.py``: "largest within 1 SE" keeps the biggest of the finalists tied on
     fine-tuned validation, the oracle the best retrain; an anchor validating higher by
     more than a standard error replaces any pick."""
     fin = _load("finalists.py")
-    study = str(ROOT / "studies" / "mnist1d_front.py")
 
     def finalist(trial, params, ft_val, val, test, protected=True):
         return {
@@ -325,20 +338,13 @@ def test_finalists_replays_the_rules_for_the_kept_finalist() -> None:
             "retrain_test": test,
         }
 
-    run = {
-        "study": study,
-        "name": "g",
-        "seed": 0,
-        "val_samples": 500,
-        "kept_trial": 1,
-        "kept_test": 0.97,
-        "anchors": [],
-        "finalists": [
+    run = _finalists_run(
+        [
             finalist(1, 100, 0.980, 0.97, 0.970),  # the best fine-tuned validation
             finalist(2, 300, 0.975, 0.98, 0.984),  # 0.5 points lower: within 1 SE (0.63)
             finalist(3, 900, 0.950, 0.98, 0.960, protected=False),  # 3 points lower
-        ],
-    }
+        ]
+    )
     p = fin.picks(run)
     assert p["shipped"]["trial"] == 1 and p["best supernet score"]["trial"] == 1
     assert p["largest within 1 SE"]["trial"] == 2 and p["largest"]["trial"] == 3
@@ -366,7 +372,6 @@ def test_finalists_chooses_on_two_training_seeds() -> None:
     retrains' validation is chosen, with the weights of its better-validating seed; the
     best single retrain of all can be another; the report pairs rules with ``against``."""
     fin = _load("finalists.py")
-    study = str(ROOT / "studies" / "mnist1d_front.py")
 
     def finalist(trial, ft_val, val, test, val2, test2):
         return {
@@ -380,19 +385,12 @@ def test_finalists_chooses_on_two_training_seeds() -> None:
             "retrain2_test": test2,
         }
 
-    run = {
-        "study": study,
-        "name": "g",
-        "seed": 0,
-        "val_samples": 500,
-        "kept_trial": 1,
-        "kept_test": 0.97,
-        "anchors": [],
-        "finalists": [
+    run = _finalists_run(
+        [
             finalist(1, 0.99, 0.990, 0.970, 0.950, 0.950),  # one lucky seed: mean 0.970
             finalist(2, 0.98, 0.980, 0.975, 0.985, 0.985),  # steady: mean 0.9825
-        ],
-    }
+        ]
+    )
     p = fin.picks(run)
     assert p["best retrain val of all"]["trial"] == 1
     assert p["2 seeds of 2: best single val"]["trial"] == 1
@@ -426,22 +424,15 @@ def test_finalists_ranks_the_retrains_by_accuracy_and_cross_entropy() -> None:
             "retrain_val_loss": loss,
         }
 
-    run = {
-        "study": str(ROOT / "studies" / "mnist1d_front.py"),
-        "name": "g",
-        "seed": 0,
-        "val_samples": 500,
-        "kept_trial": 1,
-        "kept_test": 0.97,
-        "anchors": [],
-        "finalists": [
+    run = _finalists_run(
+        [
             finalist(1, 0.99, 0.980, 0.090),  # accuracy rank 1.5, loss rank 3: 4.5
             finalist(2, 0.98, 0.980, 0.060),  # 1.5 + 1 = 2.5: the rank sum's pick
             finalist(3, 0.97, 0.970, 0.070),  # 3 + 2 = 5
             finalist(4, 0.96, 0.960, 0.100),  # 4 + 4 = 8
             finalist(5, 0.95, 0.999, 0.010),  # not among the four best fine-tuned
-        ],
-    }
+        ]
+    )
     p = fin.picks(run)
     assert p["best retrain val of 4"]["trial"] == 1  # the tie goes to the first
     assert p["rank sum of retrain val accuracy and cross-entropy of 4"]["trial"] == 2
