@@ -241,6 +241,90 @@ def kept_test(run: dict, pick: dict) -> float:
     return test
 
 
+def _trainings(f: dict) -> dict[str, tuple[float, float]]:
+    """A finalist's three retrains as ``{name: (validation, test)}``: ``first`` (the
+    replay's, the search seed), ``again`` (``--val-loss``'s rerun of the same seed, on
+    whatever CPU it ran; the same numbers where it reproduced) and ``second``
+    (``--second-seed``'s)."""
+    again = (f["retrain_val"], f["retrain_test"])
+    first = (f.get("retrain_val_first", again[0]), f.get("retrain_test_first", again[1]))
+    return {"first": first, "again": again, "second": (f["retrain2_val"], f["retrain2_test"])}
+
+
+def trainings_report(runs: list[dict], k: int = 4) -> str:
+    """Where the ``k`` retrained finalists of every run were trained three times (the
+    replay, ``--val-loss``'s rerun, ``--second-seed``'s): each one-training choice (the
+    best validation of the ``k``) against each two-training one (the best mean validation,
+    the better-validating of its two trainings kept), and "one more" (the one-training
+    pick, trained once more, the better of its two kept), for every pairing of the three
+    trainings; mean share of the table beaten over the runs."""
+    runs = [
+        r
+        for r in runs
+        if all(
+            "retrain2_val" in f and "retrain_val_loss" in f
+            for f in sorted(r["finalists"], key=lambda f: -f["finetuned_val"])[:k]
+        )
+    ]
+    if not runs:
+        return ""
+
+    def top(r: dict) -> list[dict]:
+        return sorted(r["finalists"], key=lambda f: -f["finetuned_val"])[:k]
+
+    def as_pick(f: dict, names: tuple[str, ...]) -> dict:
+        val, test = max((_trainings(f)[n] for n in names), key=lambda t: t[0])
+        return {**f, "retrain_val": val, "retrain_test": test}
+
+    def share(r: dict, pick: dict) -> float:
+        return beats(kept_test(r, pick), table_test(r["study"]))
+
+    def one(r: dict, x: str) -> dict:
+        """The finalist (as recorded) whose training ``x`` validates best."""
+        return max(top(r), key=lambda f: _trainings(f)[x][0])
+
+    names = ("first", "again", "second")
+    lines = ["| trainings | one training: mean share | two: best mean val | one more |"]
+    lines.append("|---|---|---|---|")
+    for i, x in enumerate(names):
+        for y in names[i + 1 :]:
+            singles = [
+                statistics.mean(share(r, as_pick(one(r, n), (n,))) for r in runs) for n in (x, y)
+            ]
+            two = statistics.mean(
+                share(
+                    r,
+                    as_pick(
+                        max(top(r), key=lambda f: _trainings(f)[x][0] + _trainings(f)[y][0]),
+                        (x, y),
+                    ),
+                )
+                for r in runs
+            )
+            more = [
+                statistics.mean(share(r, as_pick(one(r, a), (a, b))) for r in runs)
+                for a, b in ((x, y), (y, x))
+            ]
+            lines.append(
+                f"| {x} + {y} | {singles[0]:.1%} / {singles[1]:.1%} | {two:.1%} "
+                f"| {more[0]:.1%} / {more[1]:.1%} |"
+            )
+    diffs = {
+        pair: statistics.median(
+            abs(_trainings(f)[pair[0]][0] - _trainings(f)[pair[1]][0]) * 100
+            for r in runs
+            for f in top(r)
+        )
+        for pair in (("first", "again"), ("again", "second"))
+    }
+    lines.append(
+        f"\n{len(runs)} runs; median |validation difference| between the first retrain and "
+        f"its rerun {diffs[('first', 'again')]:.2f} points, between the rerun and the second "
+        f"seed {diffs[('again', 'second')]:.2f} points"
+    )
+    return "\n".join(lines)
+
+
 def report(runs: list[dict], against: str = "shipped") -> str:
     """One line per rule: mean and minimum share of the table beaten, per-ground medians,
     and the paired count against the rule ``against`` (``shipped``: the best fine-tuned
@@ -337,10 +421,12 @@ def main(argv: list[str] | None = None) -> None:
             with args.json.open("a") as f:
                 f.write(json.dumps(run) + "\n")
         print(report(runs, args.against))
+        print(trainings_report(runs))
         return
     if args.from_json:
         runs = [json.loads(line) for f in args.from_json for line in f.open() if line.strip()]
         print(report(runs, args.against))
+        print(trainings_report(runs))
         return
     rows = [json.loads(line) for f in args.runs for line in f.open() if line.strip()]
     rows = [r for r in rows if r.get("finetuned")][: args.limit]

@@ -441,6 +441,51 @@ def test_finalists_ranks_the_retrains_by_accuracy_and_cross_entropy() -> None:
     assert "rank sum of retrain val accuracy and cross-entropy of 4" not in fin.picks(run)
 
 
+def test_finalists_compares_one_training_with_two_over_three_retrains() -> None:
+    """``finalists.trainings_report``: per pairing of a finalist's three retrains, the
+    one-training choice on each, the two-training choice (best mean validation, better
+    seed kept) and "one more"; runs without the three are left out."""
+    fin = _load("finalists.py")
+
+    def finalist(trial, first, again, second):
+        return {
+            "trial": trial,
+            "params": 100,
+            "protected": True,
+            "finetuned_val": 1.0 - trial / 100,
+            "retrain_val_first": first[0],
+            "retrain_test_first": first[1],
+            "retrain_val": again[0],
+            "retrain_test": again[1],
+            "retrain_val_loss": 0.1,
+            "retrain2_val": second[0],
+            "retrain2_test": second[1],
+        }
+
+    low = (0.5, 0.5)
+    run = _finalists_run(
+        [
+            # Lucky once (validates 0.99 on its first training), tests below the table.
+            finalist(1, (0.99, 0.90), (0.95, 0.90), (0.95, 0.90)),
+            # Steady at 0.98, tests above every table architecture.
+            finalist(2, (0.98, 0.999), (0.98, 0.999), (0.98, 0.999)),
+            finalist(3, low, low, low),
+            finalist(4, low, low, low),
+        ]
+    )
+    lines = fin.trainings_report([run]).splitlines()
+    assert lines[2] == "| first + again | 1.0% / 100.0% | 100.0% | 1.0% / 100.0% |"
+    assert lines[3] == "| first + second | 1.0% / 100.0% | 100.0% | 1.0% / 100.0% |"
+    assert lines[4] == "| again + second | 100.0% / 100.0% | 100.0% | 100.0% / 100.0% |"
+    assert lines[-1].startswith(
+        "1 runs; median |validation difference| between the first retrain and its rerun "
+        "0.00 points"
+    )
+    for f in run["finalists"]:
+        del f["retrain2_val"]
+    assert fin.trainings_report([run]) == ""
+
+
 def test_b7_finds_the_largest_architecture_of_a_space() -> None:
     """Coordinate ascent over the choices: no sampled architecture has more parameters,
     and no single change to its choices adds any."""
