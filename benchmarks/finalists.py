@@ -58,7 +58,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scipy.stats import rankdata
-from suite_runs import beats, table_test, val_samples
+from suite_runs import beats, kept, table_test, val_samples
 
 from nasflow.cost._analytic import count_params
 from nasflow.search import (
@@ -325,6 +325,70 @@ def trainings_report(runs: list[dict], k: int = 4) -> str:
     return "\n".join(lines)
 
 
+def kept_second_seed(row: dict, offset: int, stack: Stack | None) -> dict:
+    """One B6 row's kept pick (phase 3's first winner) retrained once more with the search
+    seed plus ``offset``; the row's kept model (:func:`suite_runs.kept`) against the same
+    rule given the better-validating of the pick's two retrains ("one more training")."""
+    spec = load_study_file(Path(row["study"])).replace(seed=row["seed"])
+    record = FineTuneResult.from_record(row["finetuned"])
+    arch = next(c.arch for c in record.candidates if c.trial == row["kept_trial"])
+    c0 = time.process_time()
+    _, _, result = retrain_arch(
+        spec.replace(seed=row["seed"] + offset), Arch.from_json(arch), spec.data(), stack=stack
+    )
+    out = {k: row[k] for k in ("study", "name", "seed", "kept_trial", "kept_val", "kept_test")}
+    out.update(
+        second_seed=row["seed"] + offset,
+        second_val=result.val_accuracy,
+        second_test=result.test_accuracy,
+        second_cpu_s=time.process_time() - c0,
+    )
+    return one_more(out, row)
+
+
+def one_more(out: dict, row: dict) -> dict:
+    """``out`` with the kept model's share under today's rule (``base_share``) and under
+    "one more training" (``one_more_share``: the pick's better-validating retrain, the
+    first on a tie, then the same kept-weights and anchor rules)."""
+    out["base_weights"], _, out["base_share"] = kept(row)
+    better = dict(row)
+    if out["second_val"] > row["kept_val"]:
+        better.update(
+            kept_val=out["second_val"],
+            kept_test=out["second_test"],
+            kept_beats=beats(out["second_test"], table_test(row["study"])),
+        )
+    out["one_more_weights"], _, out["one_more_share"] = kept(better)
+    return out
+
+
+def one_more_report(rows: list[dict]) -> str:
+    """Paired: each run's kept model against "one more training", per ground medians."""
+    grounds = sorted({r["name"] for r in rows})
+    base = [r["base_share"] for r in rows]
+    more = [r["one_more_share"] for r in rows]
+    better = sum(m > b for b, m in zip(base, more, strict=True))
+    worse = sum(m < b for b, m in zip(base, more, strict=True))
+    lines = ["| rule | runs | better / worse | mean share | min | " + " | ".join(grounds) + " |"]
+    lines.append("|---" * (5 + len(grounds)) + "|")
+    for label, key in (
+        ("the run's own kept model", "base_share"),
+        ("one more training", "one_more_share"),
+    ):
+        med = " | ".join(
+            f"{statistics.median(r[key] for r in rows if r['name'] == g):.0%}" for g in grounds
+        )
+        vals = [r[key] for r in rows]
+        bw = "—" if key == "base_share" else f"{better} / {worse}"
+        lines.append(
+            f"| {label} | {len(rows)} | {bw} | {statistics.mean(vals):.1%} | {min(vals):.0%} "
+            f"| {med} |"
+        )
+    cpu = statistics.median(r["second_cpu_s"] for r in rows)
+    lines.append(f"\nthe second retrain: median {cpu:.1f} CPU-s")
+    return "\n".join(lines)
+
+
 def report(runs: list[dict], against: str = "shipped") -> str:
     """One line per rule: mean and minimum share of the table beaten, per-ground medians,
     and the paired count against the rule ``against`` (``shipped``: the best fine-tuned
@@ -399,11 +463,36 @@ def main(argv: list[str] | None = None) -> None:
         "--k", type=int, default=4, help="how many finalists --second-seed / --val-loss retrain"
     )
     p.add_argument(
+        "--kept-second-seed",
+        type=int,
+        metavar="OFFSET",
+        help="retrain each --runs row's kept pick once more (search seed + OFFSET), write "
+        "the paired rows to --json, and report the rows of --from-json or this run",
+    )
+    p.add_argument(
         "--against",
         default="shipped",
         help="the rule the report pairs every other rule with (default: shipped)",
     )
     args = p.parse_args(argv)
+    if args.kept_second_seed is not None:
+        if args.runs:
+            if not args.json:
+                p.error("--kept-second-seed with --runs needs --json (the output)")
+            stack = Stack.from_dict(args.stack) if args.stack is not None else None
+            rows = [json.loads(line) for f in args.runs for line in f.open() if line.strip()]
+            rows = rows[: args.limit]
+            out = []
+            for i, row in enumerate(rows, 1):
+                out.append(kept_second_seed(row, args.kept_second_seed, stack))
+                print(f"[{i}/{len(rows)}] {row['name']} seed {row['seed']}", flush=True)
+                with args.json.open("a") as f:
+                    f.write(json.dumps(out[-1]) + "\n")
+        else:
+            files = args.from_json or []
+            out = [json.loads(line) for f in files for line in f.open() if line.strip()]
+        print(one_more_report(out))
+        return
     if args.second_seed is not None or args.val_loss:
         if not args.from_json or not args.json:
             p.error("--second-seed / --val-loss need --from-json (the replays) and --json")

@@ -486,6 +486,36 @@ def test_finalists_compares_one_training_with_two_over_three_retrains() -> None:
     assert fin.trainings_report([run]) == ""
 
 
+def test_finalists_one_more_training_keeps_the_better_validating_retrain() -> None:
+    """``finalists.one_more``: the kept pick's second retrain replaces its first only when
+    it validates higher, then the same anchor rule applies; the report pairs the two."""
+    fin = _load("finalists.py")
+    study = str(ROOT / "studies" / "mnist1d_front.py")
+    row = {
+        "study": study,
+        "name": "g",
+        "seed": 0,
+        "kept_trial": 7,
+        "kept_val": 0.97,
+        "kept_test": 0.90,
+        "kept_beats": 0.01,
+        "finetuned": None,
+        "anchors": [],
+    }
+    out = {"study": study, "name": "g", "kept_val": 0.97, "second_cpu_s": 9.0}
+    up = fin.one_more({**out, "second_val": 0.98, "second_test": 0.999}, row)
+    assert (up["base_share"], up["one_more_share"]) == (0.01, 1.0)
+    tie = fin.one_more({**out, "second_val": 0.97, "second_test": 0.999}, row)
+    assert tie["one_more_share"] == 0.01  # a tie keeps the first retrain
+    # An anchor validating far above both replaces either.
+    anchored = {**row, "anchors": [{"val_accuracy": 0.999, "test_accuracy": 0.5, "beats": 0.0}]}
+    both = fin.one_more({**out, "second_val": 0.98, "second_test": 0.999}, anchored)
+    assert (both["base_weights"], both["one_more_share"]) == ("anchor", 0.0)
+    lines = fin.one_more_report([up, tie]).splitlines()
+    assert lines[2].startswith("| the run's own kept model | 2 | — | 1.0% | 1% |")
+    assert lines[3].startswith("| one more training | 2 | 1 / 0 | 50.5% | 1% |")
+
+
 def test_b7_finds_the_largest_architecture_of_a_space() -> None:
     """Coordinate ascent over the choices: no sampled architecture has more parameters,
     and no single change to its choices adds any."""
