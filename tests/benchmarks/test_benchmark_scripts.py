@@ -308,6 +308,11 @@ def test_b6_ranks_the_table_by_accuracy_cross_entropy_and_their_rank_sum() -> No
     assert b6.score_taus(test, [1.0, 1.2, 1.5, 2.0], test)["loss"] == pytest.approx(-1.0)
 
 
+def _finalist(trial: int, **fields: float) -> dict:
+    """One retrained finalist of a replayed run: ``fields`` its recorded numbers."""
+    return {"trial": trial, "params": 100, "protected": True, **fields}
+
+
 def _finalists_run(finalists: list[dict]) -> dict:
     """One replayed B6 run of the proving ground, as ``finalists.py`` records it."""
     return {
@@ -414,15 +419,9 @@ def test_finalists_ranks_the_retrains_by_accuracy_and_cross_entropy() -> None:
     fin = _load("finalists.py")
 
     def finalist(trial, ft_val, val, loss):
-        return {
-            "trial": trial,
-            "params": 100,
-            "protected": True,
-            "finetuned_val": ft_val,
-            "retrain_val": val,
-            "retrain_test": val,
-            "retrain_val_loss": loss,
-        }
+        return _finalist(
+            trial, finetuned_val=ft_val, retrain_val=val, retrain_test=val, retrain_val_loss=loss
+        )
 
     run = _finalists_run(
         [
@@ -448,19 +447,17 @@ def test_finalists_compares_one_training_with_two_over_three_retrains() -> None:
     fin = _load("finalists.py")
 
     def finalist(trial, first, again, second):
-        return {
-            "trial": trial,
-            "params": 100,
-            "protected": True,
-            "finetuned_val": 1.0 - trial / 100,
-            "retrain_val_first": first[0],
-            "retrain_test_first": first[1],
-            "retrain_val": again[0],
-            "retrain_test": again[1],
-            "retrain_val_loss": 0.1,
-            "retrain2_val": second[0],
-            "retrain2_test": second[1],
-        }
+        return _finalist(
+            trial,
+            finetuned_val=1.0 - trial / 100,
+            retrain_val_first=first[0],
+            retrain_test_first=first[1],
+            retrain_val=again[0],
+            retrain_test=again[1],
+            retrain_val_loss=0.1,
+            retrain2_val=second[0],
+            retrain2_test=second[1],
+        )
 
     low = (0.5, 0.5)
     run = _finalists_run(
