@@ -123,13 +123,19 @@ def replay_run(row: dict, stack: Stack | None, top: int) -> dict:
     }
 
 
+def by_finetuned_val(finalists: list[dict]) -> list[dict]:
+    """The finalists, best fine-tuned validation first (stable: ties keep their order),
+    the order in which ``retrain_top`` retrains them."""
+    return sorted(finalists, key=lambda f: -f["finetuned_val"])
+
+
 def second_seed(run: dict, offset: int, k: int, stack: Stack | None) -> dict:
     """Retrain the ``k`` best fine-tuned finalists of one replayed run once more, with the
     search seed plus ``offset``; the run with ``retrain2_*`` added to those finalists."""
     spec = load_study_file(Path(run["study"])).replace(seed=run["seed"])
     data = spec.data()
     other = spec.replace(seed=run["seed"] + offset)
-    ranked = sorted(run["finalists"], key=lambda f: -f["finetuned_val"])
+    ranked = by_finetuned_val(run["finalists"])
     for f in ranked[:k]:
         c0 = time.process_time()
         _, _, result = retrain_arch(other, Arch.from_json(f["arch"]), data, stack=stack)
@@ -149,7 +155,7 @@ def with_val_loss(run: dict, k: int, stack: Stack | None) -> dict:
     every rule judges the same weights."""
     spec = load_study_file(Path(run["study"])).replace(seed=run["seed"])
     data = spec.data()
-    ranked = sorted(run["finalists"], key=lambda f: -f["finetuned_val"])
+    ranked = by_finetuned_val(run["finalists"])
     for f in ranked[:k]:
         _, _, result = retrain_arch(spec, Arch.from_json(f["arch"]), data, stack=stack)
         if (result.val_accuracy, result.test_accuracy) != (f["retrain_val"], f["retrain_test"]):
@@ -191,7 +197,7 @@ def picks(run: dict) -> dict[str, dict]:
     out["largest"] = max(fs, key=lambda f: f["params"])
     # Retrain the k best fine-tuned finalists (k - 1 more trainings than phase 3 does
     # today) and keep the best retrained validation accuracy.
-    ranked = sorted(fs, key=lambda f: -f["finetuned_val"])
+    ranked = by_finetuned_val(fs)
     for k in sorted({2, 3, 4, 5, len(fs)}):
         label = "all" if k == len(fs) else str(k)
         out[f"best retrain val of {label}"] = max(ranked[:k], key=lambda f: f["retrain_val"])
@@ -263,14 +269,14 @@ def trainings_report(runs: list[dict], k: int = 4) -> str:
         for r in runs
         if all(
             "retrain2_val" in f and "retrain_val_loss" in f
-            for f in sorted(r["finalists"], key=lambda f: -f["finetuned_val"])[:k]
+            for f in by_finetuned_val(r["finalists"])[:k]
         )
     ]
     if not runs:
         return ""
 
     def top(r: dict) -> list[dict]:
-        return sorted(r["finalists"], key=lambda f: -f["finetuned_val"])[:k]
+        return by_finetuned_val(r["finalists"])[:k]
 
     def as_pick(f: dict, names: tuple[str, ...]) -> dict:
         val, test = max((_trainings(f)[n] for n in names), key=lambda t: t[0])
