@@ -10,8 +10,10 @@ from nasflow.cli import main
 from nasflow.export import ExportInfo, load_exported
 from nasflow.record import FINETUNED_KEY, SUPERNET_KEY
 from nasflow.search import StudyRunner, load_study_file
+from nasflow.search._phase_supernet import supernet_stack
 from nasflow.supernet import Split
 from nasflow.train import load_latest
+from nasflow.train.stack import Stack
 from tests._study_template import write_study
 
 SPLIT = """
@@ -76,3 +78,15 @@ def test_a_split_supernet_study_runs_and_exports_its_paths(tmp_path) -> None:
     # The finalists were fine-tuned from the split supernet's weights into ready models.
     finetuned = result.study.user_attrs[FINETUNED_KEY]
     assert len(finetuned["candidates"]) == 2
+
+
+def test_a_split_supernet_trains_without_the_calibrated_accumulation() -> None:
+    calibrated = Stack(amp="bf16", accumulation="adaptive")
+    stack, note = supernet_stack("width", "auto", calibrated)
+    assert stack == Stack(amp="bf16")  # every other layer kept
+    assert note is not None and "'width'" in note and "'adaptive'" in note
+    # Shared weights, a stack the user fixed, or no accumulation: the stack as it is.
+    assert supernet_stack(None, "auto", calibrated) == (calibrated, None)
+    assert supernet_stack("width", calibrated, calibrated) == (calibrated, None)
+    plain = Stack(amp="bf16")
+    assert supernet_stack("width", "auto", plain) == (plain, None)
