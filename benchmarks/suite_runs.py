@@ -417,6 +417,57 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+#: Issue 24's and 25's bars on the kept model's share of the table (per ground, the median
+#: over the search seeds): 90% on the two proving grounds, 80% on every suite variant.
+BARS = {"mnist1d_front": 0.9, "cifar10_cpu": 0.9}
+DEFAULT_BAR = 0.8
+
+
+def load_rows(files: list[Path]) -> list[dict]:
+    """The runs of these JSON-lines files, in order."""
+    rows: list[dict] = []
+    for f in files:
+        rows += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    return rows
+
+
+def paired(base: list[dict], other: list[dict], labels: tuple[str, str]) -> str:
+    """Pair two batches' runs by (ground, search seed) and compare the models they keep
+    (:func:`kept`): the mean share of the table beaten over the pairs, how many pairs are
+    better / worse / equal, and per ground the median share and whether it meets its bar
+    (``BARS``). Runs without a partner are left out (and counted)."""
+    a = {(r["name"], r["seed"]): r for r in base}
+    b = {(r["name"], r["seed"]): r for r in other}
+    keys = sorted(set(a) & set(b))
+    if not keys:
+        raise ValueError("the two batches share no (ground, seed) pair")
+    share = {k: (kept(a[k])[2], kept(b[k])[2]) for k in keys}
+    better = sum(y > x for x, y in share.values())
+    worse = sum(y < x for x, y in share.values())
+    lines = [
+        f"{len(keys)} pairs ({len(a) - len(keys)} + {len(b) - len(keys)} runs unpaired); "
+        f"mean share beaten: {labels[0]} {statistics.mean(x for x, _ in share.values()):.1%}, "
+        f"{labels[1]} {statistics.mean(y for _, y in share.values()):.1%}; "
+        f"{labels[1]} better in {better}, worse in {worse}, equal in "
+        f"{len(keys) - better - worse}",
+        f"| ground | bar | {labels[0]}: median (seeds) | {labels[1]}: median (seeds) |",
+        "|---|---:|---|---|",
+    ]
+    met = [0, 0]
+    for g in sorted({k[0] for k in keys}):
+        bar = BARS.get(g, DEFAULT_BAR)
+        cells = []
+        for i in (0, 1):
+            v = [share[k][i] for k in keys if k[0] == g]
+            ok = statistics.median(v) >= bar - 1e-9
+            met[i] += ok
+            seeds = ", ".join(f"{x:.0%}" for x in v)
+            cells.append(f"{statistics.median(v):.0%}{'' if ok else ' (missed)'} ({seeds})")
+        lines.append(f"| {g} | {bar:.0%} | {cells[0]} | {cells[1]} |")
+    lines.append(f"bars met: {labels[0]} {met[0]}, {labels[1]} {met[1]}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--studies", type=Path, nargs="+", default=[])
@@ -450,12 +501,24 @@ def main() -> None:
         help='a fixed speedup stack for every run, Stack fields in JSON (\'{"amp": "bf16"}\')',
     )
     p.add_argument("--skip-done", action="store_true", help="skip runs already in --json")
+    p.add_argument(
+        "--paired",
+        type=Path,
+        nargs="+",
+        help="with --from-json: pair these runs with those by (ground, seed) and compare "
+        "the kept models",
+    )
     args = p.parse_args()
+    if args.paired:
+        if not args.from_json:
+            p.error("--paired compares with the runs of --from-json")
+        base, other = load_rows(args.from_json), load_rows(args.paired)
+        print(paired(base, other, ("from-json", "paired")))
+        return
     torch.set_num_threads(args.threads)
     rows: list[dict] = []
     if args.from_json:
-        for f in args.from_json:
-            rows += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        rows = load_rows(args.from_json)
     else:
         done = set()
         if args.skip_done and args.json and args.json.exists():

@@ -637,3 +637,37 @@ def test_the_split_benchmarks_run_split_and_shared(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["split"] == "width" and len(report["results"]["fair"]) == 1
+
+
+def test_b6_pairs_two_batches_by_ground_and_seed() -> None:
+    """``suite_runs.py --paired``: runs are paired by (ground, seed), unpaired ones left
+    out, and each ground's median is held against its bar (90% on the proving ground,
+    80% on a variant)."""
+    b6 = _load("suite_runs.py")
+    study = str(ROOT / "studies" / "mnist1d_front.py")
+
+    def row(name: str, seed: int, beats: float) -> dict:
+        return {
+            "study": study,
+            "name": name,
+            "seed": seed,
+            "kept_trial": 7,
+            "kept_val": 0.95,
+            "kept_test": 0.95,
+            "kept_beats": beats,
+            "finetuned": None,
+            "anchors": [],
+        }
+
+    base = [row("mnist1d_front", s, v) for s, v in ((0, 0.85), (1, 0.92), (2, 0.95))]
+    base += [row("suite_hard", 0, 0.81), row("suite_hard", 9, 0.1)]
+    other = [row("mnist1d_front", s, v) for s, v in ((0, 0.95), (1, 0.92), (2, 0.90))]
+    other += [row("suite_hard", 0, 0.79)]
+    text = b6.paired(base, other, ("shared", "split")).splitlines()
+    assert text[0].startswith("4 pairs (1 + 0 runs unpaired); mean share beaten: shared 88.2%")
+    assert "split 89.0%; split better in 1, worse in 2, equal in 1" in text[0]
+    assert text[3] == "| mnist1d_front | 90% | 92% (85%, 92%, 95%) | 92% (95%, 92%, 90%) |"
+    assert text[4] == "| suite_hard | 80% | 81% (81%) | 79% (missed) (79%) |"
+    assert text[5] == "bars met: shared 2, split 1"
+    with pytest.raises(ValueError, match="no \\(ground, seed\\) pair"):
+        b6.paired(base, [row("suite_noisy", 0, 0.5)], ("a", "b"))
