@@ -38,7 +38,9 @@ study = StudySpec(
     # study keeps was no better over those 32 runs (4.8 points of the table lower on
     # average; benchmarks/RESULTS.md, "Few-shot split on the width"), nor with four
     # retrains (27 paired runs: +0.5 points, within noise; CIFAR-10's median 89% against
-    # 98%: "Split against shared again"), so it does not split.
+    # 98%: "Split against shared again"), nor on 27 fresh pairs (search seeds 3-5: 0.9
+    # points lower; CIFAR-10's median 80% against 98%: "Split against shared on fresh
+    # search seeds"), so it does not split.
     supernet=SupernetConfig(sampler="fair", epochs=12, batch_size=64, lr=3e-3),
     # 300 candidates scored from the supernet (milliseconds each); 10 finalists fine-tuned
     # from their inherited weights into ready models: the 5 best scores for all 4 epochs,
