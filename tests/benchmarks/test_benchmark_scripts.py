@@ -540,26 +540,38 @@ def test_b1_counts_an_event_at_the_time_it_was_ready_never_in_the_future() -> No
     assert 0 < run.events[1]["cpu"] < 1e9
 
 
+def _b6_row(**fields: object) -> dict:
+    """A recorded B6 run (``suite_runs.py --json``) of the proving ground whose search kept
+    its retrain (trial 7, 95% validation and test, beating half the table) and trained no
+    anchors; ``fields`` override."""
+    row = {
+        "study": str(ROOT / "studies" / "mnist1d_front.py"),
+        "name": "a",
+        "seed": 0,
+        "kept_trial": 7,
+        "kept_val": 0.95,
+        "kept_test": 0.95,
+        "kept_beats": 0.5,
+        "finetuned": None,
+        "anchors": [],
+    }
+    return {**row, **fields}
+
+
 def test_b6_replays_keeping_the_best_anchor_only_beyond_the_margin() -> None:
     """``suite_runs.py --anchor-margins``: the best-validating anchor replaces the kept
     model only where it validates higher by more than the margin."""
     b6 = _load("suite_runs.py")
-    study = str(ROOT / "studies" / "mnist1d_front.py")
 
     def row(name: str, kept_val: float, anchor_val: float) -> dict:
-        return {
-            "study": study,
-            "name": name,
-            "kept_trial": 7,
-            "kept_val": kept_val,
-            "kept_test": 0.95,
-            "kept_beats": 0.5,
-            "finetuned": None,
-            "anchors": [
+        return _b6_row(
+            name=name,
+            kept_val=kept_val,
+            anchors=[
                 {"val_accuracy": anchor_val, "test_accuracy": 0.97, "beats": 0.9},
                 {"val_accuracy": anchor_val - 0.1, "test_accuracy": 0.99, "beats": 1.0},
             ],
-        }
+        )
 
     # 500 validation samples near 95%: one standard error is about 1 point.
     rows = [row("a", 0.950, 0.955), row("b", 0.950, 0.990)]
@@ -575,20 +587,11 @@ def test_b6_checks_the_replayed_rule_against_the_runs_own_kept_record() -> None:
     weights, source and trial), and a record that says otherwise is counted as a
     disagreement in the summary."""
     b6 = _load("suite_runs.py")
-    study = str(ROOT / "studies" / "mnist1d_front.py")
-    row = {
-        "study": study,
-        "name": "a",
-        "seed": 0,
-        "kept_trial": 7,
-        "kept_val": 0.95,
-        "kept_test": 0.95,
-        "kept_beats": 0.5,
-        "finetuned": None,
-        "anchors": [{"val_accuracy": 0.99, "test_accuracy": 0.97, "beats": 0.9, "trial": 2}],
-        "supernet_tau": 0.5,
-        "run_cpu_s": 1.0,
-    }
+    row = _b6_row(
+        anchors=[{"val_accuracy": 0.99, "test_accuracy": 0.97, "beats": 0.9, "trial": 2}],
+        supernet_tau=0.5,
+        run_cpu_s=1.0,
+    )
     anchor = {**row, "kept_record": {"trial": 2, "weights": "retrained", "source": "anchor"}}
     search = {**row, "kept_record": {"trial": 7, "weights": "retrained", "source": "search"}}
     assert b6.replay_agrees(anchor) and not b6.replay_agrees(search)
@@ -644,20 +647,9 @@ def test_b6_pairs_two_batches_by_ground_and_seed() -> None:
     out, and each ground's median is held against its bar (90% on the proving ground,
     80% on a variant)."""
     b6 = _load("suite_runs.py")
-    study = str(ROOT / "studies" / "mnist1d_front.py")
 
     def row(name: str, seed: int, beats: float) -> dict:
-        return {
-            "study": study,
-            "name": name,
-            "seed": seed,
-            "kept_trial": 7,
-            "kept_val": 0.95,
-            "kept_test": 0.95,
-            "kept_beats": beats,
-            "finetuned": None,
-            "anchors": [],
-        }
+        return _b6_row(name=name, seed=seed, kept_beats=beats)
 
     base = [row("mnist1d_front", s, v) for s, v in ((0, 0.85), (1, 0.92), (2, 0.95))]
     base += [row("suite_hard", 0, 0.81), row("suite_hard", 9, 0.1)]
