@@ -56,6 +56,8 @@ def run_supernet(ctx: RunContext, calibrated: float | None = None) -> SupernetPh
         # Few-shot split (SupernetConfig.split): the label and the epoch it split at.
         "split": spec.supernet.split,
         "split_epoch": spec.supernet.split_epoch,
+        # Where the supernet trained through another stack than the study's (None: same).
+        "stack_note": note,
     }
     seconds = time.perf_counter() - t
     if not ctx.worker:

@@ -34,7 +34,7 @@ def test_a_split_supernet_study_runs_and_exports_its_paths(tmp_path) -> None:
     runs = tmp_path / "runs"
     result = StudyRunner(spec, out_dir=runs, progress=False, log=logs.append).run(retrain=True)
     record = result.study.user_attrs[SUPERNET_KEY]
-    assert (record["split"], record["split_epoch"]) == ("width", 1)
+    assert (record["split"], record["split_epoch"], record["stack_note"]) == ("width", 1, None)
     scored = [t for t in result.study.trials if t.values is not None]
     assert len(scored) == 5
     found = load_latest(runs / "split" / "supernet")
