@@ -74,11 +74,13 @@ def supernet_stack(
     A split supernet (``SupernetConfig.split``) trains without gradient accumulation when
     the stack was chosen by the calibration (``requested == "auto"``): each of its
     sub-supernets already gets one optimizer step in as many as there are parts, and
-    accumulation divides them again (measured on the suite's ``scarce`` ground: the split
-    supernet a calibration sent through adaptive accumulation ranked the table at Kendall
-    tau +0.263, the same study and seed through bf16 autocast alone at +0.636;
-    benchmarks/RESULTS.md, "B6 with the split supernet"). A stack the user fixed is kept
-    as given.
+    accumulation divides them again. Measured once, on one ground (the suite's
+    ``scarce``): the split supernet a calibration sent through adaptive accumulation
+    ranked the table at Kendall tau +0.263, the same study and seed through bf16 autocast
+    alone at +0.636 (benchmarks/RESULTS.md, "B6 with the split supernet"); the shared
+    supernet through accumulation ranked as well as in fp32 on four grounds ("The shared
+    supernet through adaptive accumulation"), so only the split drops it. A stack the
+    user fixed is kept as given.
     """
     if split is None or requested != "auto" or stack is None or stack.accumulation == 1:
         return stack, None
