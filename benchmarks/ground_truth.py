@@ -60,6 +60,8 @@ FIELDS = [
     "val_curve",
     "test_curve",
     "cpu_curve",
+    "val_loss",
+    "test_loss",
 ]
 DEFAULT_STUDY = ROOT / "studies" / "mnist1d.py"
 
@@ -71,6 +73,15 @@ def sample_archs(study: StudySpec, n: int, seed: int) -> list[Arch]:
     while len(seen) < n:
         seen.setdefault(study.space.sample(rng))
     return list(seen)
+
+
+def header(path: Path) -> list[str]:
+    """The columns of an existing table (tables written before ``val_loss`` and
+    ``test_loss`` were recorded go on without them), else :data:`FIELDS`."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return FIELDS
+    with path.open(newline="") as f:
+        return next(csv.reader(f))
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
@@ -98,13 +109,15 @@ def train_one(
     val_curve: list[float] = []
     cpu_curve: list[float] = []
     test_curve: dict[int, float] = {}
+    val_loss = test_loss = float("nan")
     for epoch in range(1, recipe.epochs + 1):
         c0 = time.process_time()
         trainer.run_epoch()
         cpu_curve.append(time.process_time() - c0)
-        val_curve.append(evaluate(net, val)[0])
+        accuracy, val_loss = evaluate(net, val)
+        val_curve.append(accuracy)
         if epoch in test_epochs or epoch == recipe.epochs:
-            test_curve[epoch] = evaluate(net, test)[0]
+            test_curve[epoch], test_loss = evaluate(net, test)
     return {
         "arch": arch.to_json(),
         "val_accuracy": f"{val_curve[-1]:.4f}",
@@ -115,6 +128,8 @@ def train_one(
         "val_curve": json.dumps([round(v, 4) for v in val_curve]),
         "test_curve": json.dumps({str(k): round(v, 4) for k, v in test_curve.items()}),
         "cpu_curve": json.dumps([round(c, 3) for c in cpu_curve]),
+        "val_loss": f"{val_loss:.5f}",
+        "test_loss": f"{test_loss:.5f}",
     }
 
 
@@ -222,8 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     done = {int(r["index"]) for r in read_rows(args.out)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     new_file = not args.out.is_file()
+    fields = header(args.out)
     with args.out.open("a", newline="") as f:
-        writer = csv.DictWriter(f, FIELDS)
+        writer = csv.DictWriter(f, fields, extrasaction="ignore")
         if new_file:
             writer.writeheader()
         for i, arch in enumerate(archs):

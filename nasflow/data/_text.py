@@ -109,6 +109,7 @@ def load_text(
     block_size: int = 64,
     val_fraction: float = 0.1,
     test_fraction: float = 0.1,
+    max_chars: int | None = None,
 ) -> DataBundle:
     """A character-level corpus split contiguously into train, validation and test.
 
@@ -122,6 +123,8 @@ def load_text(
         block_size: Tokens per sample (the context length).
         val_fraction: Share of the stream for validation, in (0, 1).
         test_fraction: Share of the stream for test, in (0, 1).
+        max_chars: Read only the file's first this many characters (``None``: all); the
+            vocabulary and the three splits come from that prefix.
 
     Returns:
         A bundle with ``input_shape == (block_size,)`` and ``num_classes`` the vocab size.
@@ -139,6 +142,8 @@ def load_text(
     check_int("block_size", block_size)
     check_fraction("val_fraction", val_fraction)
     check_fraction("test_fraction", test_fraction)
+    if max_chars is not None:
+        check_int("max_chars", max_chars)
     if val_fraction + test_fraction >= 1:
         raise ConfigError(
             f"val_fraction + test_fraction must be below 1, got {val_fraction} + {test_fraction}"
@@ -147,6 +152,7 @@ def load_text(
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(f"text file {p} is not UTF-8: {e}") from None
+    text = text[:max_chars]
     if not text:
         raise ConfigError(f"text file {p} is empty")
 
@@ -166,4 +172,5 @@ def load_text(
     train, val, test = (
         CharBlocks(tokens[a:b].clone(), block_size, vocab) for a, b in itertools.pairwise(cuts)
     )
-    return DataBundle(train, val, test, (block_size,), len(vocab), p.stem)
+    name = p.stem if max_chars is None else f"{p.stem}[:{max_chars}]"
+    return DataBundle(train, val, test, (block_size,), len(vocab), name)

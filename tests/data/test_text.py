@@ -123,3 +123,16 @@ def test_bad_arguments(small_file: Path, tmp_path: Path) -> None:
             load_text(small_file, **kwargs)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="too short"):
         CharBlocks(torch.arange(8), 8, CharVocab("abcdefgh"))
+
+
+def test_max_chars_reads_a_prefix(small_file: Path) -> None:
+    text = small_file.read_text("utf-8")
+    whole = load_text(small_file, block_size=8)
+    head = load_text(small_file, block_size=8, max_chars=len(text) // 2)
+    n = len(text) // 2
+    n_train = n - 2 * int(n * 0.1)
+    assert torch.equal(head.train.tokens, head.train.vocab.encode(text[:n_train]))
+    assert len(head.train) < len(whole.train)
+    assert head.name.endswith(f"[:{n}]")
+    with pytest.raises(ValueError, match="max_chars"):
+        load_text(small_file, block_size=8, max_chars=0)
