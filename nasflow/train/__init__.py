@@ -10,6 +10,7 @@ from nasflow.train._checkpoint import (
     load_latest,
     save_checkpoint,
 )
+from nasflow.train._distill import Distillation
 from nasflow.train._errors import CheckpointError, NonFiniteLossError, TrainingInterrupted
 from nasflow.train._loop import evaluate, make_optimizer, warmup_cosine
 from nasflow.train._recipe import Recipe, SupernetConfig, TrainConfig
@@ -29,6 +30,7 @@ from nasflow.train.stack._timer import measure_step_time
 __all__ = [
     "Batches",
     "CheckpointError",
+    "Distillation",
     "EpochTrainer",
     "NonFiniteLossError",
     "OpCounter",

@@ -15,6 +15,7 @@ from typing import Any
 from nasflow._checks import check_int
 from nasflow.errors import ConfigError
 from nasflow.sampling import SAMPLERS
+from nasflow.train._distill import DISTILL_MODES, check_weight
 
 
 class RecipeError(ConfigError):
@@ -96,6 +97,12 @@ class SupernetConfig(Recipe):
             its own (``nasflow.supernet.Split``); ``None`` shares every weight.
         split_from: The fraction of ``epochs`` trained shared before the split (each
             sub-supernet then starts from the shared weights and optimizer state).
+        distill: In-place distillation (``nasflow.train.Distillation``): ``"inplace"``
+            trains every path on a mix of the labels and the soft targets of the space's
+            largest path, run without gradient on the same batch (strict fairness holds);
+            ``None`` trains on the labels alone.
+        distill_weight: The soft targets' share of each path's loss, in ``(0, 1)``.
+        distill_temperature: The softmax temperature of student and teacher.
     """
 
     epochs: int = 10
@@ -104,6 +111,9 @@ class SupernetConfig(Recipe):
     batch_size: int = 64
     split: str | None = None
     split_from: float = 0.0
+    distill: str | None = None
+    distill_weight: float = 0.5
+    distill_temperature: float = 1.0
 
     def __post_init__(self) -> None:
         if self.sampler not in SAMPLERS:
@@ -115,13 +125,27 @@ class SupernetConfig(Recipe):
         f = self.split_from
         if isinstance(f, bool) or not isinstance(f, numbers.Real) or not 0 <= f < 1:
             raise RecipeError(f"split_from must be a number in [0, 1), got {f!r}")
+        if self.distill is not None and self.distill not in DISTILL_MODES:
+            raise RecipeError(
+                f"distill must be None or one of {', '.join(map(repr, DISTILL_MODES))}, "
+                f"got {self.distill!r}"
+            )
+        if not check_weight(self.distill_weight):
+            raise RecipeError(
+                f"distill_weight must be a number strictly between 0 and 1, got "
+                f"{self.distill_weight!r}"
+            )
+        _check_number("distill_temperature", self.distill_temperature, positive=True)
 
     def identity(self) -> dict[str, Any]:
-        """The fields that identify a supernet (``asdict``), without the split's while
-        there is none: stored studies and checkpoints from before the split keep theirs."""
+        """The fields that identify a supernet (``asdict``), without the split's or the
+        distillation's while there is none: stored studies and checkpoints from before
+        either keep theirs."""
         fields = asdict(self)
         if self.split is None:
             del fields["split"], fields["split_from"]
+        if self.distill is None:  # (likewise for stores from before distillation)
+            del fields["distill"], fields["distill_weight"], fields["distill_temperature"]
         return fields
 
     @property

@@ -30,6 +30,7 @@ from nasflow.train._checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
+from nasflow.train._distill import Distillation, largest_path
 from nasflow.train._errors import CheckpointError, NonFiniteLossError, TrainingInterrupted
 from nasflow.train._loop import load_schedule_state, make_optimizer, warmup_cosine
 from nasflow.train._recipe import SupernetConfig
@@ -116,6 +117,14 @@ def supernet_step(
         total += float(loss.detach())
     optimizer.step()
     return total / len(paths)
+
+
+def distillation(space: SearchSpace, config: SupernetConfig) -> Distillation | None:
+    """``config``'s in-place distillation with its teacher (the space's largest path), or
+    ``None`` without one."""
+    if config.distill is None:
+        return None
+    return Distillation(largest_path(space), config.distill_weight, config.distill_temperature)
 
 
 @dataclass
@@ -215,6 +224,8 @@ class SupernetTrainer:
             train_set, self.config.batch_size, shuffle=True, seed=self.config.seed, drop_last=True
         )
         self.sampler = make_sampler(self.config.sampler, space, self.config.seed)
+        #: In-place distillation (``config.distill``), its teacher path resolved.
+        self.distill = distillation(space, self.config)
         self.supernet: nn.Module | None = None  # set by ``fit``: the network being trained
 
     def _identity(self) -> str:
@@ -316,19 +327,21 @@ class SupernetTrainer:
         ``train_step`` takes the global batch; under DDP it trains this rank's shard.
         """
         if self.world_size == 1:
-            stepper = self.stack.build(supernet, optimizer, self.device)
+            stepper = self.stack.build(supernet, optimizer, self.device, distill=self.distill)
             return stepper, stepper
         reducer = GradReducer()
         broadcast_module(supernet)  # every rank starts from rank 0's weights
         rank, world = self.rank, self.world_size
-        if self.stack == Stack():
+        if self.stack == Stack() and self.distill is None:
 
             def plain(x: torch.Tensor, y: torch.Tensor, paths: Sequence[Arch]) -> float:
                 xs, ys = shard(x, rank, world), shard(y, rank, world)
                 return ddp_supernet_step(supernet, paths, xs, ys, optimizer, reducer)
 
             return plain, None
-        stepper = self.stack.build(supernet, optimizer, self.device, reducer=reducer)
+        stepper = self.stack.build(
+            supernet, optimizer, self.device, reducer=reducer, distill=self.distill
+        )
 
         def stacked(x: torch.Tensor, y: torch.Tensor, paths: Sequence[Arch]) -> float:
             return stepper(shard(x, rank, world), shard(y, rank, world), paths)

@@ -21,6 +21,7 @@ from nasflow.train.stack._precision import AMP_DTYPES, FlushDenormal, MixedPreci
 from nasflow.train.stack._step import StackStep
 
 if TYPE_CHECKING:
+    from nasflow.train._distill import Distillation
     from nasflow.train.stack._accumulation import Schedule
     from nasflow.train.stack._ddp import GradReducer
 
@@ -202,6 +203,8 @@ class Stack:
         schedule: Schedule | None = None,
         loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy,
         reducer: GradReducer | None = None,
+        distill: Distillation | None = None,
     ) -> StackStep:
-        """The training-step callable of this stack for ``model`` and ``optimizer``."""
-        return StackStep(self, model, optimizer, device, schedule, loss_fn, reducer)
+        """The training-step callable of this stack for ``model`` and ``optimizer``
+        (``distill``: a supernet's in-place distillation, see ``StackStep``)."""
+        return StackStep(self, model, optimizer, device, schedule, loss_fn, reducer, distill)

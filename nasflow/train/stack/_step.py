@@ -20,6 +20,7 @@ from nasflow.train.stack._compile import Compile
 from nasflow.train.stack._precision import MixedPrecision
 
 if TYPE_CHECKING:
+    from nasflow.train._distill import Distillation
     from nasflow.train.stack._config import Stack
     from nasflow.train.stack._ddp import GradReducer
 
@@ -54,6 +55,9 @@ class StackStep:
             (the linear scaling by ``k`` is still applied during each step).
         loss_fn: ``loss_fn(logits, targets)``; 3-d logits are flattened (language models).
         reducer: Averages gradients across DDP ranks once per optimizer step.
+        distill: For a supernet: each unit of the batch first runs ``distill.path``
+            without gradient (under the layers' forward contexts), and every path's loss
+            is ``distill.loss`` against its logits (``nasflow.train.Distillation``).
     """
 
     def __init__(
@@ -65,8 +69,10 @@ class StackStep:
         schedule: Schedule | None,
         loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
         reducer: GradReducer | None = None,
+        distill: Distillation | None = None,
     ) -> None:
         self.stack, self.module, self.optimizer = stack, model, optimizer
+        self.distill = distill
         self.device = torch.device(device)
         if stack.compile and stack.checkpointing and isinstance(model, SuperModule):
             # The per-block compiled forward is gone when backward recomputes a segment.
@@ -160,12 +166,32 @@ class StackStep:
             size = math.ceil(len(x) / 2)  # two half-batches give a variance estimate
         return [(x, y)] if size >= len(x) else _chunks(x, y, size)
 
-    def _forward_loss(self, x: torch.Tensor, y: torch.Tensor, path: Arch | None) -> torch.Tensor:
+    def _forward_loss(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        path: Arch | None,
+        teacher: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         with ExitStack() as ctx:
             for layer in self.layers:
                 ctx.enter_context(layer.forward_context())
             logits = self.model(x) if path is None else self.model(x, path)
-            return self.loss_fn(*flat_logits(logits, y))
+            flat, targets = flat_logits(logits, y)
+            hard = self.loss_fn(flat, targets)
+            if teacher is None or self.distill is None:
+                return hard
+            return self.distill.loss(flat, teacher, hard)
+
+    def _teacher(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
+        """The teacher path's flattened logits on ``x``, without gradient (``None``: no
+        distillation)."""
+        if self.distill is None:
+            return None
+        with torch.no_grad(), ExitStack() as ctx:
+            for layer in self.layers:
+                ctx.enter_context(layer.forward_context())
+            return flat_logits(self.model(x, self.distill.path), y)[0].detach()
 
     def _accumulate(self, x: torch.Tensor, y: torch.Tensor, paths: Sequence[Arch] | None) -> float:
         stats = self.accumulation.needs_stats
@@ -174,8 +200,9 @@ class StackStep:
         for xu, yu in self._units_of(x, y):
             before = self._grads() if stats else None
             weight = len(xu) / self._expected
+            teacher = self._teacher(xu, yu) if paths is not None else None
             for path in plist:
-                loss = self._forward_loss(xu, yu, path)
+                loss = self._forward_loss(xu, yu, path, teacher)
                 value = float(loss.detach())
                 if not math.isfinite(value):
                     if self.reducer is None:
