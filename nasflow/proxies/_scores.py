@@ -1,0 +1,186 @@
+"""``zero_cost_scores``: the zero-cost proxies of many architectures, and the record of
+what they did (``ProxyScores``)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import torch
+from torch import nn
+
+from nasflow.errors import ConfigError
+from nasflow.proxies._errors import ProxyError
+from nasflow.proxies._nwot import nwot
+from nasflow.proxies._synflow import synflow
+from nasflow.space import Arch, SearchSpace
+
+#: Proxy name -> ``score(net, batch_inputs) -> float``.
+PROXIES: Mapping[str, Callable[[nn.Module, torch.Tensor], float]] = MappingProxyType(
+    {"synflow": synflow, "nwot": nwot}
+)
+
+
+@dataclass(frozen=True)
+class ProxyFailure:
+    """One proxy that gave no score for one architecture.
+
+    Attributes:
+        proxy: The proxy's name.
+        index: The architecture's position in ``ProxyScores.archs``.
+        reason: Why (a non-finite value, or what the proxy could not do).
+    """
+
+    proxy: str
+    index: int
+    reason: str
+
+    def line(self) -> str:
+        """The one line that says what happened and what the ranking does with it."""
+        return (
+            f"{self.proxy} failed on architecture {self.index} ({self.reason}): ranked below "
+            "every architecture it scored"
+        )
+
+
+@dataclass(frozen=True)
+class ProxyScores:
+    """What ``zero_cost_scores`` did.
+
+    Attributes:
+        proxies: The proxies computed, in order.
+        archs: The architectures scored, in order.
+        values: Proxy -> one raw score per architecture (higher predicts better), ``nan``
+            where it failed.
+        failures: Every (proxy, architecture) without a score, and why.
+        seconds: Wall seconds per proxy, and ``"build"`` for building the networks.
+        seed: The torch seed every network was initialised from.
+        batch_size: Inputs in the batch (NWOT's kernel is ``batch_size x batch_size``).
+    """
+
+    proxies: tuple[str, ...]
+    archs: tuple[Arch, ...]
+    values: Mapping[str, tuple[float, ...]]
+    failures: tuple[ProxyFailure, ...]
+    seconds: Mapping[str, float]
+    seed: int
+    batch_size: int
+    _by_proxy: Mapping[str, frozenset[int]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        failed = {
+            p: frozenset(f.index for f in self.failures if f.proxy == p) for p in self.values
+        }
+        object.__setattr__(self, "_by_proxy", MappingProxyType(failed))
+
+    def ranking(self, proxy: str) -> list[float]:
+        """``proxy``'s scores with each failure replaced by a value below every score it
+        gave (the fallback: a failed architecture ranks last, failures tie).
+
+        Raises:
+            ConfigError: ``proxy`` was not computed.
+        """
+        if proxy not in self.values:
+            raise ConfigError(f"proxy {proxy!r} was not computed; computed: {list(self.proxies)}")
+        raw = self.values[proxy]
+        failed = self._by_proxy[proxy]
+        scored = [v for i, v in enumerate(raw) if i not in failed]
+        low = min(scored) if scored else 0.0
+        fallback = low - abs(low) - 1.0
+        return [fallback if i in failed else v for i, v in enumerate(raw)]
+
+    def lines(self) -> list[str]:
+        """One line per failure."""
+        return [f.line() for f in self.failures]
+
+
+def _inputs(batch: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
+    x = batch if isinstance(batch, torch.Tensor) else batch[0] if len(batch) else None
+    if not isinstance(x, torch.Tensor) or x.dim() < 1:
+        raise ConfigError(
+            f"batch must be an input tensor (N, ...) or an (inputs, targets) pair, got {batch!r}"
+        )
+    return x
+
+
+def _one(name: str, net: nn.Module, x: torch.Tensor) -> tuple[float, str | None]:
+    """``(score, None)`` or ``(nan, reason)``."""
+    try:
+        value = PROXIES[name](net, x)
+    except ProxyError as e:
+        return math.nan, str(e)
+    if not math.isfinite(value):
+        return math.nan, f"the score is {value}"
+    return value, None
+
+
+def zero_cost_scores(
+    space: SearchSpace,
+    archs: Sequence[Arch],
+    batch: torch.Tensor | Sequence[torch.Tensor],
+    proxies: Sequence[str] = ("synflow", "nwot"),
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    log: Callable[[str], None] | None = None,
+) -> ProxyScores:
+    """Score ``archs`` with zero-cost proxies at initialisation.
+
+    Each architecture's stand-alone network (``space.build``) is initialised from the
+    torch seed ``seed`` (inside ``torch.random.fork_rng``: the caller's random state is left
+    as it was) and scored by every proxy (each works on its own copy). A proxy that cannot
+    score an architecture, or gives a non-finite value, is recorded as a failure with one
+    line (passed to ``log``), not raised.
+
+    Args:
+        space: The search space.
+        archs: Architectures of ``space``.
+        batch: One batch of training inputs (or an ``(inputs, targets)`` pair): NWOT's
+            batch, and synflow's input shape and dtype.
+        proxies: Names from ``PROXIES``: ``"synflow"`` and/or ``"nwot"``.
+        seed: Initialisation seed.
+        device: Where the networks run.
+        log: Line logger for failures.
+
+    Returns:
+        The record of scores, failures and seconds.
+
+    Raises:
+        ConfigError: An unknown or repeated proxy, or a batch that is not a tensor.
+    """
+    names = tuple(proxies)
+    unknown = [p for p in names if p not in PROXIES]
+    if unknown or not names or len(set(names)) != len(names):
+        raise ConfigError(
+            f"proxies must be distinct names among {sorted(PROXIES)}, got {list(proxies)!r}"
+        )
+    x = _inputs(batch).to(device)
+    values: dict[str, list[float]] = {p: [] for p in names}
+    seconds = dict.fromkeys(("build", *names), 0.0)
+    failures: list[ProxyFailure] = []
+    for i, arch in enumerate(archs):
+        t0 = time.perf_counter()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            net = space.build(arch).to(device)
+        seconds["build"] += time.perf_counter() - t0
+        for name in names:
+            t0 = time.perf_counter()
+            value, reason = _one(name, net, x)
+            seconds[name] += time.perf_counter() - t0
+            values[name].append(value)
+            if reason is not None:
+                failures.append(ProxyFailure(name, i, reason))
+                if log is not None:
+                    log(failures[-1].line())
+    return ProxyScores(
+        proxies=names,
+        archs=tuple(archs),
+        values=MappingProxyType({p: tuple(v) for p, v in values.items()}),
+        failures=tuple(failures),
+        seconds=MappingProxyType(seconds),
+        seed=seed,
+        batch_size=int(x.shape[0]),
+    )
