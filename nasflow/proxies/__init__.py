@@ -17,7 +17,13 @@ from __future__ import annotations
 
 from nasflow.proxies._errors import ProxyError
 from nasflow.proxies._nwot import hamming_kernel, is_activation, nwot
-from nasflow.proxies._scores import PROXIES, ProxyFailure, ProxyScores, zero_cost_scores
+from nasflow.proxies._scores import (
+    PROXIES,
+    ProxyFailure,
+    ProxyScores,
+    rank_last,
+    zero_cost_scores,
+)
 from nasflow.proxies._synflow import synflow
 
 __all__ = [
@@ -28,6 +34,7 @@ __all__ = [
     "hamming_kernel",
     "is_activation",
     "nwot",
+    "rank_last",
     "synflow",
     "zero_cost_scores",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 
 import torch
@@ -22,6 +22,20 @@ from nasflow.space import Arch, SearchSpace
 PROXIES: Mapping[str, Callable[[nn.Module, torch.Tensor], float]] = MappingProxyType(
     {"synflow": synflow, "nwot": nwot}
 )
+
+
+def rank_last(values: Sequence[float | None]) -> list[float]:
+    """The fallback for failed scores: every ``None``, ``nan`` or infinite value becomes one
+    value below every finite one (the failed architectures rank last and tie), the finite
+    values are kept.
+
+    Args:
+        values: Scores, higher predicting better.
+    """
+    finite = [float(v) for v in values if v is not None and math.isfinite(v)]
+    low = min(finite) if finite else 0.0
+    fallback = low - abs(low) - 1.0
+    return [float(v) if v is not None and math.isfinite(v) else fallback for v in values]
 
 
 @dataclass(frozen=True)
@@ -68,29 +82,16 @@ class ProxyScores:
     seconds: Mapping[str, float]
     seed: int
     batch_size: int
-    _by_proxy: Mapping[str, frozenset[int]] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        failed = {
-            p: frozenset(f.index for f in self.failures if f.proxy == p) for p in self.values
-        }
-        object.__setattr__(self, "_by_proxy", MappingProxyType(failed))
 
     def ranking(self, proxy: str) -> list[float]:
-        """``proxy``'s scores with each failure replaced by a value below every score it
-        gave (the fallback: a failed architecture ranks last, failures tie).
+        """``proxy``'s scores with the fallback for its failures (``rank_last``).
 
         Raises:
             ConfigError: ``proxy`` was not computed.
         """
         if proxy not in self.values:
             raise ConfigError(f"proxy {proxy!r} was not computed; computed: {list(self.proxies)}")
-        raw = self.values[proxy]
-        failed = self._by_proxy[proxy]
-        scored = [v for i, v in enumerate(raw) if i not in failed]
-        low = min(scored) if scored else 0.0
-        fallback = low - abs(low) - 1.0
-        return [fallback if i in failed else v for i, v in enumerate(raw)]
+        return rank_last(self.values[proxy])
 
     def lines(self) -> list[str]:
         """One line per failure."""

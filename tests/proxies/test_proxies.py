@@ -18,6 +18,7 @@ from nasflow.proxies import (
     hamming_kernel,
     is_activation,
     nwot,
+    rank_last,
     synflow,
     zero_cost_scores,
 )
@@ -219,6 +220,12 @@ def test_a_failed_proxy_is_one_line_and_ranks_last() -> None:
     ranked = scores.ranking("nwot")
     assert ranked[1] == ranked[2] < min(ranked[0], ranked[3])
     assert scores.ranking("synflow")[2] < min(scores.values["synflow"][i] for i in (0, 1, 3))
+
+
+def test_rank_last_puts_every_non_finite_score_below_every_finite_one() -> None:
+    assert rank_last([2.0, None, -3.0, math.nan, math.inf]) == [2.0, -7.0, -3.0, -7.0, -7.0]
+    assert rank_last([1e300, math.nan]) == [1e300, -1.0]  # no score below 0: -1
+    assert rank_last([math.nan, None]) == [-1.0, -1.0]
 
 
 def test_bad_arguments_are_one_clear_error() -> None:
