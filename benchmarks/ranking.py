@@ -1,506 +1,398 @@
-"""B2: supernet ranking — does supernet accuracy rank architectures like stand-alone training?
+"""B2 where the choice is made: does the study's ranking beat what costs nothing, globally and
+within each cost level?
 
-For each seed, two supernets of a study's space (``--study``, default the default MNIST-1D
-study; ``studies/mnist1d_front.py`` is the proving ground) are trained at *equal compute*
-(the same number of path forward/backward passes): strictly fair sampling (``M`` paths per
-step) for ``E`` epochs, and uniform single-path sampling (SPOS) for ``E * M`` epochs. Every
-architecture of the ground-truth sample (``benchmarks/ground_truth.py``) is then scored the
-way search scores it — BN statistics re-estimated on training batches, accuracy on the
-validation split — and compared with its stand-alone accuracy: Kendall tau-b, the overlap
-of the top-5 sets, and the recall of the true top-10 among the supernet's top-50.
+For one ground (a ``--study`` and its ground-truth tables ``--gt``, one per training
+seed, merged over the architectures present in all), one supernet per ``--seeds`` is
+trained with the study's recipe (``--supernet`` overrides any ``SupernetConfig`` field)
+and every table architecture is scored as search scores it: BN re-estimated on the same
+training batches for every path, accuracy and cross-entropy on the validation split.
+Each ranker is compared with the tables' mean stand-alone test accuracy by Kendall tau-b:
 
-With several ``--gt`` tables (the same architectures trained from different initial
-weights, ``ground_truth.py --train-seed``), the stand-alone accuracy is their mean over the
-architectures present in all of them, and the τ between two stand-alone trainings of the
-same architectures is printed: the ceiling any predictor can reach against one training.
-``--bn-batches 0 10 50`` scores every architecture with each number of BN recalibration
-batches from the same trained supernet (0: the supernet's own running statistics).
+- the supernet's accuracy, its cross-entropy, and the study's ranking (the rank sum of
+  both, ``FineTuning(rank_by="rank_sum")``);
+- the free baselines: parameter count, training FLOPs (the cost model's tracer), the
+  width choice, and two zero-cost proxies at initialisation, synflow and NWOT
+  (``nasflow.proxies``, initialised from the supernet's seed);
+- the ceiling: one table seed's test accuracy against another's.
+
+Cells: all architectures, each quartile of predicted training cost (the cost model's
+prediction of the study's recipe on this machine) and each width (``--width-label``).
+Intervals (90%): a bootstrap over the cell's architectures and over the supernets, paired
+across rankers; per cell, the study's ranking minus the best free baseline there, with
+its interval. ``--scores-out`` saves every per-architecture feature (one row per supernet
+seed and architecture); ``--from-scores`` reads such a file back and trains nothing.
 
 Usage::
 
-    python benchmarks/ranking.py --seeds 0 1 2            # full (about 15 min on 2 cores)
-    python benchmarks/ranking.py --gt benchmarks/data/mnist1d_ground_truth.csv \
-        benchmarks/data/mnist1d_ground_truth_seed1.csv --bn-batches 0 10 50
-    python benchmarks/ranking.py --study studies/mnist1d_front.py --seeds 0 1 2 \
-        --gt benchmarks/data/mnist1d_front_ground_truth.csv \
-        benchmarks/data/mnist1d_front_ground_truth_seed1.csv --json b2_front.json
-    python benchmarks/ranking.py --quick                  # CI smoke size
+    python benchmarks/ranking.py --study studies/mnist1d_front.py --seeds 0 1 2 \\
+        --gt benchmarks/data/mnist1d_front_ground_truth.csv \\
+        benchmarks/data/mnist1d_front_ground_truth_seed1.csv --scores-out b2_front.jsonl
+    python benchmarks/ranking.py --study benchmarks/suite/hard.py \\
+        --gt benchmarks/data/suite/hard_seed0.csv benchmarks/data/suite/hard_seed1.csv \\
+        --supernet '{"epochs": 6}' --seeds 0 1 2
+    python benchmarks/ranking.py --study studies/shakespeare_cpu.py --no-supernet \\
+        --gt benchmarks/data/shakespeare_cpu_ground_truth*.csv   # the free rankers alone
+    python benchmarks/ranking.py --from-scores b2_front.jsonl     # the tables again
+    python benchmarks/ranking.py --quick                          # CI smoke size
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
-import csv
-import functools
-import itertools
 import json
-import statistics
 import sys
-import time
-from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import torch
-from scipy.stats import kendalltau, rankdata
 
-from nasflow.search import StudySpec, TrustProbe, load_study_file, run_trust_probe
-from nasflow.space import Arch
-from nasflow.supernet import recalibrate_bn
-from nasflow.train import SupernetTrainer
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _ranking_features import (  # re-exported: other benchmarks read the tables here
+    Row,
+    default_width_label,
+    free_features,
+    load_ground_truth,
+    load_params,
+    load_tables,
+    make_rows,
+    merge_ground_truth,
+    read_rows,
+    rows_from_old_json,
+    supernet_config,
+    supernet_features,
+    write_rows,
+)
+from _ranking_stats import Cell, cell_taus, cells, cost_quartiles, study_rank_score
+
+from nasflow.proxies import PROXIES, rank_last
+from nasflow.search import load_study_file
 from nasflow.train.stack import Stack
 
-ROOT = Path(__file__).resolve().parents[1]
+__all__ = ["load_ground_truth", "load_params", "main", "merge_ground_truth"]
 
+ROOT = Path(__file__).resolve().parents[1]
 GT = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
 DEFAULT_STUDY = ROOT / "studies/mnist1d.py"
 
+#: Rankers, in the table's order (column name -> what it is).
+RANKERS = {
+    "acc": "supernet validation accuracy",
+    "CE": "supernet validation cross-entropy (lower first)",
+    "rank sum": "the study's ranking: rank sum of accuracy and cross-entropy",
+    "params": "parameter count",
+    "FLOPs": "training FLOPs (cost model's tracer)",
+    "width": "the width choice",
+    "synflow": "synflow at initialisation",
+    "NWOT": "NWOT at initialisation",
+}
+STUDY = "rank sum"
+FREE = ("params", "FLOPs", "width", "synflow", "NWOT")
+#: The target of issue 41: the study's ranking above the best free baseline by this much.
+TARGET = 0.05
 
-def load_ground_truth(path: Path, limit: int | None) -> list[tuple[Arch, float, float]]:
-    """``(arch, stand-alone val accuracy, stand-alone test accuracy)`` rows."""
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        raise SystemExit(f"{path} holds no rows; run benchmarks/ground_truth.py first")
-    rows.sort(key=lambda r: int(r["index"]))
-    out = [
-        (Arch.from_json(r["arch"]), float(r["val_accuracy"]), float(r["test_accuracy"]))
-        for r in rows
+
+def _column(rows: Sequence[Row], key: str) -> list[Any]:
+    return [r.get(key) for r in rows]
+
+
+def ranker_scores(rows: Sequence[Row]) -> tuple[dict[str, np.ndarray], list[int]]:
+    """Ranker -> ``(S, n)`` scores (higher predicts better), one row per supernet seed
+    (one row for the rankers without a seed), and the seeds.
+
+    Raises:
+        SystemExit: Seeds that scored different architectures.
+    """
+    seeds = sorted({int(r["supernet_seed"]) for r in rows})
+    by_seed = [
+        sorted((r for r in rows if r["supernet_seed"] == s), key=lambda r: r["index"])
+        for s in seeds
     ]
-    return out[:limit] if limit else out
+    if any(_column(b, "index") != _column(by_seed[0], "index") for b in by_seed):
+        raise SystemExit("the rows' supernet seeds scored different architectures")
+    first = by_seed[0]
+    out: dict[str, np.ndarray] = {}
+    if all(r.get("supernet_accuracy") is not None for r in rows):
+        out["acc"] = np.array([_column(b, "supernet_accuracy") for b in by_seed], float)
+        losses = [_column(b, "supernet_loss") for b in by_seed]
+        if all(v is not None for ls in losses for v in ls):
+            out["CE"] = -np.array(losses, float)
+        out[STUDY] = np.array(
+            [study_rank_score(a, ls) for a, ls in zip(out["acc"], losses, strict=True)]
+        )
+    out["params"] = np.array([_column(first, "params")], float)
+    out["FLOPs"] = np.array([_column(first, "flops")], float)
+    widths = _column(first, "width")
+    if all(isinstance(w, int | float) for w in widths):
+        out["width"] = np.array([widths], float)
+    for key, name in (("synflow", "synflow"), ("nwot", "NWOT")):
+        if any(key in r for r in rows):
+            out[name] = np.array([rank_last(_column(b, key)) for b in by_seed])
+    return out, seeds
 
 
-def load_params(path: Path, n: int) -> list[float]:
-    """The ``params`` column of a ground-truth table (its first ``n`` rows by index)."""
-    with path.open(newline="") as f:
-        rows = sorted(csv.DictReader(f), key=lambda r: int(r["index"]))
-    return [float(r["params"]) for r in rows[:n]]
-
-
-def baseline_lines(
-    archs: list[Arch],
-    params: list[float],
-    sa_test: list[float],
-    supernets: list[list[float]],
-    retrains: list[tuple[list[float], list[float]]],
-) -> list[str]:
-    """The zero-cost baselines a supernet has to beat: Kendall tau of the parameter count
-    (and of the ``width`` choice, where the space has one) against stand-alone test
-    accuracy; then, within each width, the mean tau of the supernet scores, of the
-    parameter count and of one retrain against another (the ranking at equal width, where
-    capacity says least)."""
-    lines = [f"zero-cost baseline: tau(test) by parameter count {tau(params, sa_test):+.3f}"]
-    widths = [a.get("width") for a in archs] if all("width" in a for a in archs) else None
-    if widths is None:
-        return lines
-    lines[0] += f", by width {tau(widths, sa_test):+.3f}"
-    groups = [
-        [i for i, w in enumerate(widths) if w == v]
-        for v in sorted(set(widths))  # type: ignore[type-var]
+def analyse(rows: Sequence[Row], width_label: str | None, reps: int) -> dict[str, Any]:
+    """Every cell's taus, intervals and differences from the feature rows."""
+    scores, seeds = ranker_scores(rows)
+    first = sorted((r for r in rows if r["supernet_seed"] == seeds[0]), key=lambda r: r["index"])
+    truth = np.array(_column(first, "test_mean"), float)
+    retrains = [
+        np.array(_column(first, f"test_seed{k}"), float)
+        for k in range(2)
+        if f"test_seed{k}" in first[0]
     ]
-    groups = [g for g in groups if len(g) > 5]
-    if not groups:  # a small sample (--quick, --limit): no width holds enough archs
-        return lines
+    cost = _column(first, "predicted_cost")
+    widths = _column(first, "width") if width_label else None
+    found = {
+        name: cell_taus(
+            scores, truth, members, retrains=retrains, study=STUDY, free=FREE, reps=reps, seed=0
+        )
+        for name, members in cells(cost, widths, width_label).items()
+    }
+    return {
+        "seeds": seeds,
+        "archs": len(first),
+        "cells": found,
+        "cost_edges": cost_quartiles(cost)[1],
+    }
 
-    def within(score: list[float], truth: list[float]) -> float:
-        return statistics.mean(tau([score[i] for i in g], [truth[i] for i in g]) for g in groups)
 
-    sup = [within(sc, sa_test) for sc in supernets]
-    line = (
-        f"within each width ({len(groups)} groups of > 5 archs), mean tau(test): "
-        f"supernet {', '.join(f'{t:+.3f}' for t in sup)}; "
-        f"parameter count {within(params, sa_test):+.3f}"
-    )
-    if retrains:
-        line += "; a retrain vs another " + ", ".join(f"{within(a, b):+.3f}" for a, b in retrains)
-    lines.append(line)
+def markdown(found: dict[str, Cell], rankers: Sequence[str]) -> list[str]:
+    """The table: one line per cell, one column per ranker, the ceiling and the difference."""
+    head = ["cell", "archs", *rankers, "retrain vs retrain (ceiling)", f"{STUDY} − best free"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, cell in found.items():
+        taus = [cell.taus[r].fmt() if r in cell.taus else "" for r in rankers]
+        ceiling = cell.ceiling.fmt() if cell.ceiling else ""
+        diff = f"{cell.difference.fmt()} ({cell.best_free})" if cell.difference else ""
+        lines.append("| " + " | ".join([name, str(cell.n), *taus, ceiling, diff]) + " |")
     return lines
 
 
-def merge_ground_truth(
-    tables: list[list[tuple[Arch, float, float]]],
-) -> tuple[list[Arch], list[float], list[float]]:
-    """Archs present in every table (their common prefix) and their mean val/test accuracy."""
-    n = min(len(t) for t in tables)
-    for t in tables[1:]:
-        for i in range(n):
-            if t[i][0] != tables[0][i][0]:
-                raise SystemExit(f"ground-truth tables disagree on architecture {i}")
-    archs = [a for a, _, _ in tables[0][:n]]
-    val = [statistics.mean(t[i][1] for t in tables) for i in range(n)]
-    test = [statistics.mean(t[i][2] for t in tables) for i in range(n)]
-    return archs, val, test
-
-
-def top_overlap(a: list[float], b: list[float], k: int = 5) -> int:
-    """How many of the ``k`` best by ``a`` are among the ``k`` best by ``b``."""
-    top_a = set(sorted(range(len(a)), key=lambda i: -a[i])[:k])
-    top_b = set(sorted(range(len(b)), key=lambda i: -b[i])[:k])
-    return len(top_a & top_b)
-
-
-def top_recall(score: list[float], truth: list[float], k: int = 10, m: int = 50) -> int:
-    """How many of the ``k`` best by ``truth`` are among the ``m`` best by ``score``."""
-    top_true = set(sorted(range(len(truth)), key=lambda i: -truth[i])[:k])
-    top_score = set(sorted(range(len(score)), key=lambda i: -score[i])[:m])
-    return len(top_true & top_score)
-
-
-def _frozen_bn_supernet(space) -> torch.nn.Module:
-    """``space``'s supernet with every batch norm's affine parameters frozen at 1 and 0."""
-    net = space.supernet()
-    for m in net.modules():
-        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.affine:
-            m.weight.requires_grad_(False)
-            m.bias.requires_grad_(False)
-    return net
-
-
-def supernet_scores(
-    study: StudySpec,
-    sampler: str,
-    epochs: int,
-    seed: int,
-    archs: list[Arch],
-    data,
-    bn_batches: list[int],
-    lr: float | None = None,
-    probe: TrustProbe | None = None,
-    stack: Stack | None = None,
-    weight_decay: float | None = None,
-    frozen_bn_affine: bool = False,
-    split: str | None = None,
-    split_from: float = 0.0,
-) -> dict:
-    """Train one supernet and score every arch with each BN recalibration size; with
-    ``probe``, also run the study's trust probe on the scored sample (at the first BN
-    size) and record its tau and interval. ``stack``: the speedup stack the supernet trains
-    through (``None``: plain fp32 eager, as ``Stack()``). ``weight_decay`` replaces the
-    study's supernet weight decay (every parameter); ``frozen_bn_affine`` keeps every batch
-    norm's scale and shift at their initial 1 and 0 (a non-affine BN, as DARTS and
-    NAS-Bench-201's supernets use). ``split``: the label the supernet is split on
-    (few-shot; ``"none"``: no split, ``None``: the study's), from the ``split_from``
-    fraction of the epochs."""
-    cfg = replace(
-        study.supernet,
-        sampler=sampler,
-        epochs=epochs,
-        seed=seed,
-        warmup_epochs=study.supernet.warmup_epochs * epochs / study.supernet.epochs,
-        lr=study.supernet.lr if lr is None else lr,
-        weight_decay=study.supernet.weight_decay if weight_decay is None else weight_decay,
-        split=study.supernet.split if split is None else None if split == "none" else split,
-        split_from=study.supernet.split_from if split is None else split_from,
+def target_line(found: dict[str, Cell]) -> str | None:
+    """Whether the study's ranking beats the best free baseline by ``TARGET`` with the
+    interval above 0, globally and in each cost quartile."""
+    keys = ["all"] + [f"cost Q{q}" for q in range(1, 5)]
+    if any(found[k].difference is None for k in keys):
+        return None
+    met = [k for k in keys if found[k].difference.point >= TARGET and found[k].difference.low > 0]  # type: ignore[union-attr]
+    verdict = "met" if len(met) == len(keys) else "not met"
+    return (
+        f"target ({STUDY} ≥ best free + {TARGET} tau, 90% interval above 0, globally and in "
+        f"each cost quartile): {verdict} ({len(met)}/{len(keys)} cells: "
+        f"{', '.join(met) or 'none'})"
     )
-    space = study.space
-    if frozen_bn_affine:
-        space = copy.copy(space)
-        space.supernet = functools.partial(_frozen_bn_supernet, study.space)
-    trainer = SupernetTrainer(space, data.train, cfg, stack=stack)
-    t0 = time.perf_counter()
-    result = trainer.fit()
-    train_s = time.perf_counter() - t0
-    passes = epochs * len(trainer.batches) * trainer.sampler.paths_per_step
-    train = data.batches("train", study.train.batch_size, seed)
-    val = data.batches("val")
-    scores: dict[int, list[float]] = {n: [] for n in bn_batches}
-    loss_scores: dict[int, list[float]] = {n: [] for n in bn_batches}
-    soft_scores: dict[int, list[float]] = {n: [] for n in bn_batches}
-    # The same BN batches for every path, augmented once (where the data augments):
-    # the others draw a new augmentation per path.
-    fixed = list(itertools.islice(train.epoch(0), max(bn_batches)))
-    fixed_scores: dict[int, list[float]] = {n: [] for n in bn_batches if n}
-    t1 = time.perf_counter()
-    for arch in archs:
-        for n in bn_batches:
-            net = result.supernet.extract(study.space.path(arch))
-            if n:
-                recalibrate_bn(net, train.epoch(0), n)
-            acc, loss, soft = three_scores(net, val)
-            scores[n].append(acc)
-            loss_scores[n].append(-loss)  # higher is better, as accuracy
-            soft_scores[n].append(soft)
-            if n:
-                recalibrate_bn(net, fixed, n)
-                fixed_scores[n].append(three_scores(net, val)[0])
-    out = {
-        "scores": scores,
-        "loss_scores": loss_scores,
-        "soft_scores": soft_scores,
-        "fixed_bn_scores": fixed_scores,
-        "train_seconds": train_s,
-        "eval_seconds": time.perf_counter() - t1,
-        "path_passes": passes,
+
+
+def _overrides(args: argparse.Namespace, p: argparse.ArgumentParser, study: Any) -> dict[str, Any]:
+    """``--supernet`` plus the shorthand options, which must not contradict it."""
+    out = dict(args.supernet or {})
+    short: dict[str, Any] = {
+        "epochs": args.epochs,
+        "lr": args.lr,
+        "weight_decay": args.weight_decay,
     }
-    if probe is not None:
-        res = run_trust_probe(
-            study.space,
-            list(zip(archs, scores[bn_batches[0]], strict=True)),
-            train,
-            val,
-            study.train,
-            probe,
-            seed=seed,
-        )
-        out["probe"] = {"tau": res.tau, "low": res.low, "high": res.high, "seconds": res.seconds}
+    if args.split is not None:
+        short["split"] = None if args.split == "none" else args.split
+        short["split_from"] = args.split_from
+    if args.samplers and len(args.samplers) > 1:
+        p.error(f"--samplers: one sampler per run, got {args.samplers} (run once per sampler)")
+    if args.samplers == ["uniform"]:  # equal compute: M single-path epochs per fair epoch
+        m = max(len(c.values) for c in study.space.path_choices)
+        short["sampler"] = "uniform"
+        short["epochs"] = (short["epochs"] or out.get("epochs") or study.supernet.epochs) * m
+    for key, value in short.items():
+        if value is None and key != "split":
+            continue
+        if key in out and out[key] != value:
+            p.error(
+                f"--{key.replace('_', '-')} {value!r} contradicts --supernet's {key}={out[key]!r}"
+            )
+        out[key] = value
     return out
 
 
-@torch.no_grad()
-def three_scores(net: torch.nn.Module, val) -> tuple[float, float, float]:
-    """Validation accuracy, mean cross-entropy, and mean probability of the true class
-    (the accuracy of a classifier that samples its softmax: continuous, fewer ties)."""
-    net.eval()
-    correct, total, loss_sum, p_sum = 0, 0, 0.0, 0.0
-    for x, y in val.epoch(0):
-        logits = net(x)
-        logp = torch.log_softmax(logits, -1)
-        loss_sum += float(-logp.gather(1, y[:, None]).sum())
-        p_sum += float(logp.gather(1, y[:, None]).exp().sum())
-        correct += int((logits.argmax(-1) == y).sum())
-        total += y.numel()
-    return correct / total, loss_sum / total, p_sum / total
+def _parser(study: Any) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description="B2: the study's ranking against free baselines")
+    p.add_argument("--study", type=Path, default=DEFAULT_STUDY, help="the study file")
+    p.add_argument(
+        "--gt", type=Path, nargs="+", default=[GT], help="ground-truth table per training seed"
+    )
+    p.add_argument(
+        "--seeds", type=int, nargs="+", default=[0, 1, 2], help="supernet (and proxy) seeds"
+    )
+    p.add_argument(
+        "--supernet",
+        type=json.loads,
+        help="SupernetConfig field overrides in JSON, e.g. '{\"epochs\": 6}' (the warm-up "
+        "keeps its share of the epochs)",
+    )
+    p.add_argument("--epochs", type=int, help="shorthand for --supernet '{\"epochs\": N}'")
+    p.add_argument("--lr", type=float, help="shorthand: the supernet's learning rate")
+    p.add_argument("--weight-decay", type=float, help="shorthand: the supernet's weight decay")
+    p.add_argument("--split", metavar="LABEL", help="shorthand: few-shot split ('none': no split)")
+    p.add_argument(
+        "--split-from", type=float, default=0.0, help="with --split: fraction of epochs shared"
+    )
+    p.add_argument(
+        "--samplers", nargs="+", choices=("fair", "uniform"), help="uniform: at equal compute"
+    )
+    p.add_argument(
+        "--stack", type=json.loads, help="the supernet's speedup stack as Stack fields in JSON"
+    )
+    p.add_argument(
+        "--frozen-bn-affine", action="store_true", help="batch norms' scale/shift kept at 1/0"
+    )
+    p.add_argument(
+        "--bn-batches", type=int, nargs="+", default=[study.bn_batches], help="BN batches"
+    )
+    p.add_argument(
+        "--no-supernet", action="store_true", help="the free rankers only: train nothing"
+    )
+    p.add_argument("--proxies", nargs="*", choices=sorted(PROXIES), default=["synflow", "nwot"])
+    p.add_argument(
+        "--proxy-batch", type=int, default=128, help="training inputs NWOT reads (paper: 128)"
+    )
+    p.add_argument(
+        "--width-label", help=f"the width choice (default: {default_width_label(study)})"
+    )
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates")
+    p.add_argument("--limit", type=int, help="use only the first N merged architectures")
+    p.add_argument("--quick", action="store_true", help="smoke size: 1 seed, 1 epoch, 8 archs")
+    p.add_argument(
+        "--scores-out", type=Path, help="save the per-architecture features (.jsonl or .csv)"
+    )
+    p.add_argument("--from-scores", type=Path, help="train nothing: read a --scores-out file")
+    p.add_argument(
+        "--from-json", type=Path, help="train nothing: the supernets of an earlier B2 --json"
+    )
+    p.add_argument("--json", type=Path, help="write the cells here")
+    return p
+
+
+def _rows(
+    args: argparse.Namespace, p: argparse.ArgumentParser, study: Any, overrides: dict[str, Any]
+) -> tuple[list[Row], dict]:
+    """Train and score everything the tables need; ``(rows, what was done)``."""
+    try:
+        stack = None if args.stack is None else Stack.from_dict(args.stack)
+    except (TypeError, ValueError) as e:
+        p.error(f"--stack {args.stack!r}: {e}")
+    table = load_tables(args.gt, args.limit)
+    for path, skipped in zip(table.paths, table.skipped, strict=True):
+        if skipped:
+            print(f"{path}: {skipped} incomplete row(s) left out (a table being written)")
+    torch.set_num_threads(1)
+    data = study.data()
+    supernet: dict[int, tuple[list, list]] = {}
+    recipe: dict[int, dict] = {}
+    info: dict[str, Any] = {"train_seconds": {}}
+    seeds = args.seeds
+    if args.from_json:
+        supernet, line = rows_from_old_json(args.from_json, args.bn_batches[0])
+        print(line)
+        seeds = sorted(supernet)
+        table = table.head(min(len(v[0]) for v in supernet.values()))
+        supernet = {
+            s: (a[: len(table.archs)], ls[: len(table.archs)]) for s, (a, ls) in supernet.items()
+        }
+    elif not args.no_supernet:
+        for seed in seeds:
+            cfg = supernet_config(study, overrides, seed)
+            recipe[seed] = {"overrides": overrides, **cfg.identity()}
+            acc, loss, seconds = supernet_features(
+                study, cfg, table.archs, data, args.bn_batches[0], stack, args.frozen_bn_affine
+            )
+            supernet[seed] = (acc, loss)
+            info["train_seconds"][seed] = seconds
+            print(
+                f"supernet seed {seed}: trained {seconds:.0f}s "
+                f"({cfg.sampler}, {cfg.epochs} epochs)",
+                flush=True,
+            )
+    free = free_features(
+        study, table.archs, data, seeds, args.proxies, args.proxy_batch, args.quick
+    )
+    for line in free.failures:
+        print(line)
+    info.update(
+        failures=free.failures,
+        cost_table=free.cost_source,
+        supernet=recipe,
+        tables=[str(t) for t in table.paths],
+    )
+    label = args.width_label or default_width_label(study)
+    return make_rows(study.name, table, seeds, free, label, supernet, recipe), info
 
 
 def main(argv: list[str] | None = None) -> int:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--study", type=Path, default=DEFAULT_STUDY)
     study = load_study_file(pre.parse_known_args(argv)[0].study)
-    p = argparse.ArgumentParser(description="supernet ranking: fair vs uniform")
-    p.add_argument("--study", type=Path, default=DEFAULT_STUDY, help="the study file")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--epochs", type=int, default=study.supernet.epochs, help="fair epochs")
-    p.add_argument("--gt", type=Path, nargs="+", default=[GT], help="ground-truth table(s)")
-    p.add_argument(
-        "--bn-batches",
-        type=int,
-        nargs="+",
-        default=[study.bn_batches],
-        help="BN recalibration batches to score with (0: none)",
-    )
-    p.add_argument("--limit", type=int, help="use only the first N ground-truth archs")
-    p.add_argument("--lr", type=float, help="supernet learning rate (default: the study's)")
-    p.add_argument(
-        "--probe",
-        type=int,
-        default=0,
-        help="also run the trust probe with this many archs (0: no probe)",
-    )
-    p.add_argument("--probe-epochs", type=int, default=3, help="the probe's short recipe")
-    p.add_argument(
-        "--samplers",
-        nargs="+",
-        choices=("fair", "uniform"),
-        default=["fair", "uniform"],
-        help="which supernets to train (uniform at equal compute)",
-    )
-    p.add_argument(
-        "--stack",
-        type=json.loads,
-        default=None,
-        help="train the supernets through this speedup stack, as Stack fields in JSON, e.g. "
-        '\'{"amp": "bf16", "accumulation": 2}\' (default: plain fp32 eager)',
-    )
-    p.add_argument(
-        "--weight-decay", type=float, help="supernet weight decay (default: the study's)"
-    )
-    p.add_argument(
-        "--frozen-bn-affine",
-        action="store_true",
-        help="keep the supernet's batch-norm scale/shift at 1/0 (non-affine BN)",
-    )
-    p.add_argument(
-        "--split",
-        metavar="LABEL",
-        help="few-shot: one sub-supernet per value of this choice ('none': never split)",
-    )
-    p.add_argument(
-        "--split-from", type=float, default=0.0, help="fraction of epochs trained before it"
-    )
-    p.add_argument("--quick", action="store_true", help="smoke size: 1 seed, 1 epoch, 8 archs")
-    p.add_argument("--json", type=Path, help="write the results here")
-    p.add_argument(
-        "--from-json",
-        type=Path,
-        help="train nothing: score the supernets of this earlier --json against --gt",
-    )
+    p = _parser(study)
     args = p.parse_args(argv)
+    if args.supernet is not None and not isinstance(args.supernet, dict):
+        p.error(
+            f"--supernet must be a JSON object of SupernetConfig fields, got {args.supernet!r}"
+        )
+    if len(args.bn_batches) != 1 or args.bn_batches[0] < 0:
+        p.error(f"--bn-batches: one number >= 0 (search's BN batches), got {args.bn_batches}")
     if args.quick:
-        args.seeds, args.epochs, args.limit = [0], 1, args.limit or 8
-    if any(n < 0 for n in args.bn_batches):
-        p.error(f"--bn-batches must be >= 0, got {args.bn_batches}")
-    try:
-        stack = None if args.stack is None else Stack.from_dict(args.stack)
-    except (TypeError, ValueError) as e:
-        p.error(f"--stack {args.stack!r}: {e}")
-    torch.set_num_threads(1)
-    tables = [load_ground_truth(path, args.limit) for path in args.gt]
-    archs, sa_val, sa_test = merge_ground_truth(tables)
-    data = None if args.from_json else study.data()
-    m = max(len(c.values) for c in study.space.path_choices)
-    results: dict[str, list[dict]] = {"fair": [], "uniform": []}
-    runs = []
-    if args.from_json:  # the supernets' scores of an earlier run, against these tables
-        old = json.loads(args.from_json.read_text())
-        args.bn_batches = sorted(
-            {int(n) for rs in old["results"].values() if rs for n in rs[0]["scores"]}
-        )
-        args.epochs = old.get("epochs", args.epochs)
-        for sampler, rs in old["results"].items():
-            for r in rs:
-                for key in ("scores", "loss_scores", "soft_scores", "fixed_bn_scores"):
-                    if key in r:
-                        r[key] = {int(n): sc[: len(archs)] for n, sc in r[key].items()}
-                if len(next(iter(r["scores"].values()))) < len(archs):
-                    raise SystemExit(f"{args.from_json} scored fewer archs than the tables hold")
-                runs.append((r["seed"], sampler, r["epochs"], r))
+        args.seeds, args.limit = [0], args.limit or 8
+        args.bootstrap, args.proxy_batch = min(args.bootstrap, 200), min(args.proxy_batch, 16)
+        if args.epochs is None and "epochs" not in (args.supernet or {}):
+            args.epochs = 1
+    overrides = _overrides(args, p, study)
+    label = args.width_label or default_width_label(study)
+    if args.from_scores:
+        rows, info = read_rows(args.from_scores), {"from_scores": str(args.from_scores)}
     else:
-        runs = [
-            (seed, sampler, epochs, None)
-            for seed in args.seeds
-            for sampler, epochs in (("fair", args.epochs), ("uniform", args.epochs * m))
-            if sampler in args.samplers
-        ]
-    for seed, sampler, epochs, r in runs:
-        if r is None:
-            probe = TrustProbe(args.probe, args.probe_epochs) if args.probe else None
-            r = supernet_scores(
-                study,
-                sampler,
-                epochs,
-                seed,
-                archs,
-                data,
-                args.bn_batches,
-                args.lr,
-                probe,
-                stack,
-                args.weight_decay,
-                args.frozen_bn_affine,
-                args.split,
-                args.split_from,
-            )
-        r["seed"], r["epochs"] = seed, epochs
-        r["tau_test"] = {n: tau(sc, sa_test) for n, sc in r["scores"].items()}
-        r["tau_val"] = {n: tau(sc, sa_val) for n, sc in r["scores"].items()}
-        r["top5"] = {n: top_overlap(sc, sa_test) for n, sc in r["scores"].items()}
-        r["recall10_50"] = {n: top_recall(sc, sa_test) for n, sc in r["scores"].items()}
-        # The same paths scored by validation cross-entropy instead of accuracy (a
-        # continuous score: fewer ties on a small validation split).
-        r["tau_test_loss"] = {
-            int(n): tau(sc, sa_test) for n, sc in r.get("loss_scores", {}).items()
-        }
-        r["tau_test_fixed_bn"] = {
-            int(n): tau(sc, sa_test) for n, sc in r.get("fixed_bn_scores", {}).items()
-        }
-        # Accuracy and cross-entropy together: the sum of the path's two ranks.
-        r["tau_test_rank_sum"] = {
-            int(n): tau(rankdata(r["scores"][int(n)]) + rankdata(sc), sa_test)
-            for n, sc in r.get("loss_scores", {}).items()
-        }
-        r["tau_test_soft"] = {
-            int(n): tau(sc, sa_test) for n, sc in r.get("soft_scores", {}).items()
-        }
-        results[sampler].append(r)
-        for n in args.bn_batches:
-            print(
-                f"seed {seed} {sampler:7s} epochs {epochs:3d} bn {n:3d} "
-                f"passes {r['path_passes']:6d} train {r['train_seconds']:6.1f}s  "
-                f"tau(test) {r['tau_test'][n]:+.3f} tau(val) {r['tau_val'][n]:+.3f}  "
-                f"top-5 overlap {r['top5'][n]}/5  top-10 in top-50 {r['recall10_50'][n]}/10"
-                + (
-                    f"  tau(test) by val loss {r['tau_test_loss'][n]:+.3f}"
-                    if n in r["tau_test_loss"]
-                    else ""
-                )
-                + (
-                    f"  by p(true class) {r['tau_test_soft'][n]:+.3f}"
-                    if n in r["tau_test_soft"]
-                    else ""
-                )
-                + (
-                    f"  by rank sum (accuracy, loss) {r['tau_test_rank_sum'][n]:+.3f}"
-                    if n in r["tau_test_rank_sum"]
-                    else ""
-                )
-                + (
-                    f"  fixed BN batches {r['tau_test_fixed_bn'][n]:+.3f}"
-                    if n in r["tau_test_fixed_bn"]
-                    else ""
-                ),
-                flush=True,
-            )
-    probed = [
-        (r["probe"], r["tau_test"][args.bn_batches[0]])
-        for rs in results.values()
-        for r in rs
-        if "probe" in r
-    ]
-    if probed:
-        print("\ntrust probe vs the full ground truth (first BN size):")
-        for pr, full in probed:
-            print(
-                f"  probe tau {pr['tau']:+.3f} [{pr['low']:+.3f}, {pr['high']:+.3f}] "
-                f"({pr['seconds']:.0f}s)  vs tau on all archs {full:+.3f}"
-            )
-        inside = sum(pr["low"] <= full <= pr["high"] for pr, full in probed)
-        print(f"  the full tau lies inside the probe's interval in {inside}/{len(probed)} runs")
-    noise = tau(sa_val, sa_test)
-    print(f"\n{len(archs)} architectures; stand-alone val vs test tau: {noise:+.3f}")
-    ceilings = [
-        tau([t[i][2] for i in range(len(archs))], [u[i][2] for i in range(len(archs))])
-        for j, t in enumerate(tables)
-        for u in tables[j + 1 :]
-    ]
-    if ceilings:
-        print(
-            f"stand-alone test vs a retrain's test tau: {', '.join(f'{c:+.3f}' for c in ceilings)}"
-        )
-    params = load_params(args.gt[0], len(archs))
-    n0 = args.bn_batches[0]
-    fair_scores = [r["scores"][n0] for r in results["fair"]]
-    test_of = [[row[2] for row in t[: len(archs)]] for t in tables]
-    pairs = [(a, b) for j, a in enumerate(test_of) for b in test_of[j + 1 :]]
-    for line in baseline_lines(archs, params, sa_test, fair_scores, pairs):
-        print(line)
+        rows, info = _rows(args, p, study, overrides)
+        if args.scores_out:
+            write_rows(args.scores_out, rows)
+            print(f"{len(rows)} feature rows written to {args.scores_out}")
+    result = analyse(rows, label, args.bootstrap)
+    found: dict[str, Cell] = result["cells"]
+    rankers = [r for r in RANKERS if any(r in c.taus for c in found.values())]
+    edges = ", ".join(f"{e:.3g}" for e in result["cost_edges"])
+    tables = len([k for k in rows[0] if k.startswith("test_seed")])
     print(
-        "| sampler | epochs | BN batches | tau vs stand-alone test (mean ± std) | tau vs val "
-        "| top-5 | true top-10 in top-50 |"
+        f"\n{rows[0]['ground']}: {result['archs']} architectures; Kendall tau-b against the mean "
+        f"stand-alone test accuracy of {tables} table(s); supernet rankers and proxies: mean "
+        f"over seeds {result['seeds']}; 90% intervals: bootstrap over architectures and seeds "
+        f"({args.bootstrap} replicates). Cost quartiles: predicted training seconds of the "
+        f"study's recipe on this machine (cost model), edges {edges}."
     )
-    print("|---|---|---|---|---|---|---|")
-    for sampler, rs in results.items():
-        if not rs:
-            continue
-        for n in args.bn_batches:
-            taus = [r["tau_test"][n] for r in rs]
-            sd = statistics.stdev(taus) if len(taus) > 1 else 0.0
-            print(
-                f"| {sampler} | {args.epochs if sampler == 'fair' else args.epochs * m} | {n} "
-                f"| {statistics.mean(taus):+.3f} ± {sd:.3f} "
-                f"| {statistics.mean(r['tau_val'][n] for r in rs):+.3f} "
-                f"| {statistics.mean(r['top5'][n] for r in rs):.1f}/5 "
-                f"| {statistics.mean(r['recall10_50'][n] for r in rs):.1f}/10 |"
-            )
+    for line in markdown(found, rankers):
+        print(line)
+    line = target_line(found)
+    if line:
+        print(line)
     if args.json:
         record = {
-            "archs": len(archs),
-            "epochs": args.epochs,
-            "lr": args.lr,
-            "stack": args.stack,
-            "weight_decay": args.weight_decay,
-            "frozen_bn_affine": args.frozen_bn_affine,
-            "split": args.split,
-            "split_from": args.split_from,
-            "noise_tau": noise,
-            "retrain_tau": ceilings,
+            "ground": rows[0]["ground"],
+            "archs": result["archs"],
+            "seeds": result["seeds"],
+            "width_label": label,
+            "bootstrap": args.bootstrap,
+            "cost_edges": [float(e) for e in result["cost_edges"]],
+            "retrain_tau": [found["all"].ceiling.point] if found["all"].ceiling else [],
+            "cells": {
+                name: {
+                    "n": c.n,
+                    "taus": {r: t.to_list() for r, t in c.taus.items()},
+                    "ceiling": c.ceiling.to_list() if c.ceiling else None,
+                    "best_free": c.best_free,
+                    "difference": c.difference.to_list() if c.difference else None,
+                }
+                for name, c in found.items()
+            },
+            **info,
         }
-        args.json.write_text(json.dumps({**record, "results": results}, indent=1))
+        args.json.write_text(json.dumps(record, indent=1, default=str))
     return 0
-
-
-def tau(a: list[float], b: list[float]) -> float:
-    """Kendall tau-b (ties in both lists are common: accuracies on a 400/1000-sample split)."""
-    return float(kendalltau(a, b).statistic)
 
 
 if __name__ == "__main__":

@@ -199,53 +199,39 @@ def test_b1_quick_runs_every_method(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_b2_quick_prints_both_samplers(tmp_path: Path) -> None:
-    out = tmp_path / "b2.json"
+def test_b2_quick_ranks_every_cell_and_saves_the_features(tmp_path: Path) -> None:
+    out, rows = tmp_path / "b2.json", tmp_path / "rows.csv"
     gt = ROOT / "benchmarks/data/mnist1d_ground_truth.csv"
     proc = _bench(
-        "b2",
-        "--quick",
-        "--json",
-        str(out),
-        "--gt",
-        str(gt),
-        str(gt),
-        "--bn-batches",
-        "0",
-        "2",
+        "b2", "--quick", "--json", str(out), "--scores-out", str(rows), "--gt", str(gt), str(gt),
         cwd=tmp_path,
-    )
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     # The same table twice: a retrain that ranks exactly like the first training.
-    assert report["archs"] == 8 and report["retrain_tau"] == [1.0]
-    results = report["results"]
-    assert set(results) == {"fair", "uniform"}
-    for rs in results.values():
-        (r,) = rs
-        assert set(r["scores"]) == set(r["tau_test"]) == {"0", "2"}
-        assert all(len(v) == 8 for v in r["scores"].values())
-        assert all(-1 <= t <= 1 for t in r["tau_test"].values())
-    # --from-json re-scores those supernets against the tables without training: same taus.
+    assert report["archs"] == 8 and report["retrain_tau"] == [1.0] and report["seeds"] == [0]
+    cells = report["cells"]
+    assert list(cells)[:5] == ["all", "cost Q1", "cost Q2", "cost Q3", "cost Q4"]
+    assert [c for c in cells if c.startswith("width=")] and sum(
+        cells[f"cost Q{q}"]["n"] for q in range(1, 5)
+    ) == 8
+    taus = cells["all"]["taus"]
+    assert set(taus) == {"acc", "CE", "rank sum", "params", "FLOPs", "width", "synflow", "NWOT"}
+    assert all(-1 <= t[0] <= 1 and t[1] <= t[2] for t in taus.values())
+    assert cells["all"]["best_free"] in ("params", "FLOPs", "width", "synflow", "NWOT")
+    assert report["supernet"]["0"]["epochs"] == 1 and "| all | 8 |" in proc.stdout
+    with rows.open(newline="") as f:
+        saved = list(csv.DictReader(f))
+    assert len(saved) == 8 and {r["supernet_seed"] for r in saved} == {"0"}
+    for r in saved:
+        assert 0 <= float(r["supernet_accuracy"]) <= 1 and float(r["supernet_loss"]) > 0
+        assert float(r["flops"]) > 0 and float(r["predicted_cost"]) > 0 and r["width"]
+        assert r["synflow"] and r["nwot"] and r["test_seed0"] == r["test_seed1"]
+    # --from-scores re-analyses the saved features without training: the same cells.
     again = tmp_path / "again.json"
-    proc = _bench(
-        "b2",
-        "--quick",
-        "--from-json",
-        str(out),
-        "--json",
-        str(again),
-        "--gt",
-        str(gt),
-        cwd=tmp_path,
-    )
+    proc = _bench("b2", "--quick", "--from-scores", str(rows), "--json", str(again), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    redone = json.loads(again.read_text())["results"]
-    for sampler, rs in results.items():
-        assert redone[sampler][0]["tau_test"] == rs[0]["tau_test"]
-        assert redone[sampler][0]["train_seconds"] == rs[0]["train_seconds"]
-    # Equal compute: the same number of path forward/backward passes.
-    assert results["fair"][0]["path_passes"] == results["uniform"][0]["path_passes"]
+    assert json.loads(again.read_text())["cells"] == cells
 
 
 @pytest.mark.slow
@@ -639,7 +625,7 @@ def test_the_split_benchmarks_run_split_and_shared(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
-    assert report["split"] == "width" and len(report["results"]["fair"]) == 1
+    assert report["supernet"]["0"]["split"] == "width" and report["seeds"] == [0]
 
 
 def test_b6_pairs_two_batches_by_ground_and_seed() -> None:

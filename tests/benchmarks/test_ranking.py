@@ -1,0 +1,300 @@
+"""B2 where the choice is made (``benchmarks/ranking.py``): tau-b on resamples, the cells
+(cost quartiles, widths), the intervals and the study-minus-best-free difference, the
+study's rank sum, the merged tables and the saved feature rows. No training here: the
+smoke run of the whole script is ``test_b2_quick...`` in ``test_benchmark_scripts.py``."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+
+from nasflow.search import load_study_file
+from nasflow.space import Arch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str):  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+b2 = _load("ranking.py")  # puts benchmarks/ on the path: its helpers import as modules
+import _ranking_features as feats  # noqa: E402
+import _ranking_stats as stats  # noqa: E402
+
+
+# ---------------------------------------------------------------------------- tau-b
+def test_tau_b_on_resamples_is_scipys_tau_b_on_the_resampled_lists() -> None:
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 5, 30).astype(float)  # many ties
+    b = a + rng.integers(0, 3, 30)
+    idx = rng.integers(0, 30, (7, 30))  # architectures drawn more than once
+    got = stats.tau_b_resampled(stats.sign_matrix(a), stats.sign_matrix(b), idx)
+    want = [kendalltau(a[row], b[row]).statistic for row in idx]
+    assert np.allclose(got, want)
+    const = stats.tau_b_resampled(stats.sign_matrix(np.ones(30)), stats.sign_matrix(b), idx)
+    assert np.isnan(const).all()  # a constant ranking has no tau
+
+
+# ---------------------------------------------------------------------------- cells
+def test_cost_quartiles_and_width_cells() -> None:
+    cost = [8.0, 1.0, 2.0, 7.0, 3.0, 6.0, 4.0, 5.0]
+    quartile, edges = stats.cost_quartiles(cost)
+    assert np.allclose(edges, [2.75, 4.5, 6.25])
+    assert quartile.tolist() == [3, 0, 0, 3, 1, 2, 1, 2]
+    found = stats.cells(cost, [16, 32, 16, 32, 16, 32, 16, 32], "n_embd")
+    assert list(found) == [
+        "all",
+        "cost Q1",
+        "cost Q2",
+        "cost Q3",
+        "cost Q4",
+        "n_embd=16",
+        "n_embd=32",
+    ]
+    assert found["cost Q1"].tolist() == [1, 2] and found["n_embd=16"].tolist() == [0, 2, 4, 6]
+    assert list(stats.cells(cost, None, None)) == [
+        "all",
+        "cost Q1",
+        "cost Q2",
+        "cost Q3",
+        "cost Q4",
+    ]
+
+
+def test_a_ranker_that_only_knows_the_cost_level_is_exposed_within_each_quartile() -> None:
+    """The truth rises with cost but is reversed inside every quartile: ranking by cost
+    gets 24 of 28 pairs right globally (tau (24 - 4) / 28) and every pair wrong within a
+    quartile; a ranker equal to the truth is right everywhere."""
+    cost = np.arange(8.0)
+    truth = np.array([1.0, 0.0, 3.0, 2.0, 5.0, 4.0, 7.0, 6.0])
+    scores = {"rank sum": truth[None, :].copy(), "params": cost[None, :]}
+    found = {
+        name: stats.cell_taus(scores, truth, members, study="rank sum", free=("params",), reps=50)
+        for name, members in stats.cells(cost, None, None).items()
+    }
+    assert found["all"].taus["params"].point == pytest.approx((24 - 4) / 28)
+    for q in range(1, 5):
+        cell = found[f"cost Q{q}"]
+        assert cell.n == 2 and cell.taus["params"].point == -1.0
+        assert cell.taus["rank sum"].point == 1.0 and cell.best_free == "params"
+        assert cell.difference.point == 2.0
+    assert found["all"].difference.point == pytest.approx(1 - 20 / 28)
+
+
+def test_the_difference_interval_is_paired_and_the_seeds_are_averaged() -> None:
+    rng = np.random.default_rng(0)
+    truth = rng.normal(size=60)
+    noisy = truth + rng.normal(scale=1.0, size=(3, 60))  # three supernets
+    scores = {"rank sum": noisy, "params": noisy[:1].copy(), "FLOPs": -truth[None, :]}
+    cell = stats.cell_taus(
+        scores, truth, np.arange(60), study="rank sum", free=("params", "FLOPs"), reps=300
+    )
+    per_seed = [kendalltau(row, truth).statistic for row in noisy]
+    assert cell.taus["rank sum"].point == pytest.approx(np.mean(per_seed))
+    assert cell.taus["params"].point == pytest.approx(per_seed[0])
+    assert cell.best_free == "params"  # FLOPs ranks backwards
+    diff = cell.difference
+    assert diff.point == pytest.approx(np.mean(per_seed) - per_seed[0])
+    assert diff.low <= diff.point <= diff.high and diff.high - diff.low < 0.3
+    # A ranker against itself: the paired difference is exactly 0 on every resample.
+    same = stats.cell_taus(
+        {"rank sum": noisy[:1], "params": noisy[:1]}, truth, np.arange(60),
+        study="rank sum", free=("params",), reps=100,
+    )  # fmt: skip
+    assert (same.difference.point, same.difference.low, same.difference.high) == (0, 0, 0)
+    assert same.taus["params"].low < same.taus["params"].point < same.taus["params"].high
+
+
+def test_the_ceiling_is_one_retrain_against_another() -> None:
+    truth = np.arange(10.0)
+    other = truth[::-1].copy()
+    cell = stats.cell_taus(
+        {"params": truth[None, :]}, truth, np.arange(10), retrains=[truth, other]
+    )
+    assert cell.ceiling.point == -1.0 and cell.difference is None
+
+
+# ---------------------------------------------------------------------------- the study
+def test_the_study_rank_sum_breaks_ties_by_accuracy_and_falls_back_to_accuracy() -> None:
+    # acc ranks 1, 2.5, 2.5, 4; loss ranks 3, 2, 4, 1; sums 4, 4.5, 6.5, 5.
+    score = stats.study_rank_score([0.9, 0.8, 0.8, 0.7], [0.5, 0.3, 0.6, 0.2])
+    assert list(np.argsort(-score)) == [0, 1, 3, 2]
+    tied = stats.study_rank_score([0.8, 0.9], [0.5, 0.6])  # sums 3 and 3: accuracy decides
+    assert tied[1] > tied[0]
+    assert stats.study_rank_score([0.8, 0.9], [0.5, None]).tolist() == [0.8, 0.9]
+
+
+def test_supernet_overrides_are_any_supernet_config_field() -> None:
+    study = load_study_file(ROOT / "studies/mnist1d_front.py")
+    cfg = feats.supernet_config(study, {"epochs": 6, "lr": 0.01}, seed=2)
+    assert (cfg.epochs, cfg.lr, cfg.seed) == (6, 0.01, 2)
+    assert cfg.warmup_epochs == study.supernet.warmup_epochs * 6 / study.supernet.epochs
+    assert feats.supernet_config(study, {"warmup_epochs": 0.0, "epochs": 6}, 0).warmup_epochs == 0
+    with pytest.raises(SystemExit, match=r"unknown field\(s\) \['distil'\]"):
+        feats.supernet_config(study, {"distil": 1.0}, 0)
+    with pytest.raises(SystemExit, match="sampler must be"):
+        feats.supernet_config(study, {"sampler": "greedy"}, 0)
+
+
+# ---------------------------------------------------------------------------- tables, rows
+def _table(path: Path, rows: list[tuple[int, str, float]], tail: str = "") -> Path:
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["index", "arch", "val_accuracy", "test_accuracy", "params"])
+        for i, arch, acc in rows:
+            w.writerow([i, arch, acc, acc, 100 + i])
+    if tail:
+        with path.open("a") as f:
+            f.write(tail)
+    return path
+
+
+def test_tables_merge_over_the_architectures_present_in_all(tmp_path: Path) -> None:
+    arch = [json.dumps({"w": i}) for i in range(5)]
+    a = _table(tmp_path / "a.csv", [(i, arch[i], 0.5 + i / 10) for i in (3, 0, 1, 2)])
+    b = _table(tmp_path / "b.csv", [(i, arch[i], 0.4) for i in (0, 2, 3, 4)], tail='5,"{""w')
+    table = feats.load_tables([a, b])
+    assert table.indices == [0, 2, 3] and table.archs == [
+        Arch({"w": 0}),
+        Arch({"w": 2}),
+        Arch({"w": 3}),
+    ]
+    assert table.test_mean == pytest.approx([0.45, 0.55, 0.6]) and table.skipped == (0, 1)
+    assert feats.load_tables([a, b], limit=2).indices == [0, 2]
+    c = _table(tmp_path / "c.csv", [(0, json.dumps({"w": 9}), 0.5)])
+    with pytest.raises(SystemExit, match="disagree on architecture 0"):
+        feats.load_tables([a, c])
+
+
+def _rows() -> list[dict]:
+    rng = np.random.default_rng(0)
+    truth = rng.normal(size=12)
+    rows = []
+    for seed in (0, 1):
+        for i in range(12):
+            rows.append(
+                {
+                    "ground": "g", "supernet_seed": seed, "index": i,
+                    "arch": json.dumps({"width": [0.5, 1.0][i % 2]}),
+                    "supernet_accuracy": float(truth[i] + rng.normal()),
+                    "supernet_loss": 1.0 - i / 12,
+                    "params": float(i), "flops": float(2 * i), "width": [0.5, 1.0][i % 2],
+                    "predicted_cost": float(i), "synflow": None if i == 3 else float(i),
+                    "nwot": float(-truth[i]), "test_seed0": truth[i], "test_seed1": truth[i] + 0.1,
+                    "test_mean": truth[i] + 0.05, "val_mean": truth[i], "supernet_config": "{}",
+                }
+            )  # fmt: skip
+    return rows
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_feature_rows_round_trip(tmp_path: Path, suffix: str) -> None:
+    rows = _rows()
+    path = tmp_path / f"rows{suffix}"
+    feats.write_rows(path, rows)
+    back = feats.read_rows(path)
+    assert len(back) == len(rows) and back[3]["synflow"] is None
+    for got, want in zip(back, rows, strict=True):
+        assert set(got) == set(want)
+        for k, v in want.items():
+            assert got[k] == (pytest.approx(v) if isinstance(v, float) else v), k
+
+
+def test_analyse_reads_every_ranker_from_the_rows() -> None:
+    rows = _rows()
+    result = b2.analyse(rows, "width", reps=50)
+    found = result["cells"]
+    assert result["seeds"] == [0, 1] and result["archs"] == 12
+    assert list(found) == [
+        "all",
+        "cost Q1",
+        "cost Q2",
+        "cost Q3",
+        "cost Q4",
+        "width=0.5",
+        "width=1.0",
+    ]
+    assert set(found["all"].taus) == {
+        "acc",
+        "CE",
+        "rank sum",
+        "params",
+        "FLOPs",
+        "width",
+        "synflow",
+        "NWOT",
+    }
+    assert found["all"].taus["NWOT"].point == -1.0 and found["all"].ceiling.point == 1.0
+    assert math.isnan(found["width=0.5"].taus["width"].point)  # constant inside its own cell
+    # synflow failed on architecture 3: ranked last, below architecture 0's score 0.
+    synflow = b2.ranker_scores(rows)[0]["synflow"]
+    assert synflow.shape == (2, 12) and (synflow[:, 3] < 0).all() and synflow[0, 0] == 0
+    rows[5]["index"] = 99  # seed 1 scored another architecture
+    with pytest.raises(SystemExit, match="different architectures"):
+        b2.analyse(rows, "width", reps=10)
+
+
+def test_from_scores_prints_the_cells_and_the_target(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "rows.jsonl"
+    feats.write_rows(path, _rows())
+    out = tmp_path / "b2.json"
+    assert b2.main(["--from-scores", str(path), "--bootstrap", "50", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "| all | 12 |" in text and "rank sum − best free" in text and "target (" in text
+    report = json.loads(out.read_text())
+    assert report["cells"]["all"]["best_free"] in ("params", "FLOPs", "width", "synflow", "NWOT")
+    assert report["retrain_tau"] == [1.0] and report["width_label"] == "width"
+
+
+def test_a_contradicting_shorthand_is_one_error(capsys) -> None:
+    with pytest.raises(SystemExit):
+        b2.main(["--supernet", '{"epochs": 3}', "--epochs", "4", "--from-scores", "x.jsonl"])
+    assert "--epochs 4 contradicts --supernet's epochs=3" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        b2.main(["--bn-batches", "0", "10", "--from-scores", "x.jsonl"])
+    assert "--bn-batches: one number" in capsys.readouterr().err
+
+
+def test_uniform_sampling_keeps_equal_compute_and_one_sampler_per_run() -> None:
+    study = load_study_file(ROOT / "studies/mnist1d_front.py")
+    p = b2._parser(study)
+    m = max(len(c.values) for c in study.space.path_choices)
+    args = p.parse_args(["--samplers", "uniform", "--epochs", "2", "--lr", "0.01"])
+    assert b2._overrides(args, p, study) == {"epochs": 2 * m, "lr": 0.01, "sampler": "uniform"}
+    args = p.parse_args(["--split", "none"])
+    assert b2._overrides(args, p, study) == {"split": None, "split_from": 0.0}
+    with pytest.raises(SystemExit):
+        b2._overrides(p.parse_args(["--samplers", "fair", "uniform"]), p, study)
+
+
+def test_an_earlier_b2_json_gives_its_fair_supernets_scores(tmp_path: Path) -> None:
+    """The earlier B2's ``--json`` (fair against uniform, scores per BN size, cross-entropy
+    stored negated) still feeds the tables: ``--from-json``."""
+    old = {
+        "results": {
+            "fair": [
+                {"seed": 1, "scores": {"0": [0.1, 0.2], "10": [0.3, 0.4]},
+                 "loss_scores": {"0": [-2.0, -1.0], "10": [-1.5, -0.5]}},
+            ],
+            "uniform": [{"seed": 1, "scores": {"10": [0.9, 0.9]}}],
+        }
+    }  # fmt: skip
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    scores, line = feats.rows_from_old_json(path, bn_batches=10)
+    assert scores == {1: ([0.3, 0.4], [1.5, 0.5])} and "fair supernets' scores at 10" in line
+    assert feats.rows_from_old_json(path, bn_batches=50)[0] == {1: ([0.1, 0.2], [2.0, 1.0])}
