@@ -324,6 +324,7 @@ def make_rows(
                 "params": table.params[i],
                 "flops": free.flops[i],
                 "width": arch.get(width_label) if width_label else None,
+                "width_label": width_label,
                 "predicted_cost": free.predicted_cost[i],
             }
             for p, values in free.proxies.get(seed, {}).items():
@@ -360,7 +361,7 @@ def read_rows(path: Path) -> list[Row]:
 def _cell(key: str, value: str) -> Any:
     if value == "":
         return None
-    if key in ("ground", "arch", "supernet_config"):
+    if key in ("ground", "arch", "supernet_config", "width_label"):
         return value
     try:
         return int(value) if key in ("supernet_seed", "index") else float(value)

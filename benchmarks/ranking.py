@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from scipy.stats import kendalltau
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -151,22 +152,34 @@ def analyse(rows: Sequence[Row], width_label: str | None, reps: int) -> dict[str
         )
         for name, members in cells(cost, widths, width_label).items()
     }
+    params = scores["params"][0]
+    relation = {
+        name: float(np.mean([kendalltau(row, params).statistic for row in scores[name]]))
+        for name in ("synflow", "NWOT")
+        if name in scores
+    }
     return {
         "seeds": seeds,
         "archs": len(first),
         "cells": found,
         "cost_edges": cost_quartiles(cost)[1],
+        "proxy_vs_params": relation,
     }
 
 
 def markdown(found: dict[str, Cell], rankers: Sequence[str]) -> list[str]:
-    """The table: one line per cell, one column per ranker, the ceiling and the difference."""
-    head = ["cell", "archs", *rankers, "retrain vs retrain (ceiling)", f"{STUDY} − best free"]
+    """The table: one line per cell, one column per ranker, the ceiling and the difference
+    between the study's ranking and the best free baseline (or, without a supernet, which
+    free baseline is the best)."""
+    study = any(c.difference for c in found.values())
+    last = f"{STUDY} − best free" if study else "best free"
+    head = ["cell", "archs", *rankers, "retrain vs retrain (ceiling)", last]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, cell in found.items():
         taus = [cell.taus[r].fmt() if r in cell.taus else "" for r in rankers]
         ceiling = cell.ceiling.fmt() if cell.ceiling else ""
         diff = f"{cell.difference.fmt()} ({cell.best_free})" if cell.difference else ""
+        diff = diff if study else cell.best_free or ""
         lines.append("| " + " | ".join([name, str(cell.n), *taus, ceiling, diff]) + " |")
     return lines
 
@@ -327,18 +340,39 @@ def _rows(
     return make_rows(study.name, table, seeds, free, label, supernet, recipe), info
 
 
-def main(argv: list[str] | None = None) -> int:
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--study", type=Path, default=DEFAULT_STUDY)
-    study = load_study_file(pre.parse_known_args(argv)[0].study)
-    p = _parser(study)
-    args = p.parse_args(argv)
+def _check(args: argparse.Namespace, p: argparse.ArgumentParser, study: Any) -> None:
+    """Refuse a bad value before anything runs: one line naming it."""
     if args.supernet is not None and not isinstance(args.supernet, dict):
         p.error(
             f"--supernet must be a JSON object of SupernetConfig fields, got {args.supernet!r}"
         )
     if len(args.bn_batches) != 1 or args.bn_batches[0] < 0:
         p.error(f"--bn-batches: one number >= 0 (search's BN batches), got {args.bn_batches}")
+    if args.bootstrap < 1:
+        p.error(f"--bootstrap must be >= 1, got {args.bootstrap}")
+    if args.proxy_batch < 2:
+        p.error(f"--proxy-batch must be >= 2 (NWOT compares inputs), got {args.proxy_batch}")
+    if args.limit is not None and args.limit < 2:
+        p.error(f"--limit must be >= 2 architectures, got {args.limit}")
+    labels = study.space.labels
+    if args.width_label and not args.from_scores and args.width_label not in labels:
+        p.error(
+            f"--width-label {args.width_label!r} is not a choice of space "
+            f"{study.space.name!r}; its choices: {sorted(labels)}"
+        )
+    modes = [m for m in ("from_scores", "from_json", "no_supernet") if getattr(args, m)]
+    if len(modes) > 1:
+        flags = " and ".join("--" + m.replace("_", "-") for m in modes)
+        p.error(f"{flags} exclude each other (each says where the supernet scores come from)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--study", type=Path, default=DEFAULT_STUDY)
+    study = load_study_file(pre.parse_known_args(argv)[0].study)
+    p = _parser(study)
+    args = p.parse_args(argv)
+    _check(args, p, study)
     if args.quick:
         args.seeds, args.limit = [0], args.limit or 8
         args.bootstrap, args.proxy_batch = min(args.bootstrap, 200), min(args.proxy_batch, 16)
@@ -348,51 +382,75 @@ def main(argv: list[str] | None = None) -> int:
     label = args.width_label or default_width_label(study)
     if args.from_scores:
         rows, info = read_rows(args.from_scores), {"from_scores": str(args.from_scores)}
+        label = args.width_label or rows[0].get("width_label") or label
     else:
         rows, info = _rows(args, p, study, overrides)
         if args.scores_out:
             write_rows(args.scores_out, rows)
             print(f"{len(rows)} feature rows written to {args.scores_out}")
     result = analyse(rows, label, args.bootstrap)
+    for line in report_lines(rows, result, args.bootstrap):
+        print(line)
+    if args.json:
+        args.json.write_text(
+            json.dumps(record(rows, result, label, args.bootstrap, info), indent=1)
+        )
+    return 0
+
+
+def report_lines(rows: Sequence[Row], result: dict[str, Any], reps: int) -> list[str]:
+    """What a reader sees: what was ranked against what, the table, the target, and how
+    the proxies relate to the parameter count."""
     found: dict[str, Cell] = result["cells"]
     rankers = [r for r in RANKERS if any(r in c.taus for c in found.values())]
     edges = ", ".join(f"{e:.3g}" for e in result["cost_edges"])
     tables = len([k for k in rows[0] if k.startswith("test_seed")])
-    print(
+    lines = [
         f"\n{rows[0]['ground']}: {result['archs']} architectures; Kendall tau-b against the mean "
         f"stand-alone test accuracy of {tables} table(s); supernet rankers and proxies: mean "
         f"over seeds {result['seeds']}; 90% intervals: bootstrap over architectures and seeds "
-        f"({args.bootstrap} replicates). Cost quartiles: predicted training seconds of the "
-        f"study's recipe on this machine (cost model), edges {edges}."
-    )
-    for line in markdown(found, rankers):
-        print(line)
-    line = target_line(found)
-    if line:
-        print(line)
-    if args.json:
-        record = {
-            "ground": rows[0]["ground"],
-            "archs": result["archs"],
-            "seeds": result["seeds"],
-            "width_label": label,
-            "bootstrap": args.bootstrap,
-            "cost_edges": [float(e) for e in result["cost_edges"]],
-            "retrain_tau": [found["all"].ceiling.point] if found["all"].ceiling else [],
-            "cells": {
-                name: {
-                    "n": c.n,
-                    "taus": {r: t.to_list() for r, t in c.taus.items()},
-                    "ceiling": c.ceiling.to_list() if c.ceiling else None,
-                    "best_free": c.best_free,
-                    "difference": c.difference.to_list() if c.difference else None,
-                }
-                for name, c in found.items()
-            },
-            **info,
-        }
-        args.json.write_text(json.dumps(record, indent=1, default=str))
-    return 0
+        f"({reps} replicates). Cost quartiles: predicted training seconds of the study's "
+        f"recipe on this machine (cost model), edges {edges}. Ceiling: one table's test "
+        "accuracy against another's (the rankers face the tables' mean, which is less noisy)."
+    ]
+    lines += markdown(found, rankers)
+    target = target_line(found)
+    lines += [target] if target else []
+    relation = result["proxy_vs_params"]
+    if relation:
+        lines.append(
+            "the proxies against the parameter count (all architectures, mean over seeds): "
+            + ", ".join(f"tau({k}, params) {v:+.2f}" for k, v in relation.items())
+        )
+    return lines
+
+
+def record(
+    rows: Sequence[Row], result: dict[str, Any], label: str | None, reps: int, info: dict
+) -> dict[str, Any]:
+    """The ``--json`` record: every cell's taus as ``[point, low, high]``."""
+    found: dict[str, Cell] = result["cells"]
+    return {
+        "ground": rows[0]["ground"],
+        "archs": result["archs"],
+        "seeds": result["seeds"],
+        "width_label": label,
+        "bootstrap": reps,
+        "cost_edges": [float(e) for e in result["cost_edges"]],
+        "retrain_tau": [found["all"].ceiling.point] if found["all"].ceiling else [],
+        "proxy_vs_params": result["proxy_vs_params"],
+        "cells": {
+            name: {
+                "n": c.n,
+                "taus": {r: t.to_list() for r, t in c.taus.items()},
+                "ceiling": c.ceiling.to_list() if c.ceiling else None,
+                "best_free": c.best_free,
+                "difference": c.difference.to_list() if c.difference else None,
+            }
+            for name, c in found.items()
+        },
+        **info,
+    }
 
 
 if __name__ == "__main__":

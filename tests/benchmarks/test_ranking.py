@@ -193,6 +193,7 @@ def _rows() -> list[dict]:
                     "supernet_accuracy": float(truth[i] + rng.normal()),
                     "supernet_loss": 1.0 - i / 12,
                     "params": float(i), "flops": float(2 * i), "width": [0.5, 1.0][i % 2],
+                    "width_label": "width",
                     "predicted_cost": float(i), "synflow": None if i == 3 else float(i),
                     "nwot": float(-truth[i]), "test_seed0": truth[i], "test_seed1": truth[i] + 0.1,
                     "test_mean": truth[i] + 0.05, "val_mean": truth[i], "supernet_config": "{}",
@@ -258,15 +259,27 @@ def test_from_scores_prints_the_cells_and_the_target(tmp_path: Path, capsys) -> 
     report = json.loads(out.read_text())
     assert report["cells"]["all"]["best_free"] in ("params", "FLOPs", "width", "synflow", "NWOT")
     assert report["retrain_tau"] == [1.0] and report["width_label"] == "width"
+    assert "| width=0.5 | 6 |" in text and "tau(synflow, params) +0.91" in text
+    # synflow = params but for architecture 3 (failed, ranked last): 3 of 66 pairs reversed.
+    assert report["proxy_vs_params"]["synflow"] == pytest.approx(60 / 66)
 
 
-def test_a_contradicting_shorthand_is_one_error(capsys) -> None:
-    with pytest.raises(SystemExit):
-        b2.main(["--supernet", '{"epochs": 3}', "--epochs", "4", "--from-scores", "x.jsonl"])
-    assert "--epochs 4 contradicts --supernet's epochs=3" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        b2.main(["--bn-batches", "0", "10", "--from-scores", "x.jsonl"])
-    assert "--bn-batches: one number" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--supernet", '{"epochs": 3}', "--epochs", "4"], "--epochs 4 contradicts --supernet's"),
+        (["--supernet", "[1]"], "--supernet must be a JSON object"),
+        (["--bn-batches", "0", "10"], "--bn-batches: one number"),
+        (["--bootstrap", "0"], "--bootstrap must be >= 1, got 0"),
+        (["--proxy-batch", "1"], "--proxy-batch must be >= 2"),
+        (["--width-label", "depth", "--no-supernet"], "'depth' is not a choice of space"),
+        (["--no-supernet", "--from-json", "x.json"], "--from-json and --no-supernet exclude"),
+    ],
+)
+def test_a_bad_option_is_one_error_before_anything_runs(argv, message, capsys) -> None:
+    with pytest.raises(SystemExit) as caught:
+        b2.main(argv)
+    assert caught.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_uniform_sampling_keeps_equal_compute_and_one_sampler_per_run() -> None:
