@@ -23,7 +23,9 @@ import argparse
 import json
 import statistics
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -40,15 +42,20 @@ def n_params(space: SearchSpace, arch: Arch) -> int:
     return sum(p.numel() for p in space.build(arch).parameters())
 
 
-def largest(space: SearchSpace) -> tuple[Arch, int]:
+def largest(space: SearchSpace, fixed: Mapping[str, Any] | None = None) -> tuple[Arch, int]:
     """The architecture with the most parameters, by coordinate ascent over the choices
-    (every choice set to the value that adds the most, repeated until nothing changes)."""
-    current = {c.label: c.values[0] for c in space.choices}
+    (every choice set to the value that adds the most, repeated until nothing changes);
+    the choices in ``fixed`` (label -> value) keep their value (the param ladder fixes
+    the width)."""
+    fixed = dict(fixed or {})
+    current = {c.label: c.values[0] for c in space.choices} | fixed
     best = n_params(space, Arch(current))
     changed = True
     while changed:
         changed = False
         for c in space.choices:
+            if c.label in fixed:
+                continue
             for v in c.values:
                 trial = {**current, c.label: v}
                 n = n_params(space, Arch(trial))

@@ -39,6 +39,7 @@ from scipy.stats import kendalltau, rankdata
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _trained import kept_model, trained_models
 from ranking import load_ground_truth, merge_ground_truth
 
 from nasflow.export._study import load_supernet
@@ -49,6 +50,7 @@ from nasflow.search import (
     Anchors,
     FineTuneResult,
     StudyRunner,
+    StudySpec,
     kept_weights,
     load_study_file,
     standard_error,
@@ -103,14 +105,19 @@ def run_one(
     split: str | None = None,
     split_from: float | None = None,
     stack: dict | None = None,
+    spec: StudySpec | None = None,
+    score_table: bool = True,
 ) -> dict:
     """One search seed of one study, end to end (``n_trials`` candidates screened,
     default the study's; ``sampler`` replaces the study's; ``rank_by`` its
     ``FineTuning.rank_by``; ``anchors`` its zero-cost anchors, 0 for none; ``split`` and
     ``split_from`` its supernet's few-shot split, ``"none"`` for none; ``stack``, Stack
     fields, a fixed speedup stack instead of the study's, so that no calibration made
-    under the benchmark's own load decides it); the measured row."""
-    spec = load_study_file(path).replace(seed=seed)
+    under the benchmark's own load decides it; ``spec``, the study to run instead of the
+    file's, already changed; ``score_table=False`` skips scoring the table with the
+    run's supernet: its taus are NaN); the measured row, with every model the run
+    trained and the one it kept (``_trained.py``)."""
+    spec = (load_study_file(path) if spec is None else spec).replace(seed=seed)
     if split is not None or split_from is not None:
         label = spec.supernet.split if split is None else None if split == "none" else split
         spec = spec.replace(
@@ -137,7 +144,11 @@ def run_one(
         result = runner.run(n_trials=n_trials)
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
         trust = result.study.user_attrs.get(TRUST_KEY)
-        taus = supernet_taus(spec, Path(tmp) / spec.name / "supernet", archs, gt_test)
+        taus = (
+            supernet_taus(spec, Path(tmp) / spec.name / "supernet", archs, gt_test)
+            if score_table
+            else dict.fromkeys(("accuracy", "loss", "rank_sum"), float("nan"))
+        )
     kept = result.winners[0]
     # (``Study.trials`` deep-copies every trial on each access: read them once.)
     trials = result.study.get_trials(deepcopy=False)
@@ -182,12 +193,17 @@ def run_one(
             for a in (result.study.user_attrs.get(ANCHORS_KEY) or {}).get("anchors", [])
             if a.get("test_accuracy") is not None
         ],
+        # Every model the run trained (its test accuracy, training seconds, when it was
+        # ready) and the model it keeps, read from the study's records.
+        "trained": trained_models(result.study, spec.train.epochs, cpu),
+        "kept_model": kept_model(result.study),
     }
     if trust:
         row["trust"] = {
             k: trust[k] for k in ("tau", "low", "high", "verdict", "seconds", "epochs")
         }
-        row["covered"] = bool(trust["low"] <= taus["accuracy"] <= trust["high"])
+        covered = trust["low"] <= taus["accuracy"] <= trust["high"]
+        row["covered"] = bool(covered) if score_table else None
         row["trust_share"] = trust_share(row)
     return row
 
