@@ -6,7 +6,7 @@ training sequences (20% held out for validation) and 10,000 test
 sequences, with ``--epochs`` of the default recipe, one thread, and prints the range of the
 per-architecture mean test accuracy, the seed-to-seed standard deviation, the Kendall tau
 between the two seeds and the CPU-seconds per training. It is how the proving ground
-(``studies/mnist1d_front.py``) was chosen; see ``benchmarks/RESULTS.md``.
+(``studies/mnist1d_front.py``) was chosen; see ``benchmarks/results/grounds.md``.
 
 Usage::
 

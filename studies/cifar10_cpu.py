@@ -9,7 +9,7 @@ official 10,000 test images. The JPEGs are decoded once into a cached tensor fil
 Space: ``CIFARCNNSpace`` (the MNIST-1D proving ground's residual space in 2-D). The
 stand-alone recipe is the one ``benchmarks/data/cifar10_cpu_ground_truth*.csv`` was
 trained with, so a study's winners can be ranked there. Sizes were chosen by a measured
-probe (``benchmarks/RESULTS.md``, "Images").
+probe (``benchmarks/results/images.md``).
 
 The data is ``NASFLOW_CIFAR10`` if set (an ``ImageFolder`` folder or zip with ``train/``
 and ``test/``), else ``../shared/data/cifar10-jpg.zip`` beside this repository.
@@ -51,7 +51,7 @@ study = StudySpec(
     # Shared weights (no few-shot split): SupernetConfig(split="width") ranks the suite's
     # tables higher (B2: every ground; end to end: 25 of 32 paired runs), but the model the
     # study keeps was no better over those 32 runs (4.8 points of the table lower on
-    # average; benchmarks/RESULTS.md, "Few-shot split on the width"), nor with four
+    # average; benchmarks/results/split.md), nor with four
     # retrains (27 paired runs: +0.5 points, within noise; CIFAR-10's median 89% against
     # 98%: "Split against shared again"), nor on 27 fresh pairs (search seeds 3-5: 0.9
     # points lower; CIFAR-10's median 80% against 98%: "Split against shared on fresh
@@ -63,8 +63,8 @@ study = StudySpec(
     bn_batches=10,
     train=TrainConfig(epochs=6, batch_size=64, lr=3e-3, weight_decay=1e-2),
     # The 4 best fine-tuned finalists retrained from scratch, the best retrained
-    # validation kept (chosen on the MNIST-1D suite: benchmarks/RESULTS.md, "Which
-    # finalist to keep"; its fine-tuned weights where they validate higher by the margin).
+    # validation kept (chosen on the MNIST-1D suite: benchmarks/results/finalists.md; its
+    # fine-tuned weights where they validate higher by the margin).
     retrain_top=4,
     seed=0,
     baseline=tuple(sorted(GROUND_TRUTH.glob("cifar10_cpu_ground_truth*.csv"))),

@@ -3,7 +3,8 @@
 Run with ``nasflow search mnist1d`` (or ``nasflow search studies/mnist1d.py``). It was the
 default study until the proving ground (``studies/mnist1d_front.py``) replaced it: on this
 space random architectures test within the noise of one training of each other, so the
-search cannot show its worth here (``benchmarks/RESULTS.md``). It stays as the study that
+search cannot show its worth here (``benchmarks/results/b1-search-efficiency.md`` and
+``b2-ranking.md``, the saturated default space). It stays as the study that
 exercises phase 2's fine-tuning under the Pareto successive-halving pruner.
 
 Phase 1 trains the weight-sharing supernet of the default space with strictly fair

@@ -36,7 +36,7 @@ study = StudySpec(
     # Shared weights (no few-shot split): SupernetConfig(split="width") ranks the suite's
     # tables higher (B2: every ground; end to end: 25 of 32 paired runs), but the model the
     # study keeps was no better over those 32 runs (4.8 points of the table lower on
-    # average; benchmarks/RESULTS.md, "Few-shot split on the width"), nor with four
+    # average; benchmarks/results/split.md), nor with four
     # retrains (27 paired runs: +0.5 points, within noise; CIFAR-10's median 89% against
     # 98%: "Split against shared again"), nor on 27 fresh pairs (search seeds 3-5: 0.9
     # points lower; CIFAR-10's median 80% against 98%: "Split against shared on fresh
@@ -47,8 +47,9 @@ study = StudySpec(
     # 5 of the screened front under successive halving (1/2/4 epochs); the 4 that
     # validate best after 4 epochs are retrained from scratch (retrain_top below) and the
     # best retrained validation is kept (fine-tuned 4 epochs tests several points below a
-    # 12-epoch training from scratch on the generalisation suite: benchmarks/RESULTS.md,
-    # B5; retraining 4 finalists instead of 1: "Which finalist to keep").
+    # 12-epoch training from scratch on the generalisation suite:
+    # benchmarks/results/b5-suite-ranking.md; retraining 4 finalists instead of 1:
+    # benchmarks/results/finalists.md).
     n_trials=300,
     finetuning=FineTuning(finalists=10, rungs=(1, 2, 4), keep=0.5, top=5),
     # The calibrated trust check (B5): 8 architectures spread over the ranking, 2 epochs
@@ -56,15 +57,15 @@ study = StudySpec(
     trust=TrustProbe(),
     # Phase 0: 4 zero-cost anchors trained from scratch before the supernet (about 25 s):
     # ready models from the first ~10 s of the run, and the baseline the kept model must
-    # beat by validation (B8 in benchmarks/RESULTS.md).
+    # beat by validation (benchmarks/results/b8-anchors.md).
     anchors=Anchors(),
     bn_batches=10,
     train=TrainConfig(epochs=12, batch_size=64, lr=3e-3, weight_decay=1e-2),
     retrain_top=4,
     seed=0,
     # The layers that measurably pay off on this machine (calibrated once per device). B2
-    # with the stack (benchmarks/RESULTS.md): a supernet trained with bf16 autocast and/or
-    # accumulation ranks the ground truth as well as one trained in fp32.
+    # with the stack (benchmarks/results/b2-ranking.md): a supernet trained with bf16
+    # autocast and/or accumulation ranks the ground truth as well as one trained in fp32.
     stack="auto",
     stack_budget=45.0,
     baseline=(

@@ -5,6 +5,7 @@ errors (``mkdocs build --strict``, as ``.ci/run`` builds it)."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -154,6 +155,16 @@ def test_links_into_the_repository_point_at_the_published_pages() -> None:
     # The index links its files as results/NAME.md: in the site they sit beside it.
     text = "[B7](results/b7-largest.md)"
     assert hooks.rewrite_links(text, index, "results/index.md", site) == "[B7](b7-largest.md)"
+
+
+def test_every_result_file_the_repository_names_exists() -> None:
+    named = set()
+    for folder in ("nasflow", "studies", "search_spaces", "benchmarks", "docs", "tests"):
+        for path in (ROOT / folder).rglob("*.py"):
+            named |= set(re.findall(r"benchmarks/results/([\w-]+\.md)", path.read_text()))
+    assert named, "nothing names a result file"
+    missing = sorted(n for n in named if not (ROOT / "benchmarks" / "results" / n).is_file())
+    assert not missing, f"named but missing in benchmarks/results/: {missing}"
 
 
 @pytest.mark.slow
