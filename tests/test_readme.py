@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._codeblocks import ROOT, Block, blocks, check_convention, run_python
+from tests._codeblocks import ROOT, Block, blocks, check_convention, run_python, run_shell
 
 README = ROOT / "README.md"
 CI = ROOT / ".ci" / "run"
@@ -97,6 +97,13 @@ def test_the_readme_links_to_files_that_exist() -> None:
     for link in links:
         if "://" not in link:
             assert (ROOT / link).exists(), f"README links to {link}, which does not exist"
+
+
+@pytest.mark.slow
+def test_readme_shell_blocks_not_marked_run(tmp_path: Path) -> None:
+    for block in blocks(README):
+        if block.language == "bash" and not block.not_run:
+            run_shell(block, tmp_path)
 
 
 @pytest.mark.slow
