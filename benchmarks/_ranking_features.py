@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from nasflow.cost import CostModel
+from nasflow.cost import CostModel, count_flops
 from nasflow.proxies import zero_cost_scores
 from nasflow.search import StudySpec
 from nasflow.space import Arch
@@ -235,7 +235,7 @@ class FreeFeatures:
     """What costs nothing, per architecture (proxies per initialisation seed)."""
 
     flops: list[float]
-    predicted_cost: list[float]
+    predicted_cost: list[float | None]
     proxies: dict[int, dict[str, list[float]]]
     failures: list[str]
     cost_source: str
@@ -243,10 +243,16 @@ class FreeFeatures:
 
 def cost_features(
     study: StudySpec, archs: Sequence[Arch], x: torch.Tensor, steps: int, quick: bool
-) -> tuple[list[float], list[float], str]:
-    """``(training FLOPs, predicted training seconds, where the cost table came from)`` of
-    every arch, from the cost model the study predicts with (fp32, or the precision the
-    study's stack names); ``quick``: a rough table measured now and not kept."""
+) -> tuple[list[float], list[float | None], str]:
+    """``(training FLOPs, predicted training seconds, where they came from)`` of every arch,
+    from the cost model the study predicts with (fp32, or the precision the study's stack
+    names); ``quick``: a rough table measured now and not kept.
+
+    Where the cost model's tracer finds no op in the space's paths (it decomposes the
+    supernet's choice modules; a space whose supernet is one module, as GPT-2's, has
+    none), there is no prediction: the costs are ``None`` and the FLOPs are counted on
+    each whole stand-alone network instead (``count_flops``, on the meta device).
+    """
     stack = study.stack if isinstance(study.stack, Stack) else None
     kwargs: dict[str, Any] = {"storage_url": "sqlite://", "share": False} if quick else {}
     if quick:
@@ -259,12 +265,22 @@ def cost_features(
         input_dtype=x.dtype,
         **kwargs,
     )
-    model = model.fit(n=2, rounds=1, iters=1) if quick else model.fit()
     paths = [study.space.path(a) for a in archs]
+    if not all(model.units(p) for p in paths):
+        shape = (study.train.batch_size, *x.shape[1:])
+        flops = [
+            float(count_flops(study.space.build(a), shape, input_dtype=x.dtype).total) * steps
+            for a in archs
+        ]
+        why = (
+            f"no predicted cost: the cost model's tracer finds no op in space {study.space.name!r}"
+        )
+        return flops, [None] * len(archs), why + "; FLOPs counted on whole networks"
+    model = model.fit(n=2, rounds=1, iters=1) if quick else model.fit()
     flops = [float(model.flops(p).total) * steps for p in paths]
-    cost = [model.predict_train_seconds(p, steps) for p in paths]
+    cost: list[float | None] = [model.predict_train_seconds(p, steps) for p in paths]
     source = "rough quick table, not kept" if quick else str((model.stability or {}).get("source"))
-    return flops, cost, source
+    return flops, cost, f"predicted cost: cost model ({source})"
 
 
 def free_features(
@@ -282,6 +298,7 @@ def free_features(
     x, _ = data.batches("train", proxy_batch, 0).fixed(1)[0]
     steps = len(data.train) // study.train.batch_size * study.train.epochs
     flops, cost, source = cost_features(study, archs, x, steps, quick)
+    log(source)
     by_seed: dict[int, dict[str, list[float]]] = {}
     failures: list[str] = []
     for seed in seeds:

@@ -145,6 +145,9 @@ def analyse(rows: Sequence[Row], width_label: str | None, reps: int) -> dict[str
         if f"test_seed{k}" in first[0]
     ]
     cost = _column(first, "predicted_cost")
+    basis = "predicted training seconds of the study's recipe on this machine (cost model)"
+    if any(c is None for c in cost):  # a space the cost model cannot predict
+        cost, basis = _column(first, "flops"), "training FLOPs (no predicted cost here)"
     widths = _column(first, "width") if width_label else None
     found = {
         name: cell_taus(
@@ -163,6 +166,7 @@ def analyse(rows: Sequence[Row], width_label: str | None, reps: int) -> dict[str
         "archs": len(first),
         "cells": found,
         "cost_edges": cost_quartiles(cost)[1],
+        "cost_basis": basis,
         "proxy_vs_params": relation,
     }
 
@@ -409,10 +413,11 @@ def report_lines(rows: Sequence[Row], result: dict[str, Any], reps: int) -> list
         f"\n{rows[0]['ground']}: {result['archs']} architectures; Kendall tau-b against the mean "
         f"stand-alone test accuracy of {tables} table(s); supernet rankers and proxies: mean "
         f"over seeds {result['seeds']}; 90% intervals: bootstrap over architectures and seeds "
-        f"({reps} replicates). Cost quartiles: predicted training seconds of the study's "
-        f"recipe on this machine (cost model), edges {edges}. Ceiling: one table's test "
+        f"({reps} replicates). Cost quartiles: {result['cost_basis']}, edges {edges}. "
+        "Ceiling: one table's test "
         "accuracy against another's (the rankers face the tables' mean, which is less noisy)."
     ]
+    lines.append("columns: " + "; ".join(f"{r}: {RANKERS[r]}" for r in rankers))
     lines += markdown(found, rankers)
     target = target_line(found)
     lines += [target] if target else []
@@ -437,6 +442,7 @@ def record(
         "width_label": label,
         "bootstrap": reps,
         "cost_edges": [float(e) for e in result["cost_edges"]],
+        "cost_basis": result["cost_basis"],
         "retrain_tau": [found["all"].ceiling.point] if found["all"].ceiling else [],
         "proxy_vs_params": result["proxy_vs_params"],
         "cells": {

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from scipy.stats import kendalltau
 
 from nasflow.search import load_study_file
@@ -311,3 +312,34 @@ def test_an_earlier_b2_json_gives_its_fair_supernets_scores(tmp_path: Path) -> N
     scores, line = feats.rows_from_old_json(path, bn_batches=10)
     assert scores == {1: ([0.3, 0.4], [1.5, 0.5])} and "fair supernets' scores at 10" in line
     assert feats.rows_from_old_json(path, bn_batches=50)[0] == {1: ([0.1, 0.2], [2.0, 1.0])}
+
+
+def test_a_space_the_cost_model_cannot_predict_gets_flops_and_flops_quartiles() -> None:
+    """GPT-2's supernet is one module: the cost model's tracer finds no op in it, so there
+    is no predicted cost; FLOPs are counted on the whole networks and the cost quartiles
+    are FLOPs quartiles, and the report says so."""
+    from types import SimpleNamespace
+
+    from nasflow.search_spaces.gpt2 import GPT2Space
+    from nasflow.train import TrainConfig
+
+    space = GPT2Space(vocab_size=11, block_size=8, n_layer=(1, 2), n_embd=(8, 16), n_head=(2,))
+    study = SimpleNamespace(space=space, stack=None, train=TrainConfig(batch_size=4))
+    archs = [
+        Arch({"n_layer": n, "n_embd": e, "n_head": 2, "mlp_ratio": 2})
+        for n, e in ((1, 8), (2, 16))
+    ]
+    flops, cost, source = feats.cost_features(
+        study, archs, torch.zeros(4, 8, dtype=torch.long), 10, True
+    )
+    assert cost == [None, None] and 0 < flops[0] < flops[1] and "no predicted cost" in source
+    rows = _rows()
+    for r in rows:
+        r["predicted_cost"] = None
+        r["flops"] = float(11 - r["index"])  # the FLOPs order the cells now
+    result = b2.analyse(rows, None, reps=10)
+    assert "training FLOPs" in result["cost_basis"]
+    assert result["cells"]["cost Q1"].n == 3 and list(result["cells"]) == [
+        "all",
+        *(f"cost Q{q}" for q in range(1, 5)),
+    ]
