@@ -35,9 +35,10 @@ from nasflow.calibrate._harness import (
 )
 from nasflow.calibrate._interleave import RunConfig, run_interleaved
 from nasflow.calibrate._measure import environment
+from nasflow.cost import CoreShare
 from nasflow.errors import ConfigError
 from nasflow.space import Arch, SearchSpace
-from nasflow.train import Batches, evaluate, make_optimizer
+from nasflow.train import Batches, TrainingInterrupted, evaluate, make_optimizer
 from nasflow.train.stack import LAYER_SPECS, Schedule, Stack, device_clock
 
 #: Layers "auto" considers (``LayerSpec.auto``): not activation checkpointing, a memory
@@ -67,11 +68,21 @@ def _measure(
     device: torch.device,
     log: Callable[[str], None] | None,
     deadline: float | None = None,
+    after_round: Callable[[], None] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], int]:
     """Rows of an interleaved run by variant name, and the batches the baseline trained
     (fewer than asked when the run stopped at ``deadline``)."""
     records = run_interleaved(
-        variants, make_model, train, val, cfg, device, log, reseeded=(REPLICA,), deadline=deadline
+        variants,
+        make_model,
+        train,
+        val,
+        cfg,
+        device,
+        log,
+        reseeded=(REPLICA,),
+        deadline=deadline,
+        after_round=after_round,
     )
     rows = [
         variant_row(r, records[BASELINE], train.batch_size, cfg.target_accuracy)
@@ -112,6 +123,7 @@ def auto_stack(
     base: Stack | None = None,
     log: Callable[[str], None] | None = None,
     deadline: float | None = None,
+    after_round: Callable[[], None] | None = None,
     **settings: Any,
 ) -> AutoResult:
     """Calibrate the stack on this machine and return the layers worth keeping.
@@ -176,6 +188,7 @@ def auto_stack(
             variant) would end after it, it is skipped and the stack is chosen from the
             first phase's variants made of kept layers only (``"chosen_from": "first
             phase"``).
+        after_round: Called after every interleaved round (see ``run_interleaved``).
         settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
     """
     if not min_gain >= 1.0:
@@ -188,7 +201,7 @@ def auto_stack(
     cfg = replace(cfg or RunConfig(chunk=4), max_batches=calibration_batches)
     t0 = time.perf_counter()
     first = stack_variants(candidates, base, **settings)
-    rows, done = _measure(first, make_model, train, val, cfg, device, log, deadline)
+    rows, done = _measure(first, make_model, train, val, cfg, device, log, deadline, after_round)
     first_seconds = time.perf_counter() - t0
     first_phase = (
         "complete"
@@ -234,7 +247,9 @@ def auto_stack(
             final_row = rows.get(final_name) if final_name != BASELINE else None
             second_phase = f"skipped: about {need:.0f}s more would pass the time budget"
         else:
-            second, _ = _measure(trial, make_model, train, val, cfg, device, log, deadline)
+            second, _ = _measure(
+                trial, make_model, train, val, cfg, device, log, deadline, after_round
+            )
             final_name = choose_final(second, min_gain, planned_batches)
             final_row = second.get(final_name) if final_name != BASELINE else None
             chosen_from, second_phase = "second phase", "ran"
@@ -423,6 +438,7 @@ def calibrate_for_space(
     log: Callable[[str], None] | None = None,
     budget: float | None = None,
     arch: Arch | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> AutoResult:
     """A study's short ``stack="auto"`` calibration, on a winner-sized candidate.
 
@@ -454,6 +470,15 @@ def calibrate_for_space(
         log: Progress lines.
         budget: Seconds the calibration may take (``None``: no limit, no probe).
         arch: The candidate (default: :func:`calibration_candidate` of ``seed``).
+        should_stop: Polled after every interleaved round; when true the calibration
+            ends there, measuring nothing more.
+
+    The record's ``calibration["load"]`` is a ``nasflow.cost.CoreShare`` sampled after
+    every round (the share of a core a busy thread got): whether the machine looked
+    loaded while the calibration ran (then it is not stored for the device).
+
+    Raises:
+        TrainingInterrupted: ``should_stop`` asked to stop.
     """
     device = torch.device(device)
     t0 = time.perf_counter()
@@ -490,6 +515,15 @@ def calibrate_for_space(
             record["calibration"].update(about, seconds=time.perf_counter() - t0)
             return AutoResult(Stack(), record)
         deadline = t0 + budget
+    gauge = CoreShare()
+    rounds = [0]
+
+    def after_round() -> None:
+        rounds[0] += 1
+        gauge.sample()
+        if should_stop is not None and should_stop():
+            raise TrainingInterrupted(f"the stack calibration, after round {rounds[0]}")
+
     result = auto_stack(
         make_model,
         train,
@@ -501,8 +535,11 @@ def calibrate_for_space(
         cfg=cfg,
         log=log,
         deadline=deadline,
+        after_round=after_round,
     )
-    result.record["calibration"].update(about, seconds=time.perf_counter() - t0)
+    result.record["calibration"].update(
+        about, seconds=time.perf_counter() - t0, load=gauge.to_dict()
+    )
     return result
 
 

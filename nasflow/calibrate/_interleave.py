@@ -134,6 +134,7 @@ def run_interleaved(
     log: Callable[[str], None] | None = None,
     reseeded: Collection[str] = (),
     deadline: float | None = None,
+    after_round: Callable[[], None] | None = None,
 ) -> dict[str, VariantRecord]:
     """Train every variant for ``cfg.epochs`` epochs, interleaved; measure each one.
 
@@ -154,6 +155,8 @@ def run_interleaved(
             round, so a run overruns it by at most one round and one evaluation per
             variant), no further round starts and every variant is evaluated where it
             stopped (its last record in ``evals``); the records hold fewer batches.
+        after_round: Called after every round (a load gauge's sample, a stop check that
+            raises to end the run there).
     """
     device = torch.device(device)
     say = log or (lambda _m: None)
@@ -185,6 +188,8 @@ def run_interleaved(
         position += n
         rnd += 1
         say(f"round {rnd}: {position}/{total} batches")
+        if after_round is not None:
+            after_round()
         if position < total and deadline is not None and time.perf_counter() > deadline:
             _stop(runners, device, val)
             say(f"stopped at the time budget after {position}/{total} batches")

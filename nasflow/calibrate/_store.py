@@ -47,6 +47,7 @@ from nasflow.cost import (
     DeviceStore,
     MeasurementBase,
     from_shared,
+    load_reasons,
     measured_now,
     store_everywhere,
 )
@@ -234,8 +235,15 @@ def device_stack(
     refresh: bool = False,
     store: bool = True,
     log: Callable[[str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> DeviceStack:
     """Reuse this device's stored ``stack="auto"`` calibration, or calibrate and store it.
+
+    A calibration taken while the machine looked loaded (its ``calibration["load"]``: a
+    busy thread got less than ``nasflow.cost._measure.LOADED_SHARE`` of a core) is used
+    for this study but not stored for the device (its ``origin["not_stored"]`` says why,
+    and the study's stack line says it): a later study calibrates again rather than
+    reuse multipliers that the load distorted.
 
     Args:
         space: The search space.
@@ -251,6 +259,11 @@ def device_stack(
         refresh: Calibrate even when a record is stored, and replace it.
         store: Write a new calibration to the table (false on non-zero DDP ranks).
         log: Progress lines; every line of a calibration starts with ``"stack calibration:"``.
+        should_stop: Polled after every round of a calibration (see
+            ``calibrate_for_space``); nothing is stored when it stops one.
+
+    Raises:
+        TrainingInterrupted: ``should_stop`` asked to stop a calibration.
     """
     t0 = time.perf_counter()
     device = torch.device(device)
@@ -300,10 +313,18 @@ def device_stack(
             log=lambda m: say(f"stack calibration: {m}"),
             budget=budget,
             arch=arch,
+            should_stop=should_stop,
         )
         record = dict(result.record)
         when = measured_now()
-        if store and not record.get("skipped"):  # the next study on this device reuses it
+        load = record.get("calibration", {}).get("load") or {}
+        if load.get("loaded"):  # said in the study's stack line (``not_stored``)
+            origin["not_stored"] = (
+                "the machine looked loaded while it ran "
+                f"({load_reasons(None, None, load.get('core_share'))}); the next study "
+                "calibrates again"
+            )
+        elif store and not record.get("skipped"):  # the next study on this device reuses it
             store_everywhere(table, shared, lambda t: t.store(fingerprint, context, record, when))
         origin.update(
             kind="skipped" if record.get("skipped") else "calibrated",

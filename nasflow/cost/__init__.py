@@ -15,10 +15,12 @@ from nasflow.cost._analytic import FlopCount, activation_bytes, count_flops, cou
 from nasflow.cost._cover import covering_archs, fit_line
 from nasflow.cost._fingerprint import PRECISIONS, DeviceFingerprint
 from nasflow.cost._measure import (
+    CoreShare,
     OpMeasurement,
     OpTiming,
     Stability,
     assess_reference,
+    load_reasons,
     measure_ops,
     robust_seconds,
     time_ops,
@@ -43,6 +45,7 @@ __all__ = [
     "AccuracyReport",
     "Agreement",
     "Calibration",
+    "CoreShare",
     "CostModel",
     "CostStats",
     "DeviceFingerprint",
@@ -67,6 +70,7 @@ __all__ = [
     "fit_line",
     "from_shared",
     "kendall_tau_b",
+    "load_reasons",
     "measure_ops",
     "measured_now",
     "open_tables",

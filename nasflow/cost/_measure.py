@@ -23,7 +23,10 @@ whose load comes and goes (see ``benchmarks/RESULTS.md``, "Cost-table stability"
   thread CPU time moved ~10-20%.
 - A fixed reference op (``reference_unit``) is timed in every round of ``measure_ops``;
   how much its rounds disagree (``assess_reference``) says whether the machine was
-  loaded while the table was measured.
+  loaded while the table was measured. A millisecond op is rarely preempted, so the
+  rounds agree under a steady load (measured here at a load average of 6-7 on 2 cores:
+  typical round 1.03-1.25x the best); every round therefore also spins one thread for a
+  moment (:class:`CoreShare`): the share of a core it gets is what another process left.
 """
 
 from __future__ import annotations
@@ -53,6 +56,13 @@ from nasflow.train.stack import Stack, StepTimer, device_clock
 LOADED_RATIO = 1.5
 #: The statistic of every figure in the table (see ``robust_seconds``).
 STATISTIC = "best of rounds"
+#: Share of a core (CPU time over wall time) that one busy thread must get, over the
+#: samples of a :class:`CoreShare`, for the machine to count as steady. Alone it gets
+#: all of one; with a load average of 6-7 on 2 cores it got 0.38-0.41 (measured here,
+#: one intra-op thread).
+LOADED_SHARE = 0.8
+#: Wall seconds one :class:`CoreShare` sample spins for.
+SHARE_SAMPLE_SECONDS = 0.02
 
 
 @dataclass(frozen=True)
@@ -119,8 +129,11 @@ class Stability:
         spread: Interquartile range of its per-round figures over their median.
         wall_over_clock: Median wall time over median clock time of the reference op
             (``None`` where the clock is wall time): above 1, the thread waited for a core.
-        loaded: ``ratio > LOADED_RATIO``: the machine looked loaded.
+        loaded: ``ratio > LOADED_RATIO``, or ``core_share < LOADED_SHARE``: the machine
+            looked loaded.
         measured_at: When (UTC, ISO 8601).
+        core_share: The share of a core one busy thread got over the run (see
+            :class:`CoreShare`; ``None``: not sampled, a record written before it was).
     """
 
     clock: str
@@ -133,13 +146,79 @@ class Stability:
     wall_over_clock: float | None
     loaded: bool
     measured_at: str
+    core_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Stability:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+    def why_loaded(self) -> str:
+        """What made the machine look loaded, in words ("" when it looked steady)."""
+        return load_reasons(self.ratio, self.rounds, self.core_share)
+
+
+def load_reasons(ratio: float | None, rounds: int | None, share: float | None) -> str:
+    """Why a measurement counts as loaded ("" when steady): a busy thread's share of a
+    core below ``LOADED_SHARE``, the reference op's typical round above ``LOADED_RATIO``
+    times its best."""
+    reasons = []
+    if share is not None and share < LOADED_SHARE:
+        reasons.append(f"a busy thread got {share:.0%} of a core")
+    if ratio is not None and ratio > LOADED_RATIO:
+        reasons.append(f"the reference op's typical round took {ratio:.2f}x its best of {rounds}")
+    return "; ".join(reasons)
+
+
+def core_share_sample(seconds: float = SHARE_SAMPLE_SECONDS) -> tuple[float, float]:
+    """Spin the calling thread for ``seconds`` of wall time: ``(its CPU seconds, wall
+    seconds)``. Below 1, another process held the core for the difference."""
+    c0, w0 = time.thread_time(), time.perf_counter()
+    end = w0 + seconds
+    while time.perf_counter() < end:
+        pass
+    return time.thread_time() - c0, time.perf_counter() - w0
+
+
+class CoreShare:
+    """Samples, spread over a measurement, of the share of a core one busy thread gets.
+
+    A measurement calls :meth:`sample` between its rounds; :attr:`share` is their CPU
+    seconds over their wall seconds. Interference from other processes that a
+    millisecond timing escapes (the scheduler preempts a thread every few milliseconds)
+    shows here as waiting: at a load average of 4 on 2 cores a thread gets about half a
+    core.
+    """
+
+    def __init__(self) -> None:
+        self.cpu = self.wall = 0.0
+        self.samples = 0
+
+    def sample(self, seconds: float = SHARE_SAMPLE_SECONDS) -> None:
+        cpu, wall = core_share_sample(seconds)
+        self.cpu, self.wall, self.samples = self.cpu + cpu, self.wall + wall, self.samples + 1
+
+    @property
+    def share(self) -> float | None:
+        """CPU seconds over wall seconds of every sample (``None``: none taken)."""
+        return min(1.0, self.cpu / self.wall) if self.wall > 0 else None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the share is below ``LOADED_SHARE``."""
+        share = self.share
+        return share is not None and share < LOADED_SHARE
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record a measurement keeps: share, samples, the threshold and the verdict."""
+        return {
+            "core_share": self.share,
+            "samples": self.samples,
+            "threshold": LOADED_SHARE,
+            "loaded": self.loaded,
+        }
 
 
 def assess_reference(
@@ -148,14 +227,18 @@ def assess_reference(
     round_wall_seconds: Sequence[float] | None = None,
     *,
     threshold: float = LOADED_RATIO,
+    core_share: float | None = None,
 ) -> Stability:
-    """Judge the machine from the reference op's per-round figures.
+    """Judge the machine from the reference op's per-round figures and the share of a
+    core a busy thread got meanwhile.
 
     Args:
         clock: The clock's name.
         round_seconds: The reference op's best iteration of each round, on ``clock``.
         round_wall_seconds: The same rounds on the wall clock (``None`` if ``clock`` is it).
         threshold: ``median / best`` above which the machine counts as loaded.
+        core_share: :attr:`CoreShare.share` over the rounds (``None``: not sampled);
+            below ``LOADED_SHARE`` the machine counts as loaded.
 
     Raises:
         ValueError: No rounds, bad seconds, or a threshold below 1 (naming it).
@@ -179,8 +262,9 @@ def assess_reference(
         ratio,
         _spread(round_seconds),
         wall_ratio,
-        ratio > threshold,
+        ratio > threshold or (core_share is not None and core_share < LOADED_SHARE),
         datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        core_share,
     )
 
 
@@ -335,6 +419,7 @@ def measure_ops(
     opt: list[list[float]] = [[] for _ in items]
     ref_rounds: list[float] = []
     ref_walls: list[float] = []
+    gauge = CoreShare()
     for i in _rounds(len(items), rounds, seed):
         h = harnesses[i]
         if h is None:
@@ -354,8 +439,12 @@ def measure_ops(
         if i == ref_index:
             ref_rounds.append(robust_seconds(visit))
             ref_walls.append(min(walls))
+            gauge.sample()
     stability = assess_reference(
-        clock_name, ref_rounds, ref_walls if clock is time.thread_time else None
+        clock_name,
+        ref_rounds,
+        ref_walls if clock is time.thread_time else None,
+        core_share=gauge.share,
     )
     timings = {
         u.key: OpTiming(robust_seconds(fb[i]), robust_seconds(opt[i]), _spread(fb[i]), len(fb[i]))

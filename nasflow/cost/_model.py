@@ -52,6 +52,7 @@ from nasflow.cost._measure import (
     STATISTIC,
     OpTiming,
     Stability,
+    load_reasons,
     measure_ops,
     robust_seconds,
     time_steps,
@@ -521,10 +522,10 @@ class CostModel:
         else:
             self.table.store_stability(fp, ctx, record)
         if source == MEASURED and record.get("loaded"):
+            why = load_reasons(record.get("ratio"), record.get("rounds"), record.get("core_share"))
             warnings.warn(
-                f"cost table: the machine looked loaded while it was measured (reference "
-                f"op: typical round {record['ratio']:.2f}x the best of "
-                f"{record['rounds']}); figures are best-of-rounds {record['clock']}, but "
+                f"cost table: the machine looked loaded while it was measured ({why}); "
+                f"figures are best-of-rounds {record['clock']}, but "
                 "re-measuring on a quiet machine is safer (fit(remeasure=True), "
                 "`nasflow search --remeasure-costs`)",
                 LoadedMachineWarning,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nasflow.cost import load_reasons
 from nasflow.settings import REMEASURE_ENV, remeasure_requested
 
 __all__ = ["REMEASURE_ENV", "format_cost_table", "remeasure_requested"]
@@ -47,14 +48,17 @@ def format_cost_table(record: Any) -> list[str]:
             f"  predicted training costs are {clock} of undisturbed steps (best of rounds); "
             "a measured training cost is wall time, longer on a loaded machine"
         )
+    share = record.get("core_share")
     if record.get("loaded"):
+        why = load_reasons(record.get("ratio"), record.get("rounds"), share)
         lines.append(
-            "  WARNING: the machine looked loaded while the cost table was measured (the "
-            "reference op's rounds disagreed); predicted costs may be off: re-measure on a "
-            "quieter machine with `nasflow search --remeasure-costs`"
+            f"  WARNING: the machine looked loaded while the cost table was measured "
+            f"({why or 'the reference op timed unevenly'}); predicted costs may be off: "
+            "re-measure on a quieter machine with `nasflow search --remeasure-costs`"
         )
     elif isinstance(record.get("ratio"), (int, float)):
-        lines.append("  the machine looked steady while it was measured")
+        got = f" (a busy thread got {share:.0%} of a core)" if isinstance(share, float) else ""
+        lines.append(f"  the machine looked steady while it was measured{got}")
     if source == "measured now" and record.get("shared_table"):
         lines.append(f"  shared with later studies on this device: {record['shared_table']}")
     return lines

@@ -56,7 +56,9 @@ def stack_origin(record: Mapping[str, Any]) -> str:
     if origin.get("kind") == "reused":
         return f"this device's record of {when} UTC, reused: no calibration ran for this study"
     if origin.get("kind") == "calibrated":
-        return f"calibrated on this device for this study, {when} UTC"
+        refused = origin.get("not_stored")
+        kept = f"; NOT stored for the device: {refused}" if refused else ""
+        return f"calibrated on this device for this study, {when} UTC{kept}"
     return f"calibration skipped, {when} UTC"
 
 

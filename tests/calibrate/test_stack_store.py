@@ -27,7 +27,12 @@ from nasflow.settings import RECALIBRATE_ENV, recalibration_requested
 from nasflow.space import Arch
 from nasflow.train import Batches
 from nasflow.train.stack import Stack
+from tests._busy import steady_machine  # noqa: F401 (a fixture)
 from tests._spaces import tiny_mnist1d
+
+# Stored and reused records: whether this machine is loaded meanwhile is not these tests'
+# to control (a calibration under load is not stored: test_stack_load.py).
+pytestmark = pytest.mark.usefixtures("steady_machine")
 
 
 @pytest.fixture(autouse=True)

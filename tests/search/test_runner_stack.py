@@ -13,7 +13,12 @@ from nasflow.report import stack_data
 from nasflow.search import StudyFileError, StudyRunner, load_study_file, summary_table
 from nasflow.train import load_checkpoint
 from nasflow.train.stack import Stack
+from tests._busy import steady_machine  # noqa: F401 (a fixture)
 from tests._study_template import write_study
+
+# Stored and reused records: whether this machine is loaded meanwhile is not these tests'
+# to control (a calibration under load is not stored: tests/calibrate/test_stack_load.py).
+pytestmark = pytest.mark.usefixtures("steady_machine")
 
 IMPORT = "from nasflow.train.stack import Stack\n"
 
