@@ -84,7 +84,7 @@ RANKERS = {
     "CE": "supernet validation cross-entropy (lower first)",
     "rank sum": "the study's ranking: rank sum of accuracy and cross-entropy",
     "params": "parameter count",
-    "FLOPs": "training FLOPs (cost model's tracer)",
+    "FLOPs": "training FLOPs (the cost model's tracer; whole networks where it finds no op)",
     "width": "the width choice",
     "synflow": "synflow at initialisation",
     "NWOT": "NWOT at initialisation",
