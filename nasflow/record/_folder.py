@@ -68,6 +68,16 @@ class RunFolder:
         """Where trial ``number``'s retrained weights and their record live."""
         return self.winners / f"trial-{number}"
 
+    def retraining(self, number: int) -> Path:
+        """The checkpoints of trial ``number``'s from-scratch training in progress (a
+        winner's or an anchor's; removed once its weights are saved)."""
+        return self.root / "retraining" / f"trial-{number}"
+
+    @property
+    def trust(self) -> Path:
+        """The trust probe's progress (removed once its record is in the study)."""
+        return self.root / "trust"
+
     @property
     def report(self) -> Path:
         """The default ``nasflow report`` file."""

@@ -31,6 +31,7 @@ from nasflow.data import DataBundle
 from nasflow.record import RunFolder
 from nasflow.space import Arch
 from nasflow.storage import StorageSpec
+from nasflow.train import TrainingInterrupted
 from nasflow.train.stack import Stack
 
 if TYPE_CHECKING:
@@ -104,6 +105,12 @@ class RunContext:
         (``None``: the per-user cache; journal files and in-memory studies have none)."""
         s = self.storage
         return s.url if s.kind != "journal" and s.url else None
+
+    def check_stop(self, where: str) -> None:
+        """Raise ``TrainingInterrupted`` (naming ``where``) if a stop was requested: the
+        phases call it between their steps, where nothing is in flight."""
+        if self.stop.is_set():
+            raise TrainingInterrupted(where)
 
     # ------------------------------------------------------------------ progress
     def quiet_log(self, msg: str) -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -38,6 +37,13 @@ from nasflow._checks import check_fraction, check_int
 from nasflow._files import atomic_write
 from nasflow.data import DataBundle
 from nasflow.errors import ConfigError, NasflowError
+from nasflow.search._kept import (
+    KEPT_MARGIN_SE,
+    KeptWeights,
+    kept_weights,
+    standard_error,
+    validation_margin,
+)
 from nasflow.search._pareto import non_dominated_sort
 from nasflow.search._winners import read_winner, save_winner
 from nasflow.space import Arch, SearchSpace
@@ -45,13 +51,32 @@ from nasflow.supernet import Supernet, recalibrate_bn
 from nasflow.train import (
     EpochTrainer,
     NonFiniteLossError,
+    Progress,
     TrainConfig,
+    TrainingInterrupted,
     evaluate,
     list_checkpoints,
     load_latest,
     save_checkpoint,
 )
 from nasflow.train.stack import Stack
+
+__all__ = [  # (the kept-weights rule lives in ``_kept``; imported from here too)
+    "KEPT_MARGIN_SE",
+    "Finalist",
+    "FineTuneResult",
+    "FineTuned",
+    "FineTuning",
+    "KeptWeights",
+    "ReadyModelError",
+    "kept_weights",
+    "read_ready",
+    "run_finetuning",
+    "standard_error",
+    "summary_line",
+    "validation_margin",
+    "weights_label",
+]
 
 PROGRESS_FILE = "progress.json"
 #: A candidate's ``status`` values (see :class:`FineTuned`).
@@ -315,118 +340,6 @@ class FineTuneResult:
         return (float(full / spent) if spent > 0 else float("nan")), float(spent), float(full)
 
 
-@dataclass(frozen=True)
-class KeptWeights:
-    """Which weights of the kept architecture to use: its fine-tuned ready model or its
-    from-scratch retrain (see :func:`kept_weights`).
-
-    Attributes:
-        trial: The kept trial.
-        kind: ``"fine-tuned"`` or ``"retrained"``.
-        val_accuracy: The kept weights' validation accuracy.
-        other_val_accuracy: The other weights' validation accuracy.
-        test_accuracy: The kept weights' test accuracy (reported, never used to choose).
-        finetuned_epochs: Epochs of the fine-tuned weights.
-        margin: How far above the retrain the fine-tuned weights had to validate.
-    """
-
-    trial: int
-    kind: str
-    val_accuracy: float
-    other_val_accuracy: float
-    test_accuracy: float | None
-    finetuned_epochs: int
-    margin: float = 0.0
-
-    def line(self, study: str, label: str = "kept model") -> str:
-        """The summary's line: what is kept, on which evidence, and how to export it
-        (``label`` opens it: "the search's choice" where a zero-cost anchor is kept)."""
-        quoted = shlex.quote(study)
-        if self.kind == "fine-tuned":
-            test = "" if self.test_accuracy is None else f", test {self.test_accuracy:.4f}"
-            return (
-                f"{label}: trial {self.trial}'s fine-tuned weights "
-                f"({names.finetuned_weights(self.finetuned_epochs)}): validation "
-                f"{self.val_accuracy:.4f} against {self.other_val_accuracy:.4f} retrained "
-                f"from scratch{test}; `nasflow export {quoted} --ready {self.trial} --out DIR` "
-                "exports them"
-            )
-        line = (
-            f"{label}: trial {self.trial} retrained from scratch: validation "
-            f"{self.val_accuracy:.4f} against {self.other_val_accuracy:.4f} for its "
-            f"fine-tuned weights ({self.finetuned_epochs} epochs)"
-        )
-        if self.other_val_accuracy > self.val_accuracy:
-            line += (
-                f"; they validate higher, but by no more than {KEPT_MARGIN_SE:g} standard "
-                f"errors of a validation accuracy ({self.margin:.4f}), and that figure chose "
-                "the trial among the finalists"
-            )
-        return line
-
-
-#: How many standard errors of a validation accuracy the kept finalist's fine-tuned weights
-#: must validate above its retrain to be kept instead of it. Their figure chose the trial
-#: (the best of five to ten fine-tuned finalists: the expected maximum of ten draws of
-#: noise is about 1.5 standard errors), so it is biased upwards; a retrain's is not.
-#: Replayed on B6's 81 end-to-end runs (nine grounds), 2 gave the highest mean share of
-#: the random architectures beaten and the highest minimum: below it a proving-ground run
-#: kept fine-tuned weights testing 97.3% against its retrain's 98.3% (a 1.56-standard-error
-#: lead, 34% of the table instead of 94%); it keeps the retrain in four CIFAR-10 runs
-#: whose fine-tuned weights tested 0.4-1.1 points higher (``benchmarks/RESULTS.md``,
-#: "Which weights are kept").
-KEPT_MARGIN_SE = 2.0
-
-
-def kept_weights(
-    trial: int, retrained_val: float, retrained_test: float | None, result: FineTuneResult
-) -> KeptWeights | None:
-    """Fine-tuned or retrained: the weights of ``trial`` to keep. ``None`` when the trial has
-    no ready model.
-
-    The fine-tuned weights are kept when they validate above the retrain by more than
-    :data:`KEPT_MARGIN_SE` standard errors of a validation accuracy (binomial, on
-    ``result.val_samples`` samples; no margin for a record that lacks the count); otherwise,
-    ties included, the retrain. The fine-tuned figure also chose the trial among the
-    finalists, so it is optimistic: the margin stands for that. Measured on the suite
-    (``benchmarks/RESULTS.md``, B6): on MNIST-1D the 12-epoch retrain validates several
-    points above 4 fine-tuning epochs; on the CIFAR-10 proving ground the fine-tuned weights
-    validate (and test) above a 6-epoch retrain. The choice never looks at test accuracy.
-    """
-    rec = next((c for c in result.ready if c.trial == trial), None)
-    if rec is None:
-        return None
-    margin = validation_margin(rec.val_accuracy, retrained_val, result.val_samples)
-    if rec.val_accuracy > retrained_val + margin:
-        return KeptWeights(
-            trial,
-            "fine-tuned",
-            rec.val_accuracy,
-            retrained_val,
-            rec.test_accuracy,
-            rec.epochs,
-            margin,
-        )
-    return KeptWeights(
-        trial, "retrained", retrained_val, rec.val_accuracy, retrained_test, rec.epochs, margin
-    )
-
-
-def validation_margin(a: float, b: float, samples: int | None) -> float:
-    """:data:`KEPT_MARGIN_SE` binomial standard errors of an accuracy near the mean of
-    ``a`` and ``b`` measured on ``samples`` samples (0 when ``samples`` is unknown)."""
-    return KEPT_MARGIN_SE * standard_error(a, b, samples)
-
-
-def standard_error(a: float, b: float, samples: int | None) -> float:
-    """The binomial standard error of an accuracy near the mean of ``a`` and ``b`` measured
-    on ``samples`` samples (0 when ``samples`` is unknown)."""
-    if not samples:
-        return 0.0
-    p = min(max((a + b) / 2, 0.0), 1.0)
-    return math.sqrt(p * (1 - p) / samples)
-
-
 def weights_label(rec: FineTuned) -> str:
     """What a fine-tuned candidate's weights are, in words (the ready model's record and
     its export say it)."""
@@ -516,6 +429,7 @@ def run_finetuning(
     log: Callable[[str], None] | None = None,
     on_epoch: Callable[[], None] | None = None,
     clock: Callable[[], float] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> FineTuneResult:
     """Fine-tune ``finalists`` from their inherited weights under successive halving.
 
@@ -536,6 +450,11 @@ def run_finetuning(
         on_epoch: Called after every epoch trained (progress bars).
         clock: The run's CPU-seconds so far; read after every epoch into the candidate's
             ``trained_cpu_seconds``.
+        should_stop: Polled after every step and every epoch; when true the candidate in
+            training is checkpointed where it is (mid-epoch: the next run resumes there).
+
+    Raises:
+        TrainingInterrupted: ``should_stop`` asked to stop (checkpointed).
     """
     say = log or (lambda _msg: None)
     by = " by accuracy and cross-entropy" if config.rank_by == "rank_sum" else ""
@@ -571,9 +490,28 @@ def run_finetuning(
         if found is not None and found[1].get("arch") == c.record.arch:
             c.trainer.load_state_dict(found[1]["trainer"])
             c.record = FineTuned.from_dict(json.loads(found[1]["record"]))
+            if found[0].batch:  # (a stop request's checkpoint, mid-epoch)
+                say(
+                    f"fine-tuning: trial {c.record.trial} resumed from its checkpoint at "
+                    f"epoch {found[0].epoch + 1}, batch {found[0].batch}"
+                )
         else:
             c.record.val_curve, c.record.epoch_seconds = [], []
         return c.trainer
+
+    stop = should_stop or (lambda: False)
+
+    def checkpoint(c: _Candidate, tr: EpochTrainer) -> Path:
+        """The candidate's trainer and record, in its folder (the newest two are kept)."""
+        state: dict[str, Any] = {
+            "arch": c.record.arch,
+            "record": json.dumps(asdict(c.record)),
+            "trainer": tr.state_dict(),
+        }
+        path = save_checkpoint(c.folder / Progress(tr.epoch, tr.batch).filename(), state)
+        for _, old in list_checkpoints(c.folder)[2:]:
+            old.unlink(missing_ok=True)
+        return path
 
     for r, epochs in enumerate(config.rungs):
         for c in alive:
@@ -585,7 +523,12 @@ def run_finetuning(
                     break
                 before = tr.seconds
                 try:
-                    tr.run_epoch()
+                    tr.run_epoch(stop)
+                except TrainingInterrupted:
+                    where = f"epoch {tr.epoch + 1}, batch {tr.batch}"
+                    raise TrainingInterrupted(
+                        f"fine-tuning trial {c.record.trial} at {where}", checkpoint(c, tr)
+                    ) from None
                 except NonFiniteLossError as e:
                     c.record.status = "diverged"
                     _save_progress(c.folder, c.record)
@@ -596,17 +539,14 @@ def run_finetuning(
                 c.record.epoch_seconds.append(tr.seconds - before)
                 if clock is not None:
                     c.record.trained_cpu_seconds = clock()
-                state: dict[str, Any] = {
-                    "arch": c.record.arch,
-                    "record": json.dumps(asdict(c.record)),
-                    "trainer": tr.state_dict(),
-                }
-                save_checkpoint(c.folder / f"epoch-{tr.epoch}.pt", state)
-                for _, old in list_checkpoints(c.folder)[2:]:
-                    old.unlink(missing_ok=True)
+                path = checkpoint(c, tr)
                 _save_progress(c.folder, c.record)
                 if on_epoch is not None:
                     on_epoch()
+                if stop():
+                    raise TrainingInterrupted(
+                        f"fine-tuning, after trial {c.record.trial}'s epoch {tr.epoch}", path
+                    )
         survivors = [c for c in alive if c.record.status != "diverged" and c.record.val_curve]
         if r + 1 < len(config.rungs):
             halved = [c.record for c in survivors if not c.finalist.protected]

@@ -48,6 +48,7 @@ def run_anchors(ctx: RunContext) -> AnchorsPhaseResult:
     for entry in entries:
         if entry.get("val_accuracy") is not None and _saved(ctx, entry, stack):
             continue
+        ctx.check_stop("phase 0, between anchors")
         arch = Arch.from_json(entry["arch"])
         number = int(entry["trial"])
         res, folder = train_winner(

@@ -73,6 +73,7 @@ def select_finalists(
 def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
     """Fine-tune the finalists from their inherited supernet weights under successive
     halving; record every fine-tuned candidate in the study."""
+    ctx.check_stop("before fine-tuning")
     t0 = time.perf_counter()
     spec, study = ctx.spec, ctx.study
     assert ctx.data is not None and ctx.supernet is not None and spec.finetuning is not None
@@ -90,24 +91,27 @@ def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
             bar.n = done[0]
             bar.refresh()
 
-    result = run_finetuning(
-        finalists,
-        ctx.supernet,
-        spec.space,
-        ctx.data,
-        spec.train,
-        spec.finetuning,
-        spec.bn_batches,
-        ctx.folder.ready,
-        stack=ctx.stack,
-        multi_objective=len(spec.objectives) > 1,
-        device=ctx.device,
-        seed=spec.seed,
-        log=ctx.quiet_log,
-        on_epoch=tick,
-        clock=lambda: time.process_time() - ctx.started_cpu,
-    )
-    ctx.close_bar(bar)
+    try:
+        result = run_finetuning(
+            finalists,
+            ctx.supernet,
+            spec.space,
+            ctx.data,
+            spec.train,
+            spec.finetuning,
+            spec.bn_batches,
+            ctx.folder.ready,
+            stack=ctx.stack,
+            multi_objective=len(spec.objectives) > 1,
+            device=ctx.device,
+            seed=spec.seed,
+            log=ctx.quiet_log,
+            on_epoch=tick,
+            clock=lambda: time.process_time() - ctx.started_cpu,
+            should_stop=ctx.stop.is_set,
+        )
+    finally:
+        ctx.close_bar(bar)
     seconds = time.perf_counter() - t0
     mult, spent, full = result.early_stopping_multiplier()
     study.set_user_attr(

@@ -132,6 +132,7 @@ def resolve_stack(ctx: RunContext, data: DataBundle) -> float:
             refresh=refresh,
             store=is_rank_zero(),
             log=ctx.quiet_log,
+            should_stop=ctx.stop.is_set,
         )
         ctx.stack = res.stack
         if is_rank_zero():

@@ -3,6 +3,9 @@ measure their training cost (entry point :func:`run_winners`)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -64,6 +67,7 @@ def run_winners(ctx: RunContext) -> WinnersPhaseResult:
     assert data is not None, "phase 3 needs the study's data"
     winners = []
     for t in winner_trials(ctx)[: spec.retrain_top]:
+        ctx.check_stop("phase 3, between retrains")
         trial = TrialRecord.from_trial(t)
         arch = trial.get_arch()
         folder = ctx.folder.winner(t.number)
@@ -202,20 +206,37 @@ def train_winner(
 ) -> tuple[TrainResult, Path | None]:
     """Train trial ``number``'s ``arch`` from scratch with the study's recipe through
     ``stack``, score it, and save its weights and record (with ``extra``'s keys) in
-    ``RUNS/NAME/winners/trial-N`` (rank 0; the folder, else ``None``)."""
+    ``RUNS/NAME/winners/trial-N`` (rank 0; the folder, else ``None``).
+
+    The training is checkpointed in ``RUNS/NAME/retraining/trial-N`` after every epoch and
+    when a stop is requested (``ctx.stop``), resumed from there by the next run, and the
+    checkpoints are removed once the weights are saved.
+
+    Raises:
+        TrainingInterrupted: A stop was requested (checkpointed).
+    """
     data = ctx.data
     assert data is not None, "a from-scratch training needs the study's data"
     epochs = recipe_for(arch, ctx.spec.train).epochs
+    ctx.quiet_log(f"{desc}: training from scratch, {epochs} epochs")
     bar = ctx.bar(epochs, desc)
-    net, _, res = retrain_arch(
-        ctx.spec,
-        arch,
-        data,
-        stack,
-        ctx.device,
-        on_epoch=lambda e, loss: ctx.advance(bar, e, loss),
-    )
-    ctx.close_bar(bar)
+    checkpoints = ctx.folder.retraining(number) if is_rank_zero() else None
+    try:
+        net, _, res = retrain_arch(
+            ctx.spec,
+            arch,
+            data,
+            stack,
+            ctx.device,
+            on_epoch=lambda e, loss: ctx.advance(bar, e, loss),
+            checkpoints=checkpoints,
+            identity=json.dumps(identity, sort_keys=True),
+            should_stop=ctx.stop.is_set,
+            log=ctx.log,
+            what=desc,
+        )
+    finally:
+        ctx.close_bar(bar)
     if not is_rank_zero():
         return res, None
     record = WinnerRecord(
@@ -231,6 +252,10 @@ def train_winner(
     )
     folder = ctx.folder.winner(number)
     save_winner(folder, net, {**record.to_dict(), **(extra or {})})
+    if checkpoints is not None:
+        shutil.rmtree(checkpoints, ignore_errors=True)
+        with contextlib.suppress(OSError):  # (another training's may be in progress there)
+            checkpoints.parent.rmdir()
     return res, folder
 
 

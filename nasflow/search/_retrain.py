@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -33,6 +34,12 @@ def retrain_arch(
     device: torch.device | str = "cpu",
     epochs: int | None = None,
     on_epoch: Callable[[int, float], None] | None = None,
+    *,
+    checkpoints: Path | None = None,
+    identity: str = "",
+    should_stop: Callable[[], bool] | None = None,
+    log: Callable[[str], None] | None = None,
+    what: str = "training",
 ) -> tuple[nn.Module, TrainConfig, TrainResult]:
     """Train ``arch`` from freshly initialised weights and score it on validation and test.
 
@@ -48,9 +55,15 @@ def retrain_arch(
         device: Where to train.
         epochs: Train this many epochs instead of the recipe's.
         on_epoch: Called with ``(epoch, mean loss)`` after each epoch.
+        checkpoints: Checkpoint the training there and resume from there (see
+            ``nasflow.train.train_standalone``, with ``identity``, ``should_stop``,
+            ``log`` and ``what``).
 
     Returns:
         ``(network, recipe, result)``; ``result.seconds`` is the measured training cost.
+
+    Raises:
+        TrainingInterrupted: ``should_stop`` asked to stop (checkpointed).
     """
     recipe = recipe_for(arch, spec.train)
     if epochs is not None:
@@ -67,5 +80,10 @@ def retrain_arch(
         device,
         on_epoch=on_epoch,
         stack=stack,
+        checkpoints=checkpoints,
+        identity=identity,
+        should_stop=should_stop,
+        log=log,
+        what=what,
     )
     return net, recipe, result

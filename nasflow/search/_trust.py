@@ -20,19 +20,31 @@ rewards too, architectures that learn fast, and over-stated the tau on held-out 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from scipy.stats import kendalltau
 
 from nasflow._checks import check_choice, check_int
+from nasflow._files import atomic_write
 from nasflow.errors import ConfigError
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet, recalibrate_bn
-from nasflow.train import Batches, EpochTrainer, TrainConfig, evaluate, train_standalone
+from nasflow.train import (
+    Batches,
+    EpochTrainer,
+    TrainConfig,
+    TrainingInterrupted,
+    evaluate,
+    train_epochs,
+    train_standalone,
+)
 
 
 @dataclass(frozen=True)
@@ -165,6 +177,49 @@ def supernet_score(
     return evaluate(net, val, device=device)[0]
 
 
+class ProbeProgress:
+    """What an interrupted probe finished, in ``folder/progress.json``: the pool's scores
+    and the probed architectures' accuracies, by architecture, for one ``key`` (the probe's
+    settings and what it ranks); a file of another key is ignored. Each probed
+    architecture's training is checkpointed in ``folder/arch-N``.
+
+    Args:
+        folder: The probe's folder (``None``: nothing is kept).
+        key: What the probe is (see :func:`probe_key`).
+    """
+
+    def __init__(self, folder: Path | None, key: str) -> None:
+        self.folder, self.key = folder, key
+        self.pool: dict[str, float] = {}
+        self.accuracies: dict[str, float] = {}
+        path = None if folder is None else folder / "progress.json"
+        if path is not None and path.is_file():
+            try:
+                saved = json.loads(path.read_text())
+            except ValueError:
+                saved = None  # a damaged file: probe again
+            if isinstance(saved, dict) and saved.get("key") == key:
+                self.pool = {str(k): float(v) for k, v in saved.get("pool", {}).items()}
+                self.accuracies = {str(k): float(v) for k, v in saved["accuracies"].items()}
+
+    def save(self) -> None:
+        if self.folder is None:
+            return
+        text = json.dumps({"key": self.key, "pool": self.pool, "accuracies": self.accuracies})
+        atomic_write(self.folder / "progress.json", lambda f: f.write(text), mode="w")
+
+    def checkpoints(self, n: int) -> Path | None:
+        """Where the ``n``-th probed architecture's training is checkpointed."""
+        return None if self.folder is None else self.folder / f"arch-{n}"
+
+
+def probe_key(probe: TrustProbe, seed: int, recipe: TrainConfig, scored: int) -> str:
+    """What a probe run is: its settings, seed and recipe, and how many screened
+    architectures it ranks (a resumed study that screened more probes afresh)."""
+    what = {"probe": asdict(probe), "seed": seed, "recipe": asdict(recipe), "scored": scored}
+    return json.dumps(what, sort_keys=True, default=str)
+
+
 def random_pool(
     supernet: Supernet,
     space: SearchSpace,
@@ -174,16 +229,31 @@ def random_pool(
     bn_batches: int,
     seed: int,
     device: torch.device | str = "cpu",
+    should_stop: Callable[[], bool] | None = None,
+    progress: ProbeProgress | None = None,
 ) -> list[tuple[Arch, float]]:
     """``n`` distinct random architectures of ``space`` (fewer if the space is smaller)
-    with their supernet scores."""
+    with their supernet scores (those in ``progress`` are not scored again; each new one
+    is saved there).
+
+    Raises:
+        TrainingInterrupted: ``should_stop`` asked to stop, between two architectures.
+    """
     rng = np.random.default_rng(seed)
     archs: dict[Arch, None] = {}
     for _ in range(20 * n):
         if len(archs) == n:
             break
         archs.setdefault(space.sample(rng))
-    return [(a, supernet_score(supernet, space, a, train, val, bn_batches, device)) for a in archs]
+    kept = progress or ProbeProgress(None, "")
+    for i, a in enumerate(archs):
+        if a.to_json() in kept.pool:
+            continue
+        if should_stop is not None and should_stop():
+            raise TrainingInterrupted(f"the trust probe's pool, {i}/{len(archs)} scored")
+        kept.pool[a.to_json()] = supernet_score(supernet, space, a, train, val, bn_batches, device)
+        kept.save()
+    return [(a, kept.pool[a.to_json()]) for a in archs]
 
 
 def _finetuned_accuracy(
@@ -196,16 +266,17 @@ def _finetuned_accuracy(
     probe: TrustProbe,
     bn_batches: int,
     device: torch.device | str,
+    resumable: dict[str, Any],
 ) -> float:
-    """Validation accuracy after ``probe.epochs`` epochs of fine-tuning from inherited weights."""
+    """Validation accuracy after ``probe.epochs`` epochs of fine-tuning from inherited
+    weights (``resumable``: ``train_epochs``'s checkpoint and stop arguments)."""
     net = supernet.extract(space.path(arch))
     recalibrate_bn(net, train.epoch(0), bn_batches, device=device)
     schedule = replace(
         recipe, epochs=probe.schedule_epochs, warmup_epochs=min(recipe.warmup_epochs, 0.5)
     )
     trainer = EpochTrainer(net, train, schedule, device)
-    for _ in range(probe.epochs):
-        trainer.run_epoch()
+    train_epochs(trainer, probe.epochs, **resumable)
     return evaluate(net, val, device=device)[0]
 
 
@@ -221,6 +292,8 @@ def run_trust_probe(
     log: Callable[[str], None] | None = None,
     supernet: Supernet | None = None,
     bn_batches: int = 10,
+    should_stop: Callable[[], bool] | None = None,
+    progress: ProbeProgress | None = None,
 ) -> TrustResult:
     """Train ``probe.archs`` architectures of ``scored`` briefly and compare rankings.
 
@@ -237,28 +310,51 @@ def run_trust_probe(
         log: Line logger.
         supernet: The trained supernet (the ``"finetune"`` proxy's inherited weights).
         bn_batches: Training batches re-estimating batch norm before fine-tuning.
+        should_stop: Polled after every training step.
+        progress: Where the accuracies found so far are kept and each training is
+            checkpointed: a stopped probe resumes there, losing at most a step.
 
     Raises:
         ValueError: The ``"finetune"`` proxy without a supernet.
+        TrainingInterrupted: ``should_stop`` asked to stop (checkpointed).
     """
     if probe.proxy == "finetune" and supernet is None:
         raise ConfigError("TrustProbe(proxy='finetune') needs the trained supernet")
     short = replace(recipe, epochs=probe.epochs, warmup_epochs=min(recipe.warmup_epochs, 1.0))
     picks = spread_over_ranking(scored, probe.archs)
     t0 = time.perf_counter()
+    kept = progress or ProbeProgress(None, "")
     accs = []
     for n, i in enumerate(picks):
-        torch.manual_seed(seed * 1009 + n)
         arch = scored[i][0]
+        done = kept.accuracies.get(arch.to_json())
+        if done is not None:
+            accs.append(done)
+            continue
+        torch.manual_seed(seed * 1009 + n)
+        what = f"trust probe: architecture {n + 1}/{len(picks)}"
+        resumable = {
+            "folder": kept.checkpoints(n),
+            "identity": f"{kept.key} {arch.to_json()}",
+            "should_stop": should_stop,
+            "log": log,
+            "what": what,
+        }
         if probe.proxy == "finetune":
             assert supernet is not None
             acc = _finetuned_accuracy(
-                supernet, space, arch, train, val, recipe, probe, bn_batches, device
+                supernet, space, arch, train, val, recipe, probe, bn_batches, device, resumable
             )
         else:
             net = space.build(arch)
-            acc = train_standalone(net, train, val, short, device=device).val_accuracy
+            folder = resumable.pop("folder")
+            trained = train_standalone(
+                net, train, val, short, device=device, checkpoints=folder, **resumable
+            )
+            acc = trained.val_accuracy
         accs.append(acc)
+        kept.accuracies[arch.to_json()] = acc
+        kept.save()
         if log is not None:
             log(f"trust probe: {n + 1}/{len(picks)} trained, val accuracy {accs[-1]:.4f}")
     scores = [scored[i][1] for i in picks]

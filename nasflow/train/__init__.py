@@ -14,6 +14,7 @@ from nasflow.train._distill import Distillation
 from nasflow.train._errors import CheckpointError, NonFiniteLossError, TrainingInterrupted
 from nasflow.train._loop import evaluate, make_optimizer, warmup_cosine
 from nasflow.train._recipe import Recipe, SupernetConfig, TrainConfig
+from nasflow.train._resume import train_epochs
 from nasflow.train._standalone import (
     EpochTrainer,
     TrainResult,
@@ -50,6 +51,7 @@ __all__ = [
     "measure_step_time",
     "save_checkpoint",
     "supernet_step",
+    "train_epochs",
     "train_standalone",
     "warmup_cosine",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -22,6 +23,7 @@ from nasflow.train._loop import (
     warmup_cosine,
 )
 from nasflow.train._recipe import TrainConfig
+from nasflow.train._resume import train_epochs
 from nasflow.train._supernet import schedule_step
 from nasflow.train.stack import Stack, device_clock
 
@@ -174,18 +176,34 @@ def train_standalone(
     device: torch.device | str = "cpu",
     on_epoch: Callable[[int, float], None] | None = None,
     stack: Stack | None = None,
+    *,
+    checkpoints: Path | None = None,
+    identity: str = "",
+    should_stop: Callable[[], bool] | None = None,
+    log: Callable[[str], None] | None = None,
+    what: str = "training",
 ) -> TrainResult:
     """Train ``model`` from its current weights for ``config.epochs`` epochs.
 
-    ``seconds`` counts training steps only (the measured training cost, with ``stack``);
-    evaluation is excluded.
+    ``seconds`` counts training steps only (the measured training cost, with ``stack``;
+    a resumed training's too); evaluation is excluded. With ``checkpoints`` the training
+    is checkpointed there after every epoch and when ``should_stop`` stops it, and resumes
+    from there (``nasflow.train._resume.train_epochs``: ``identity``, ``log`` and
+    ``what`` as there).
+
+    Raises:
+        TrainingInterrupted: ``should_stop`` asked to stop.
     """
     trainer = EpochTrainer(model, train, config, device, stack)
-    losses = []
-    for _ in range(config.epochs):
-        losses.append(trainer.run_epoch())
-        if on_epoch is not None:
-            on_epoch(trainer.epoch, losses[-1])
+    losses = train_epochs(
+        trainer,
+        folder=checkpoints,
+        identity=identity,
+        should_stop=should_stop,
+        on_epoch=on_epoch,
+        log=log,
+        what=what,
+    )
     val_acc, val_loss = evaluate(model, val, device=device)
     test_acc = evaluate(model, test, device=device)[0] if test is not None else None
     return TrainResult(val_acc, test_acc, trainer.seconds, losses, val_loss)
