@@ -57,6 +57,9 @@ study = StudySpec(
     finetuning=FineTuning(finalists=8, rungs=(1, 2), keep=0.5, top=4),
     trust=TrustProbe(epochs=1, schedule_epochs=2),
     bn_batches=1,  # no batch norm in this space: one pass is enough
+    # The cost model's op table splits networks at their LayerChoice layers; this space's
+    # choices are elastic sizes, so each candidate's cost is measured on a few steps.
+    cost="measure",
     train=TrainConfig(epochs=2, batch_size=32, lr=1e-2, weight_decay=1e-2),
     retrain_top=4,
     seed=0,
