@@ -33,7 +33,7 @@ def check_bundle(data: DataBundle, input_shape: Sequence[int] | None = None) -> 
     if input_shape is not None and tuple(input_shape) != shape:
         raise DataError(
             f"data {data.name!r} has input_shape {list(shape)}, the space takes "
-            f"{list(input_shape)}"
+            f"{list(input_shape)}{_channels_hint(shape, tuple(input_shape))}"
         )
     for split in SPLITS:
         ds = getattr(data, split)
@@ -53,3 +53,20 @@ def check_bundle(data: DataBundle, input_shape: Sequence[int] | None = None) -> 
                     f"data {data.name!r}: {split} sample {i} has label {labels.tolist()!r}, "
                     f"outside 0..{data.num_classes - 1} (num_classes={data.num_classes})"
                 )
+
+
+def _channels_hint(have: tuple[int, ...], want: tuple[int, ...]) -> str:
+    """Where only the image channels differ (1 against 3): the loaders' option that loads
+    the other number."""
+    if len(have) != 3 or len(want) != 3 or have[1:] != want[1:] or {have[0], want[0]} != {1, 3}:
+        return ""
+    if want[0] == 1:
+        return (
+            "; image folders load as 3-channel RGB unless told otherwise: pass channels=1 "
+            "(load_image_folder(..., channels=1) or load_cifar10(..., channels=1)) to load "
+            "them grayscale"
+        )
+    return (
+        "; images loaded with channels=1 are grayscale: pass channels=3 (the default of "
+        "load_image_folder and load_cifar10) to load them RGB"
+    )

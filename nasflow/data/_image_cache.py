@@ -27,7 +27,8 @@ FORMAT = 1
 
 @dataclass(frozen=True)
 class ImageTensors:
-    """Both splits of an image dataset as uint8 tensors ``(N, 3, H, W)`` and int64 labels."""
+    """Both splits of an image dataset as uint8 tensors ``(N, C, H, W)`` (C: 3 for RGB, 1
+    for grayscale) and int64 labels."""
 
     train_x: torch.Tensor
     train_y: torch.Tensor
@@ -52,14 +53,19 @@ def content_key(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _decode(folder: object, size: int | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every image of an ``ImageFolder``-like dataset, resized, as uint8 ``(N, 3, H, W)``."""
+def _decode(
+    folder: object, size: int | None, channels: int = 3
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every image of an ``ImageFolder``-like dataset, resized, as uint8 ``(N, C, H, W)``
+    (``channels=1``: converted to grayscale by PIL, as the lazy loader's transform does)."""
     from torchvision.transforms.v2 import functional as TF
 
     load: Callable = getattr(folder, "load_image", None) or (lambda i: folder[i][0])  # type: ignore[index]
+    mode = "L" if channels == 1 else "RGB"
     images = []
     for i in range(len(folder)):  # type: ignore[arg-type]
-        img = TF.pil_to_tensor(load(i))  # (3, H0, W0) uint8
+        pil = load(i)
+        img = TF.pil_to_tensor(pil if pil.mode == mode else pil.convert(mode))  # (C, H0, W0)
         if size is not None and img.shape[-2:] != (size, size):
             img = TF.resize(img, [size, size], antialias=True)
         images.append(img)
@@ -69,7 +75,12 @@ def _decode(folder: object, size: int | None) -> tuple[torch.Tensor, torch.Tenso
 
 
 def image_tensors(
-    train: object, test: object, source: Path, size: int | None, cache_dir: Path | None
+    train: object,
+    test: object,
+    source: Path,
+    size: int | None,
+    cache_dir: Path | None,
+    channels: int = 3,
 ) -> ImageTensors:
     """The decoded splits, from the cache file or decoded now and cached.
 
@@ -79,8 +90,10 @@ def image_tensors(
         source: The zip or folder both came from (its content names the cache file).
         size: Resize to ``size`` x ``size``; ``None`` keeps the stored size.
         cache_dir: Folder of the cache file; ``None`` decodes without caching.
+        channels: 3 (RGB) or 1 (grayscale): a file of its own each.
     """
-    name = f"images-{content_key(source)}-{size or 'native'}-v{FORMAT}.pt"
+    gray = "-gray" if channels == 1 else ""  # (RGB files keep the name they had)
+    name = f"images-{content_key(source)}-{size or 'native'}{gray}-v{FORMAT}.pt"
     path = None if cache_dir is None else Path(cache_dir) / name
     if path is not None and path.is_file():
         try:
@@ -88,8 +101,8 @@ def image_tensors(
             return ImageTensors(**{**blob, "classes": tuple(blob["classes"])})
         except Exception:  # truncated or foreign file: decode again and replace it
             pass
-    train_x, train_y = _decode(train, size)
-    test_x, test_y = _decode(test, size)
+    train_x, train_y = _decode(train, size, channels)
+    test_x, test_y = _decode(test, size, channels)
     out = ImageTensors(train_x, train_y, test_x, test_y, tuple(train.classes))  # type: ignore[attr-defined]
     if path is not None:
         blob = {**out.__dict__, "classes": list(out.classes)}
@@ -100,7 +113,7 @@ def image_tensors(
 
 
 class ImageTensorDataset(TensorDataset):
-    """Normalized float images ``(N, 3, H, W)`` and labels, with an optional augmentation
+    """Normalized float images ``(N, C, H, W)`` and labels, with an optional augmentation
     that ``Batches`` applies to each training batch (on tensors, per sample)."""
 
     def __init__(
@@ -116,8 +129,8 @@ class ImageTensorDataset(TensorDataset):
 def normalize(
     images: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ...]
 ) -> torch.Tensor:
-    """uint8 ``(N, 3, H, W)`` -> normalized float32 of the same shape."""
-    m = torch.tensor(mean).view(1, -1, 1, 1)  # (3,) -> (1, 3, 1, 1)
+    """uint8 ``(N, C, H, W)`` -> normalized float32 of the same shape."""
+    m = torch.tensor(mean).view(1, -1, 1, 1)  # (C,) -> (1, C, 1, 1)
     s = torch.tensor(std).view(1, -1, 1, 1)
     return (images.float() / 255.0 - m) / s
 

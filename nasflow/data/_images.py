@@ -28,9 +28,33 @@ from nasflow.errors import ConfigError, MissingFileError
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR10_STD = (0.2470, 0.2435, 0.2616)
+#: PIL's RGB -> L weights (ITU-R 601-2 luma), by which a grayscale image is made.
+LUMA = (0.299, 0.587, 0.114)
+#: Channels an image can be loaded with, and the PIL mode each converts to.
+CHANNELS = {1: "L", 3: "RGB"}
 IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 _SPLITS = ("train", "test")
 _COUNTS = ("image_size", "train_limit", "test_limit")
+
+
+def check_channels(channels: object) -> int:
+    """``channels`` if it is 1 (grayscale) or 3 (RGB), else ``ValueError`` naming it."""
+    if isinstance(channels, bool) or channels not in CHANNELS:
+        raise ConfigError(
+            f"channels must be 1 (grayscale, PIL mode 'L') or 3 (RGB), got {channels!r}"
+        )
+    return int(channels)  # type: ignore[call-overload]
+
+
+def image_stats(channels: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The per-channel mean and standard deviation images are normalized with: CIFAR-10's
+    for RGB; for grayscale, the same figures weighted as PIL weights RGB into L (exact for
+    the mean, an approximation for the deviation: channels are correlated)."""
+    if channels == 3:
+        return CIFAR10_MEAN, CIFAR10_STD
+    mean = sum(w * m for w, m in zip(LUMA, CIFAR10_MEAN, strict=True))
+    std = sum(w * s for w, s in zip(LUMA, CIFAR10_STD, strict=True))
+    return (mean,), (std,)
 
 
 def _zip_root(names: list[str], zip_path: Path) -> str:
@@ -77,11 +101,16 @@ class ZipImageFolder(Dataset):
         class_to_idx: Class name to label.
         samples: ``(member name, label)`` pairs, sorted by member name.
         targets: Labels of ``samples``.
-        transform: Applied to the decoded RGB ``PIL.Image``.
+        transform: Applied to the decoded ``PIL.Image`` (RGB, or L with ``channels=1``).
+        channels: 3 decodes every image as RGB, 1 as grayscale (PIL mode ``L``).
     """
 
     def __init__(
-        self, zip_path: os.PathLike | str, split: str = "train", transform: Callable | None = None
+        self,
+        zip_path: os.PathLike | str,
+        split: str = "train",
+        transform: Callable | None = None,
+        channels: int = 3,
     ) -> None:
         """Index one split of the zip.
 
@@ -89,6 +118,7 @@ class ZipImageFolder(Dataset):
             zip_path: The ``.zip`` file.
             split: Folder inside the layout, ``"train"`` or ``"test"``.
             transform: Applied to each decoded image.
+            channels: 3 (RGB) or 1 (grayscale).
 
         Raises:
             FileNotFoundError: ``zip_path`` does not exist.
@@ -98,6 +128,7 @@ class ZipImageFolder(Dataset):
         if not self.zip_path.is_file():
             raise MissingFileError(f"image zip {zip_path} does not exist")
         check_choice("split", split, _SPLITS)
+        self.channels = check_channels(channels)
         if not zipfile.is_zipfile(self.zip_path):
             raise ConfigError(f"{self.zip_path} is not a zip file")
         names = [n for n in _open_zip(self.zip_path).namelist() if not n.endswith("/")]
@@ -119,10 +150,11 @@ class ZipImageFolder(Dataset):
         return len(self.samples)
 
     def load_image(self, index: int) -> Image.Image:
-        """The decoded RGB image of sample ``index``, without the transform."""
+        """The decoded image of sample ``index`` (RGB, or L with ``channels=1``), without
+        the transform."""
         data = _open_zip(self.zip_path).read(self.samples[index][0])
         with Image.open(io.BytesIO(data)) as img:
-            return img.convert("RGB")
+            return img.convert(CHANNELS[self.channels])
 
     def __getitem__(self, index: int) -> tuple[Any, int]:
         img = self.load_image(index)
@@ -130,15 +162,19 @@ class ZipImageFolder(Dataset):
 
 
 def _transforms(
-    size: tuple[int, int] | None, crop: tuple[int, int], augment: bool
+    size: tuple[int, int] | None, crop: tuple[int, int], augment: bool, channels: int = 3
 ) -> Callable[[Image.Image], torch.Tensor]:
-    """Resize (optional), train-only augmentation, ToTensor, CIFAR-10 normalization."""
+    """Grayscale (``channels=1``), resize (optional), train-only augmentation, ToTensor,
+    normalization (:func:`image_stats`)."""
     from torchvision import transforms as T
 
-    steps: list[Callable] = [T.Resize(size)] if size else []
+    # (torchvision's Grayscale converts a PIL image with PIL's own RGB -> L, as the cache)
+    steps: list[Callable] = [T.Grayscale(1)] if channels == 1 else []
+    steps += [T.Resize(size)] if size else []
     if augment:
         steps += [T.RandomCrop(crop, padding=4), T.RandomHorizontalFlip()]
-    return T.Compose([*steps, T.ToTensor(), T.Normalize(CIFAR10_MEAN, CIFAR10_STD)])
+    mean, std = image_stats(channels)
+    return T.Compose([*steps, T.ToTensor(), T.Normalize(mean, std)])
 
 
 def _limited(targets: list[int], limit: int | None, seed: int) -> list[int]:
@@ -170,8 +206,14 @@ def load_image_folder(
     augment: bool = False,
     cache: os.PathLike | str | bool = False,
     cache_dir: os.PathLike | str | bool | None = None,
+    channels: int = 3,
 ) -> DataBundle:
     """Image classification data from an ``ImageFolder`` layout, as a folder or a zip.
+
+    Every image is converted to ``channels`` channels whatever it is stored as: RGB by
+    default (a grayscale PNG then repeats its one channel three times), grayscale with
+    ``channels=1`` (PIL's ``L`` conversion of a colour image). A space that takes
+    ``input_shape`` ``[1, H, W]`` needs ``channels=1``.
 
     Args:
         path: A folder with ``train/<class>/<image>`` and ``test/<class>/<image>``, or a
@@ -189,9 +231,10 @@ def load_image_folder(
             as ``ImageTensorDataset`` (augmented on tensors): ``True`` keeps the file in
             the cache folder (``nasflow.settings.cache_dir``), a path in that folder;
             ``False`` (default) decodes lazily on every access, as ``ImageFolder``.
+        channels: 3 (default): RGB; 1: grayscale. Normalized with :func:`image_stats`.
 
     Returns:
-        A bundle of normalized float tensors ``(3, H, W)`` and int labels.
+        A bundle of normalized float tensors ``(channels, H, W)`` and int labels.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
@@ -205,13 +248,15 @@ def load_image_folder(
     for name, value in zip(_COUNTS, (image_size, train_limit, test_limit), strict=True):
         check_int(name, value, optional=True)
     check_fraction("val_fraction", val_fraction)
+    check_channels(channels)
     if p.is_dir():
         missing = [f"{s}/" for s in _SPLITS if not (p / s).is_dir()]
         if missing:
             raise ConfigError(f"image folder {p} has no {' or '.join(missing)} subfolder")
         train_all, test_all = ImageFolder(str(p / "train")), ImageFolder(str(p / "test"))
     elif p.suffix.lower() == ".zip" or zipfile.is_zipfile(p):
-        train_all, test_all = ZipImageFolder(p, "train"), ZipImageFolder(p, "test")
+        train_all = ZipImageFolder(p, "train", channels=channels)
+        test_all = ZipImageFolder(p, "test", channels=channels)
     else:
         raise ConfigError(f"image data {p} must be a folder or a .zip file")
     if train_all.classes != test_all.classes:
@@ -224,7 +269,7 @@ def load_image_folder(
     if cache is not False:
         folder = default_cache_dir() if cache is True else Path(cache)
         return _tensor_bundle(
-            image_tensors(train_all, test_all, p, image_size, folder),
+            image_tensors(train_all, test_all, p, image_size, folder, channels),
             [pool[i] for i in tr],
             [pool[i] for i in va],
             test_idx,
@@ -235,8 +280,8 @@ def load_image_folder(
     size = (image_size, image_size) if image_size else None
     first = train_all[pool[0]][0]  # PIL image: no transform set yet
     crop = size or (first.height, first.width)
-    plain = _transforms(size, crop, augment=False)
-    train_ds = _with_transform(train_all, _transforms(size, crop, augment))
+    plain = _transforms(size, crop, augment=False, channels=channels)
+    train_ds = _with_transform(train_all, _transforms(size, crop, augment, channels))
     val_ds, test_ds = _with_transform(train_all, plain), _with_transform(test_all, plain)
     input_shape = tuple(plain(first).shape)  # (C, H, W)
     return DataBundle(
@@ -263,7 +308,8 @@ def _tensor_bundle(
         i = torch.as_tensor(idx, dtype=torch.long)
         size = x.shape[-1]
         crop = CropFlip(size, 4 if size >= 24 else 2) if aug else None
-        return ImageTensorDataset(normalize(x[i], CIFAR10_MEAN, CIFAR10_STD), y[i], crop)
+        mean, std = image_stats(x.shape[1])
+        return ImageTensorDataset(normalize(x[i], mean, std), y[i], crop)
 
     train = split(t.train_x, t.train_y, train_idx, augment)
     return DataBundle(
@@ -286,6 +332,7 @@ def load_cifar10(
     augment: bool = False,
     cache: os.PathLike | str | bool = False,
     cache_dir: os.PathLike | str | bool | None = None,
+    channels: int = 3,
 ) -> DataBundle:
     """CIFAR-10 from an ``ImageFolder`` folder or zip (e.g. ``cifar10-jpg.zip``).
 
@@ -296,7 +343,15 @@ def load_cifar10(
         ValueError: Not exactly 10 classes, or as :func:`load_image_folder` raises.
     """
     bundle = load_image_folder(
-        path, image_size, val_fraction, seed, train_limit, test_limit, augment, cache
+        path,
+        image_size,
+        val_fraction,
+        seed,
+        train_limit,
+        test_limit,
+        augment,
+        cache,
+        channels=channels,
     )
     if bundle.num_classes != 10:
         raise ConfigError(f"CIFAR-10 at {path} must have 10 classes, found {bundle.num_classes}")
