@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
+from pathlib import Path
+
 from nasflow.export._format import FINE_TUNED, RETRAINED, SUPERNET, ExportInfo
-from nasflow.space import SearchSpace
+from nasflow.space import SearchSpace, is_registered, rebuild_space
+
+#: Module names of code that no other process can import: a script or notebook
+#: (``__main__``), a study file run by ``nasflow.search.load_study_file``.
+_NOT_IMPORTABLE = ("__main__", "nasflow_study")
 
 
 def _arch_table(info: ExportInfo) -> str:
@@ -69,6 +77,115 @@ def _search(info: ExportInfo) -> str:
             f"{info.study['train_cost_predicted_s']:.1f}s (a prediction for the architecture)"
         )
     return "\n".join(rows)
+
+
+def _defined_in(cls: type) -> str | None:
+    """The name (not the path) of the file that defines ``cls``, where Python knows it."""
+    for value in vars(cls).values():
+        code = getattr(value, "__code__", None)
+        if code is not None:
+            return Path(code.co_filename).name
+    try:
+        return Path(inspect.getfile(cls)).name
+    except (TypeError, OSError):
+        return None
+
+
+def _rebuilds(space: SearchSpace) -> bool:
+    """Whether ``load_exported(dir, space=type(space))`` re-creates ``space`` from its
+    recorded config (its class's ``from_config``, the same fingerprint)."""
+    try:
+        rebuild_space(space.name, space.config, space.fingerprint(), cls=type(space))
+    except ValueError:
+        return False
+    return True
+
+
+def _importable(module: str) -> bool:
+    if module in _NOT_IMPORTABLE:
+        return False
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _load_section(info: ExportInfo, space: SearchSpace, sample: str) -> str:
+    """How to load the export in PyTorch: ``load_exported(dir)`` for a registered space,
+    else code that loads without the registry (the program, or the space passed in)."""
+    if is_registered(space):
+        return f"""```python
+import torch
+import nasflow
+
+model = nasflow.load_exported("path/to/this/directory")  # eval mode, CPU
+logits = model({sample})
+```
+
+`load_exported` reads only `arch.json` and `model.safetensors`: it re-creates the space
+`{info.space}` (fingerprint `{info.fingerprint}`) from the installed nasflow spaces and
+the recorded config, checks the architecture against it, builds the network and loads the
+weights after checking their SHA-256. It never unpickles anything, and it refuses a
+directory that carries a pickle (`*.pt`, `*.pkl`, `*.bin`, ...)."""
+    cls = type(space)
+    where = _defined_in(cls)
+    if _importable(cls.__module__) and _rebuilds(space):
+        give = f"from {cls.__module__} import {cls.__qualname__}\n\n"
+        arg, said = cls.__qualname__, f"the class `{cls.__module__}.{cls.__qualname__}`"
+    elif not _importable(cls.__module__) and where and where.endswith(".py"):
+        give = (
+            "from nasflow.search import load_study_file\n\n"
+            f'space = load_study_file("path/to/{where}").space  # runs the study file\n'
+        )
+        arg = "space"
+        said = f"the study file that defines it (`{where}`)"
+    else:  # nothing this process knows rebuilds it: the user's own instance
+        give = ""
+        arg = "space"
+        said = (
+            f"the `{cls.__qualname__}` instance the study searched (`{cls.__module__}`; "
+            f"`{cls.__qualname__}.from_config` does not rebuild it from the recorded config), "
+            "bound to `space`"
+        )
+    return f"""Space `{info.space}` is not registered with nasflow (no `nasflow.spaces` entry
+point re-creates it), so `nasflow.load_exported(directory)` alone cannot rebuild it. The
+torch.export program loads with PyTorch alone:
+
+```python
+import torch
+
+program = torch.export.load("path/to/this/directory/model.pt2")  # unpickles: trusted files only
+model = program.module()
+logits = model({sample})
+```
+
+Or rebuild the network from `arch.json` and `model.safetensors` with the space given, from
+{said}:
+
+```python
+import torch
+import nasflow
+{give}model = nasflow.load_exported("path/to/this/directory", space={arg})  # eval mode, CPU
+logits = model({sample})
+```
+
+`load_exported` then checks the space's name and fingerprint (`{info.fingerprint}`)
+against the record, checks the architecture, builds the network and loads the weights
+after checking their SHA-256. It never unpickles anything, and it refuses a directory that
+carries a pickle (`*.pt`, `*.pkl`, `*.bin`, ...)."""
+
+
+def _retrain_command(space: SearchSpace) -> str:
+    """``nasflow retrain`` for this export (with ``--study`` where the space needs it)."""
+    if is_registered(space):
+        return "nasflow retrain path/to/this/directory --epochs 20 --out path/to/retrained"
+    where = _defined_in(type(space))
+    own = not _importable(type(space).__module__) and where and where.endswith(".py")
+    study = where if own else "STUDY_FILE.py"
+    return (
+        f"nasflow retrain path/to/this/directory --study path/to/{study} --epochs 20 "
+        "--out path/to/retrained"
+    )
 
 
 def readme(info: ExportInfo, space: SearchSpace, onnx: bool) -> str:
@@ -139,31 +256,21 @@ Input: {what} of shape `(batch, {shape})`; output: logits.
 
 ## Load it (PyTorch)
 
-```python
-import torch
-import nasflow
-
-model = nasflow.load_exported("path/to/this/directory")  # eval mode, CPU
-logits = model({sample})
-```
-
-`load_exported` reads only `arch.json` and `model.safetensors`: it re-creates the space
-`{info.space}` (fingerprint `{info.fingerprint}`) from the installed nasflow spaces and
-the recorded config, checks the architecture against it, builds the network and loads the
-weights after checking their SHA-256. It never unpickles anything, and it refuses a
-directory that carries a pickle (`*.pt`, `*.pkl`, `*.bin`, ...).
+{_load_section(info, space, sample)}
 
 ## torch.export program
 
 ```python
-program = torch.export.load("model.pt2")  # unpickles: only for files you trust
+import torch
+
+program = torch.export.load("path/to/this/directory/model.pt2")  # unpickles: trusted files only
 logits = program.module()({sample})
 ```
 {onnx_part}{hf_part}
 ## Retrain from scratch
 
 ```bash
-nasflow retrain path/to/this/directory --epochs 20 --out path/to/retrained
+{_retrain_command(space)}
 ```
 
 ## Architecture

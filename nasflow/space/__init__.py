@@ -14,7 +14,12 @@ from nasflow.space._choices import (
     value_choice,
 )
 from nasflow.space._nni import NniSpace, from_nni
-from nasflow.space._registry import rebuild_space, registered_spaces, space_class
+from nasflow.space._registry import (
+    is_registered,
+    rebuild_space,
+    registered_spaces,
+    space_class,
+)
 from nasflow.space._space import SearchSpace
 
 __all__ = [
@@ -28,6 +33,7 @@ __all__ = [
     "edge_choices",
     "from_nni",
     "hyper_choice",
+    "is_registered",
     "op_choice",
     "rebuild_space",
     "registered_spaces",

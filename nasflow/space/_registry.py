@@ -88,3 +88,17 @@ def rebuild_space(
             "definition changed since, or the record was altered"
         )
     return space
+
+
+def is_registered(space: SearchSpace) -> bool:
+    """Whether the registry alone re-creates ``space``: its name is registered and the
+    registered class rebuilds it from its ``config`` with its fingerprint. Then a stored
+    study or an export finds its space by name (``nasflow export NAME``,
+    ``nasflow.load_exported(dir)``); otherwise they need the space given (the study file,
+    ``load_exported(dir, space=...)``).
+    """
+    try:
+        rebuild_space(space.name, space.config, space.fingerprint())
+    except ValueError:  # unknown name, a class that does not import or rebuild, another space
+        return False
+    return True
