@@ -1,21 +1,25 @@
-"""B-tab: samplers on tabular NAS-Bench-201 — regret to the optimum after N trials.
+"""B-tab: samplers on tabular NAS-Bench-201 — regret to the optimum after N distinct
+architectures.
 
-Runs the study of ``studies/nb201_tabular.py`` (its space, table and sampler settings, via
-the same ``study_sampler`` the runner uses) with each sampler for each seed, on an
-in-memory Optuna storage, and reports mean ± std over the seeds of
+Runs the study of ``studies/nb201_tabular.py`` (its space, table and sampler settings)
+with each sampler for each seed through ``StudyRunner``, on an in-memory Optuna storage:
+the screening loop every study runs, which counts distinct architectures toward
+``n_trials`` (a sampler that proposes a scored architecture is asked again, then a random
+unseen one is drawn). It reports mean ± std over the seeds of
 
-- the final regret: table optimum (94.37) minus the best test accuracy found, in points;
+- the final regret: table optimum (94.37) minus the best test accuracy found, in points,
+  after N distinct architectures;
 - the test accuracy of the best architecture found;
 - the share of runs that found the optimum.
 
-Every budget is its own run (a 100-trial run is not the head of a 300-trial run). Next
-to the samplers, the exact expectation of random search with replacement (Optuna's
-``RandomSampler`` may repeat an architecture) is computed from the table, as a check on
-the measured random rows.
+Every budget is its own run (a 100-architecture run is not the head of a 300 one). Next
+to the samplers, the exact expectation of random search over N distinct architectures
+(drawn without replacement) is computed from the table, as a check on the measured
+random rows.
 
 Usage::
 
-    python benchmarks/tabular.py                        # 20 seeds, 100 and 300 trials
+    python benchmarks/tabular.py                        # 20 seeds, 100 and 300 architectures
     python benchmarks/tabular.py --quick                # CI smoke size (seconds)
 """
 
@@ -25,14 +29,15 @@ import argparse
 import math
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import optuna
 
-from nasflow.search import StudySpec, load_study_file, study_sampler
-from nasflow.tabular import TabularBenchmark, TabularObjective, tabular_outcome
+from nasflow.search import StudyRunner, StudySpec, load_study_file
+from nasflow.tabular import TabularBenchmark, tabular_outcome
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,24 +45,53 @@ STUDY = ROOT / "studies" / "nb201_tabular.py"
 SAMPLERS = ("tpe", "random", "nsga2")
 
 
-def run_once(spec: StudySpec, sampler: str, n_trials: int, seed: int) -> tuple[float, float]:
-    """One search: ``(regret, test accuracy of the best found)``."""
-    spec = spec.replace(sampler=sampler, n_trials=n_trials, seed=seed)
-    study = optuna.create_study(direction="maximize", sampler=study_sampler(spec, seed))
-    study.optimize(TabularObjective(spec.table), n_trials=n_trials)  # type: ignore[arg-type]
+def run_once(
+    spec: StudySpec, sampler: str, n_trials: int, seed: int, runs: Path
+) -> tuple[float, float]:
+    """One search of ``n_trials`` distinct architectures, run as ``nasflow search`` runs
+    it (in memory, run folder under ``runs``): ``(regret, test accuracy of the best)``."""
+    spec = spec.replace(
+        name=f"{sampler}-{n_trials}-{seed}",
+        sampler=sampler,
+        n_trials=n_trials,
+        seed=seed,
+        storage=optuna.storages.InMemoryStorage(),
+    )
+    study = StudyRunner(spec, out_dir=runs, progress=False, log=lambda _m: None).run().study
     out = tabular_outcome(study, spec.table)  # type: ignore[arg-type]
-    if out is None or out.trials != n_trials:
-        raise RuntimeError(f"{sampler} seed {seed}: {n_trials} trials asked, {out} completed")
+    if out is None or out.distinct != n_trials:
+        raise RuntimeError(
+            f"{sampler} seed {seed}: {n_trials} distinct architectures asked, outcome {out}"
+        )
     return out.regret, out.report_value
 
 
-def random_expectation(table: TabularBenchmark, n_trials: int) -> tuple[float, float]:
-    """Exact mean and std of the best of ``n_trials`` uniform draws with replacement."""
+def _log_comb(n: int, k: int) -> float:
+    """log C(n, k) (C(15625, 300) is far past a float)."""
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def random_expectation(
+    table: TabularBenchmark, n_trials: int, distinct: bool = True
+) -> tuple[float, float]:
+    """Exact mean and std of the best of ``n_trials`` uniform draws: distinct ones
+    (without replacement, what a study's screening draws), or with replacement."""
     values = sorted(table.values())
     size = len(values)
+    if distinct and not 1 <= n_trials <= size:
+        raise ValueError(f"n_trials must be 1 to {size} distinct draws, got {n_trials}")
+
+    def at_most(k: int) -> float:
+        """P(the best of the draws is among the k smallest values)."""
+        if not distinct:
+            return (k / size) ** n_trials
+        if k < n_trials:
+            return 0.0
+        return math.exp(_log_comb(k, n_trials) - _log_comb(size, n_trials))
+
     mean = second = 0.0
     for k, v in enumerate(values, start=1):
-        p = (k / size) ** n_trials - ((k - 1) / size) ** n_trials  # P(max is the k-th)
+        p = at_most(k) - at_most(k - 1)  # P(max is the k-th)
         mean += p * v
         second += p * v * v
     return mean, math.sqrt(max(0.0, second - mean * mean))
@@ -71,9 +105,11 @@ def mean_std(xs: list[float]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20, help="runs per sampler and budget")
-    parser.add_argument("--trials", type=int, nargs="+", default=[100, 300])
+    parser.add_argument(
+        "--trials", type=int, nargs="+", default=[100, 300], help="distinct architectures"
+    )
     parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
-    parser.add_argument("--quick", action="store_true", help="2 seeds, 20 trials")
+    parser.add_argument("--quick", action="store_true", help="2 seeds, 20 architectures")
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.trials = 2, [20]
@@ -89,34 +125,50 @@ def main(argv: list[str] | None = None) -> int:
     print(f"table: {table.path.name}, {len(table)} architectures, optimum {table.optimum:.4f}")
 
     header = (
-        "| sampler | trials | seeds | final regret (points) | test acc. of best (%) "
+        "| sampler | distinct archs | seeds | final regret (points) | test acc. of best (%) "
         "| optimum found | seconds per run |"
     )
     lines = [header, "|---|---:|---:|---:|---:|---:|---:|"]
     t_all = time.perf_counter()
-    for n in args.trials:
-        for sampler in args.samplers:
-            regrets, accs, secs = [], [], []
-            for seed in range(args.seeds):
-                t = time.perf_counter()
-                regret, acc = run_once(spec, sampler, n, seed)
-                secs.append(time.perf_counter() - t)
-                regrets.append(regret)
-                accs.append(acc)
-            found = sum(r == 0.0 for r in regrets)
-            lines.append(
-                f"| {sampler} | {n} | {args.seeds} | {mean_std(regrets)} | {mean_std(accs)} "
-                f"| {found}/{args.seeds} | {statistics.median(secs):.2f} |"
-            )
-            print(lines[-1], flush=True)
-        mean, std = random_expectation(table, n)
-        lines.append(
-            f"| random, exact expectation | {n} | — | {table.optimum - mean:.3f} ± {std:.3f} "
-            f"| {mean:.3f} ± {std:.3f} | — | — |"
-        )
+    with tempfile.TemporaryDirectory(prefix="tabular-runs-") as runs:
+        for n in args.trials:
+            lines += budget_rows(spec, table, n, args.samplers, args.seeds, Path(runs))
     print(f"\nall runs: {time.perf_counter() - t_all:.0f} s\n")
     print("\n".join(lines))
     return 0
+
+
+def budget_rows(
+    spec: StudySpec,
+    table: TabularBenchmark,
+    n: int,
+    samplers: list[str],
+    seeds: int,
+    runs: Path,
+) -> list[str]:
+    """The rows of one budget (``n`` distinct architectures): one per sampler, over
+    ``seeds`` runs each (printed as each ends), and random search's exact expectation."""
+    lines = []
+    for sampler in samplers:
+        regrets, accs, secs = [], [], []
+        for seed in range(seeds):
+            t = time.perf_counter()
+            regret, acc = run_once(spec, sampler, n, seed, runs)
+            secs.append(time.perf_counter() - t)
+            regrets.append(regret)
+            accs.append(acc)
+        found = sum(r == 0.0 for r in regrets)
+        lines.append(
+            f"| {sampler} | {n} | {seeds} | {mean_std(regrets)} | {mean_std(accs)} "
+            f"| {found}/{seeds} | {statistics.median(secs):.2f} |"
+        )
+        print(lines[-1], flush=True)
+    mean, std = random_expectation(table, n)
+    lines.append(
+        f"| random, exact expectation (distinct) | {n} | — | "
+        f"{table.optimum - mean:.3f} ± {std:.3f} | {mean:.3f} ± {std:.3f} | — | — |"
+    )
+    return lines
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Run with ``nasflow search studies/nb201_tabular.py`` (add ``--n-trials N --seed S``).
 
 Each trial's cell is looked up in the NAS-Bench-201 table (all 15,625 cells with their
-CIFAR-10 test accuracy after 200 epochs, mean over the benchmark's seeds); the run ends
+CIFAR-10 test accuracy after 200 epochs, mean over the benchmark's seeds); ``n_trials``
+counts distinct cells, as the screening of a trained study does (a sampler proposing a
+cell already looked up is asked again, then a random unseen cell is drawn). The run ends
 with the best cell found and its regret to the table's optimum (94.37). The table holds
 no validation accuracy, so the searched metric *is* the test accuracy: the numbers
 compare search strategies with each other, not with methods that select on validation.

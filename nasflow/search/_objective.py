@@ -1,4 +1,5 @@
-"""Phase 2: scoring one candidate architecture from the trained supernet."""
+"""Phase 2: scoring one candidate architecture from the trained supernet (or looking it up
+in a benchmark table: :class:`TabularScorer`)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ from nasflow.search._retrain import recipe_for
 from nasflow.search._spec import StudySpec
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet, recalibrate_bn
+from nasflow.tabular import TabularObjective
 from nasflow.train import (
     EpochTrainer,
     NonFiniteLossError,
@@ -60,6 +62,18 @@ from nasflow.train.stack import Stack
 
 class CandidateError(NasflowError, RuntimeError):
     """A candidate failed (out of memory, or an error in its network); the study goes on."""
+
+
+class TabularScorer(TabularObjective):
+    """A tabular study's scorer in the screening loops: an architecture the table has no
+    row for raises ``CandidateError`` (its trial fails with ``fail_reason``, the study
+    goes on) instead of returning NaN, which Optuna would warn about."""
+
+    def score(self, trial: optuna.Trial, arch: Arch) -> float:
+        value = super().score(trial, arch)
+        if math.isnan(value):
+            raise CandidateError(str(trial.user_attrs[FAIL_REASON_ATTR]))
+        return value
 
 
 def is_out_of_memory(error: BaseException) -> bool:

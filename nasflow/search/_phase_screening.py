@@ -3,18 +3,19 @@ benchmark table) (entry point :func:`run_screening`).
 
 Two loops:
 
-- **Batched** (candidates scored from the supernet alone: no ``StudySpec.finetune``, no
-  ``table``): :class:`BatchedScreening`. The sampler proposes on an in-memory copy of the
-  study (``ask``/``tell``), each proposal is an architecture the study has not scored, and
-  every ``StudySpec.screen_batch`` scored candidates are written to the study's storage
-  at once. A candidate's loop cost is the sampler's and the score's, not the storage's.
+- **Batched** (candidates scored from the supernet alone, no ``StudySpec.finetune``, or
+  looked up in a benchmark ``table``): :class:`BatchedScreening`. The sampler proposes on
+  an in-memory copy of the study (``ask``/``tell``), each proposal is an architecture the
+  study has not scored, and every ``StudySpec.screen_batch`` scored candidates are written
+  to the study's storage at once. A candidate's loop cost is the sampler's and the
+  score's, not the storage's.
 - **Per trial** (``study.optimize``): in-trial fine-tuning (``StudySpec.finetune``), whose
   trials report every epoch to a pruner that reads the other trials from the storage,
   checkpoint, and may be stopped and queued again: batching them would hide running
   trials from the pruner and from other workers, and a fine-tuning epoch costs far more
-  than a storage write. Tabular studies (``table``) stay here too: a look-up is cheaper
-  than any loop, and their sampler may propose an architecture again (the trial then
-  reuses the earlier values, ``duplicate_of``).
+  than a storage write. With ``screen_batch=0`` a tabular study runs here too: its
+  sampler may then propose an architecture again (the trial reuses the earlier values,
+  ``duplicate_of``) and ``n_trials`` counts trials, not distinct architectures.
 """
 
 from __future__ import annotations
@@ -38,11 +39,15 @@ from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, PREFIX, TRACEBACK_ATTR, 
 from nasflow.search._batch_write import write_trials
 from nasflow.search._budget import SKIPS_BEFORE_NOTE, budget_excludes
 from nasflow.search._context import RunContext, ScreeningPhaseResult
-from nasflow.search._objective import CandidateError, CandidateScorer, make_reporter
+from nasflow.search._objective import (
+    CandidateError,
+    CandidateScorer,
+    TabularScorer,
+    make_reporter,
+)
 from nasflow.search._optuna import study_pruner
 from nasflow.search._recovery import requeue_interrupted
 from nasflow.space import Arch
-from nasflow.tabular import TabularObjective
 
 #: Times the sampler is asked again when it proposes an architecture already scored,
 #: before a uniformly random unseen one is drawn instead.
@@ -70,10 +75,10 @@ FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
 def batched(ctx: RunContext) -> bool:
     """Whether the screening runs as a batched loop (candidates scored from the supernet
-    alone); in-trial fine-tuning, tabular studies and ``screen_batch=0`` run per trial
-    (module docstring)."""
+    alone, or looked up in a table); in-trial fine-tuning and ``screen_batch=0`` run per
+    trial (module docstring)."""
     spec = ctx.spec
-    return spec.screen_batch > 0 and spec.table is None and not spec.finetune_epochs
+    return spec.screen_batch > 0 and not spec.finetune_epochs
 
 
 def run_screening(ctx: RunContext) -> ScreeningPhaseResult:
@@ -84,9 +89,9 @@ def run_screening(ctx: RunContext) -> ScreeningPhaseResult:
     again to resume from its checkpoint."""
     t0 = time.perf_counter()
     spec, study = ctx.spec, ctx.study
-    scorer: Callable[[optuna.Trial], Any]
+    scorer: CandidateScorer | TabularScorer
     if spec.table is not None:  # tabular mode: scores are looked up, nothing trains
-        scorer = TabularObjective(spec.table)
+        scorer = TabularScorer(spec.table)
     else:
         _, multi_pruner = study_pruner(spec)
         scorer = CandidateScorer(
@@ -105,7 +110,6 @@ def run_screening(ctx: RunContext) -> ScreeningPhaseResult:
     target = spec.n_trials if ctx.n_trials is None else ctx.n_trials
     if batched(ctx):
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        assert isinstance(scorer, CandidateScorer)
         waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
         if waiting:  # queued by hand (``enqueue_trial``): run as they were asked, per trial
             scorer.setup(study)
@@ -228,7 +232,9 @@ class BatchedScreening:
         target: Distinct architectures wanted in the study.
     """
 
-    def __init__(self, ctx: RunContext, scorer: CandidateScorer, target: int) -> None:
+    def __init__(
+        self, ctx: RunContext, scorer: CandidateScorer | TabularScorer, target: int
+    ) -> None:
         self.ctx, self.scorer, self.target = ctx, scorer, target
         self.space = ctx.spec.space
         self.batch_size = ctx.spec.screen_batch

@@ -154,11 +154,14 @@ class StudySpec:
             others end PRUNED, with their supernet score recorded (``screened_out``).
             1.0 fine-tunes every candidate.
         screen_batch: Candidates scored between two writes to the study's storage when
-            candidates are scored from the supernet alone (no ``finetune``, no ``table``):
-            the sampler proposes on an in-memory copy of the study and every
-            ``screen_batch`` scored candidates are written at once; a crash loses at most
-            the batch in flight. 0: the per-trial loop (``study.optimize``, one trial
-            written per candidate, the sampler reading the storage; kept to compare).
+            candidates are scored from the supernet alone (no ``finetune``) or looked up
+            in a ``table``: the sampler proposes on an in-memory copy of the study, each
+            proposal an architecture the study has not scored (``n_trials`` counts
+            distinct architectures), and every ``screen_batch`` scored candidates are
+            written at once; a crash loses at most the batch in flight. 0: the per-trial
+            loop (``study.optimize``, one trial written per candidate, the sampler reading
+            the storage; a repeated architecture reuses its score and counts as a trial;
+            kept to compare).
         train: The training budget: how a candidate is trained stand-alone. Training cost
             is the time of this recipe; winners are retrained with it.
         pruner: ``"auto"`` picks Hyperband (one objective) or the Pareto pruner

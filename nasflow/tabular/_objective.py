@@ -10,6 +10,7 @@ from optuna.trial import TrialState
 
 from nasflow.errors import ConfigError
 from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, reuse_score
+from nasflow.space import Arch
 from nasflow.tabular._table import TabularBenchmark
 
 
@@ -20,8 +21,11 @@ class TabularObjective:
     table key; when the table reports another metric than the searched one, that value is
     recorded too (``user_attrs[report_metric]``), never returned to the sampler. An arch
     without a row (in a partial table) fails its trial (Optuna fails a trial whose value is
-    NaN) with ``user_attrs["fail_reason"]``, and the study goes on. An arch already
-    scored in the study reuses that trial's value (``user_attrs["duplicate_of"]``).
+    NaN) with ``user_attrs["fail_reason"]``, and the study goes on. Called as an Optuna
+    objective (the per-trial loop), an arch already scored in the study reuses that
+    trial's value (``user_attrs["duplicate_of"]``); the batched screening calls
+    :meth:`score` with architectures the study has not scored, so that ``n_trials``
+    counts distinct architectures.
 
     Args:
         table: The benchmark table.
@@ -40,6 +44,17 @@ class TabularObjective:
         reused = reuse_score(trial, arch)
         if reused is not None:  # already scored in this study
             return reused  # type: ignore[return-value]
+        return self.score(trial, arch)
+
+    def setup(self, study: optuna.Study) -> None:
+        """Per-study set-up before the first candidate (a look-up needs none)."""
+
+    def score(self, trial: optuna.Trial, arch: Arch) -> float:
+        """The table's value of ``arch`` (recording its key, and the reported metric where
+        it differs); NaN, with ``user_attrs["fail_reason"]``, where the table has no row.
+        It does not look for an earlier trial of ``arch``."""
+        table = self.table
+        trial.set_user_attr("table_key", table.key(arch))
         if arch not in table:
             trial.set_user_attr(FAIL_REASON_ATTR, f"no row in {table.path.name}")
             return math.nan
@@ -53,6 +68,9 @@ class TabularOutcome(NamedTuple):
 
     Attributes:
         trials: Completed trials.
+        distinct: Distinct architectures among them (what a batched screening's
+            ``n_trials`` counts; fewer than ``trials`` where the per-trial loop's sampler
+            proposed an architecture again).
         best_number: Trial number of the best one.
         best_key: Its table key.
         best_value: Its value of the searched metric.
@@ -62,6 +80,7 @@ class TabularOutcome(NamedTuple):
     """
 
     trials: int
+    distinct: int
     best_number: int
     best_key: str
     best_value: float
@@ -87,6 +106,7 @@ def tabular_outcome(study: optuna.Study, table: TabularBenchmark) -> TabularOutc
     arch = table.arch(best.user_attrs["table_key"])
     return TabularOutcome(
         trials=len(done),
+        distinct=len({t.user_attrs.get("table_key", t.number) for t in done}),
         best_number=best.number,
         best_key=best.user_attrs["table_key"],
         best_value=best.values[0],
@@ -101,14 +121,20 @@ def tabular_summary(study: optuna.Study, table: TabularBenchmark) -> list[str]:
     out = tabular_outcome(study, table)
     if out is None:
         return [f"tabular study {study.study_name!r}: no completed trial"]
+    repeats = out.trials - out.distinct
+    again = f" ({repeats} trial{'s' * (repeats != 1)} repeated one)" if repeats else ""
     lines = [
-        f"tabular study {study.study_name!r}: {out.trials} trials scored from "
-        f"{table.path.name} (no training)",
+        f"tabular study {study.study_name!r}: {out.distinct} distinct "
+        f"architecture{'s' * (out.distinct != 1)} scored from {table.path.name}{again} "
+        "(no training)",
         f"best: trial {out.best_number} {out.best_key}",
         f"{table.metric}: {out.best_value:.4f} (table optimum {out.optimum:.4f}, "
         f"{table.best_key})",
     ]
     if table.report_metric != table.metric:
         lines.append(f"{table.report_metric} of the best: {out.report_value:.4f}")
-    lines.append(f"regret to the optimum: {out.regret:.4f}")
+    lines.append(
+        f"regret to the optimum: {out.regret:.4f} (after {out.distinct} distinct "
+        f"architecture{'s' * (out.distinct != 1)})"
+    )
     return lines
