@@ -46,6 +46,10 @@ ANCHORS_KEY = "nasflow:anchors"
 #: model" line says, and what ``nasflow export NAME --best`` exports): ``{"trial": N,
 #: "weights": "retrained" | "fine-tuned", "source": "search" | "anchor"}``.
 KEPT_KEY = "nasflow:kept"
+#: Study user attribute holding the test accuracies of the study's table of random
+#: architectures trained stand-alone with its recipe (``StudySpec.baseline``), as the
+#: finished run read it: what share of them the kept model beats (``BaselineRecord``).
+BASELINE_KEY = "nasflow:baseline"
 #: Prefix of the per-winner records written by phase 3 (``nasflow:retrain:<trial number>``).
 RETRAIN_PREFIX = "nasflow:retrain:"
 

@@ -12,6 +12,7 @@ from optuna.trial import FrozenTrial
 from nasflow.errors import NotFoundError
 from nasflow.record._keys import (
     ARCH_ATTR,
+    BASELINE_KEY,
     COST_TABLE_KEY,
     DUPLICATE_KEY,
     EPOCHS_TRAINED_ATTR,
@@ -525,3 +526,65 @@ class CostTableRecord:
         if self.calibration is not None:
             out["calibration"] = self.calibration.to_dict()
         return out
+
+
+@dataclass(frozen=True)
+class BaselineRecord:
+    """The study's table of random architectures of its space, each trained stand-alone
+    with the study's recipe and scored on its test split (``StudySpec.baseline``), as the
+    finished run read it (``BASELINE_KEY``), typed.
+
+    Attributes:
+        files: The tables read (file names only: no machine's paths are stored).
+        test_accuracies: Test accuracy of each row of those tables.
+        missing: The tables that could not be read.
+    """
+
+    files: tuple[str, ...] = ()
+    test_accuracies: tuple[float, ...] = ()
+    missing: tuple[str, ...] = ()
+
+    def beaten(self, accuracy: float) -> float:
+        """The share of the table's architectures whose test accuracy is below
+        ``accuracy`` (ties are not beaten); 0 for an empty table."""
+        if not self.test_accuracies:
+            return 0.0
+        return sum(a < accuracy for a in self.test_accuracies) / len(self.test_accuracies)
+
+    @property
+    def median(self) -> float | None:
+        """The median test accuracy of the table (``None``: empty)."""
+        import statistics
+
+        return statistics.median(self.test_accuracies) if self.test_accuracies else None
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> BaselineRecord:
+        """From the stored record (rows that are not numbers are dropped)."""
+
+        def strings(key: str) -> tuple[str, ...]:
+            values = record.get(key)
+            return tuple(str(v) for v in values) if isinstance(values, list | tuple) else ()
+
+        accs = record.get("test_accuracies")
+        accs = accs if isinstance(accs, list | tuple) else ()
+        return cls(
+            files=strings("files"),
+            test_accuracies=tuple(a for a in map(_opt_float, accs) if a is not None),
+            missing=strings("missing"),
+        )
+
+    @classmethod
+    def from_study(cls, study: optuna.Study) -> BaselineRecord | None:
+        """The study's record, or ``None`` when it holds none (no table was given, or the
+        study predates the record)."""
+        record = study.user_attrs.get(BASELINE_KEY)
+        return cls.from_dict(record) if isinstance(record, Mapping) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as stored."""
+        return {
+            "files": list(self.files),
+            "test_accuracies": list(self.test_accuracies),
+            "missing": list(self.missing),
+        }

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import optuna
 
-from nasflow.record import TrialRecord
+from nasflow.record import BaselineRecord, TrialRecord
 
 
 def screening_record(study: optuna.Study) -> dict[str, float] | None:
@@ -46,3 +46,11 @@ def read_baseline(
         except (OSError, KeyError, ValueError):
             missing.append(str(Path(path).name))
     return accs, secs, missing
+
+
+def baseline_record(paths: tuple[str | os.PathLike, ...]) -> BaselineRecord:
+    """The study's ``BASELINE_KEY`` record: the test accuracies of its baseline tables
+    (``read_baseline``), with the tables' file names."""
+    accs, _, missing = read_baseline(paths)
+    files = tuple(Path(p).name for p in paths if Path(p).name not in missing)
+    return BaselineRecord(files, tuple(accs), tuple(missing))

@@ -20,6 +20,7 @@ from nasflow.data import DataBundle, check_bundle, data_fingerprint
 from nasflow.names import objective_names
 from nasflow.record import (
     ANCHORS_KEY,
+    BASELINE_KEY,
     FINETUNED_KEY,
     KEPT_KEY,
     MULTIPLIERS_KEY,
@@ -34,7 +35,7 @@ from nasflow.record import (
     supernet_identity,
     write_identity,
 )
-from nasflow.search._baseline import read_baseline, screening_record
+from nasflow.search._baseline import baseline_record, read_baseline, screening_record
 from nasflow.search._context import RunContext, Winner
 from nasflow.search._identity import scoring_record
 from nasflow.search._multipliers import measured_trainings, search_multipliers
@@ -324,6 +325,8 @@ class StudyRunner:
         screening = screening_record(study)
         if screening is not None:
             study.set_user_attr(SCREENING_KEY, screening)
+        if spec.baseline:  # the share of random architectures the kept model beats
+            study.set_user_attr(BASELINE_KEY, baseline_record(spec.baseline).to_dict())
         if spec.table is None:
             trials = study.get_trials(deepcopy=False)
             measured = read_baseline(spec.baseline)[1] if spec.baseline else None
