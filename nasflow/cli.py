@@ -104,6 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="plain log lines, no bars")
     p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print the detail above the result: the most accurate architectures, the Pareto "
+        "set, the ready models, the winners and every record (default: the result alone)",
+    )
+    p.add_argument(
         "--recalibrate-stack",
         action="store_true",
         help="stack='auto': calibrate again and replace this device's stored record",
@@ -233,7 +239,7 @@ def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
     except TrainingInterrupted as e:
         print(f"nasflow: {e}; run the same command again to resume", file=sys.stderr)
         return 128 + (stop.signum or signal.SIGINT)
-    print(summary_table(result, spec))
+    print(summary_table(result, spec, verbose=getattr(args, "verbose", False)))
     return 0
 
 

@@ -32,6 +32,13 @@ from nasflow.search._finetune import (
     validation_margin,
     weights_label,
 )
+from nasflow.search._headline import (
+    Headline,
+    baseline_words,
+    headline,
+    headline_lines,
+    study_location,
+)
 from nasflow.search._multipliers import MULTIPLIER_TITLES, multiplier_basis
 from nasflow.search._objective import CandidateError, arch_summary
 from nasflow.search._optuna import study_sampler
@@ -72,6 +79,7 @@ __all__ = [
     "FineTuneResult",
     "FineTuned",
     "FineTuning",
+    "Headline",
     "KeptWeights",
     "ParetoSuccessiveHalvingPruner",
     "ReadyModelError",
@@ -86,8 +94,11 @@ __all__ = [
     "Winner",
     "WinnerError",
     "arch_summary",
+    "baseline_words",
     "bootstrap_tau",
     "crowding_distance",
+    "headline",
+    "headline_lines",
     "kept_anchor",
     "kept_weights",
     "load_study_file",
@@ -105,6 +116,7 @@ __all__ = [
     "should_prune",
     "spread_over_ranking",
     "standard_error",
+    "study_location",
     "study_sampler",
     "summary_table",
     "validation_margin",

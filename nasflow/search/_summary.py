@@ -22,9 +22,10 @@ from nasflow.record import (
     TrialRecord,
 )
 from nasflow.search._anchors import ANCHOR_MARGIN_SE, kept_anchor
-from nasflow.search._baseline import read_baseline
+from nasflow.search._baseline import baseline_record
 from nasflow.search._budget import budget_excludes
 from nasflow.search._costtable import format_cost_table
+from nasflow.search._headline import headline, headline_lines, study_location
 from nasflow.search._multipliers import format_multipliers, format_stack
 from nasflow.search._objective import arch_summary
 from nasflow.search._phase_anchors import anchor_line
@@ -33,6 +34,7 @@ from nasflow.search._runner import RunResult
 from nasflow.search._spec import StudySpec
 from nasflow.search._trust import format_trust
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
+from nasflow.space import Arch
 from nasflow.tabular import tabular_summary
 
 
@@ -72,16 +74,14 @@ def baseline_line(
 ) -> str:
     """How the winner compares with random architectures trained with the same recipe
     (``weights``: which of the winner's weights ``winner_test`` is of)."""
-    import statistics
-
-    accs, _, missing = read_baseline(paths)
-    if not accs:
-        return f"baseline: no readable table of random architectures ({', '.join(missing)})"
-    median = statistics.median(accs)
-    beaten = sum(a < winner_test for a in accs) / len(accs)
+    table = baseline_record(paths)
+    if table.median is None:
+        return f"baseline: no readable table of random architectures ({', '.join(table.missing)})"
+    median, beaten = table.median, table.beaten(winner_test)
     return (
         f"winner vs random architectures of this space: test accuracy {winner_test:.4f} "
-        f"({weights}) against a median of {median:.4f} over {len(accs)} stand-alone trainings "
+        f"({weights}) against a median of {median:.4f} over {len(table.test_accuracies)} "
+        "stand-alone trainings "
         f"of random architectures with the same recipe and test split "
         f"({100 * (winner_test - median):+.2f} points; better than {beaten:.0%} of them)"
     )
@@ -149,13 +149,52 @@ def ready_model_lines(record: dict) -> list[str]:
     return lines
 
 
-def summary_table(result: RunResult, spec: StudySpec) -> str:
-    """The end-of-run text: the Pareto set, the winners, and where things were written."""
+def summary_table(result: RunResult, spec: StudySpec, verbose: bool = True) -> str:
+    """The end-of-run text. Its closing lines (at most six) state the result: the kept
+    model, its test accuracy, what it beats, the anchors' and the trust verdicts and the
+    export command (:func:`~nasflow.search.headline`, the report's headline too).
+
+    Args:
+        result: The finished run.
+        spec: Its study.
+        verbose: Print the detail above the result: the most accurate architectures, the
+            Pareto set, the ready models, the winners, every record (the CLI's
+            ``--verbose``); else only where the study is and how long the run took.
+    """
     if spec.table is not None:  # tabular mode: the best found and its regret
         lines = tabular_summary(result.study, spec.table)
         lines.append(f"time: {result.seconds.get('total', 0.0):.1f}s")
         lines.append(f"study: {result.storage.safe_url}")
         return "\n".join(lines)
+    location = study_location(result.out_dir, result.storage)
+    report = shlex.join(["nasflow", "report", spec.name, *location])
+    result_lines = headline_lines(
+        headline(result.study, location),
+        lambda arch: arch_summary(spec.space, Arch.from_json(arch)),
+        f"`{report}`",
+    )
+    if not verbose:
+        secs = result.seconds.get("total", 0.0)
+        return "\n".join(
+            [
+                f"trials run by this process: {trial_numbers(result.ran_trials)}; "
+                f"time {secs:.0f}s",
+                f"study: {result.storage.safe_url} (the Pareto set: `nasflow show "
+                f"{shlex.join([spec.name, *location])}`; the tables and records: --verbose)",
+                "",
+                *result_lines,
+            ]
+        )
+    return "\n".join([_detail(result, spec), "", *result_lines])
+
+
+def _detail(result: RunResult, spec: StudySpec) -> str:
+    """The detail above the result: tables, winners, records, where things were written."""
+    return "\n".join(_table_lines(result, spec) + _outcome_lines(result, spec))
+
+
+def _table_lines(result: RunResult, spec: StudySpec) -> list[str]:
+    """The most accurate architectures, the Pareto set, the budget and the ready models."""
     finetuned = spec.finetune_epochs > 0
     retrained = {w.number: w for w in result.winners}
     cols = [("trial", 5), (names.SUPERNET_SCORE, len(names.SUPERNET_SCORE))]
@@ -224,6 +263,14 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
     if isinstance(finetuned_record, dict):
         lines.extend(ready_model_lines(finetuned_record))
+    return lines
+
+
+def _outcome_lines(result: RunResult, spec: StudySpec) -> list[str]:
+    """The winners, the kept model, the anchors, the baseline, every record and where
+    things were written."""
+    lines: list[str] = []
+    finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
     # Which model is kept, decided before any line says it: the search's (its retrain or
     # its fine-tuned weights), unless a zero-cost anchor validates higher by the margin.
     decision = decide_kept(
@@ -282,6 +329,15 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
                     "kept: zero-cost anchor, trained from scratch",
                 )
             )
+    return lines + _record_lines(result, spec, decision.trial, decision.weights)
+
+
+def _record_lines(
+    result: RunResult, spec: StudySpec, kept_trial: int | None, kept_weights: str
+) -> list[str]:
+    """Time, screening, cost table, trust, stack and multipliers, and where things are."""
+    lines: list[str] = []
+    finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
     secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
     lines.append(f"time: {secs}")
     screening = result.study.user_attrs.get(SCREENING_KEY)
@@ -303,18 +359,18 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
     lines.append(f"study: {result.storage.safe_url}")
     lines.append(f"supernet checkpoints: {result.out_dir / 'supernet'}")
     quoted = shlex.quote(spec.name)
-    if decision.trial is None:
+    if kept_trial is None:
         export = f"`nasflow export {quoted} --best --out DIR` exports the most accurate trial"
-    elif decision.weights == "fine-tuned":
+    elif kept_weights == "fine-tuned":
         export = (
-            f"`nasflow export {quoted} --ready {decision.trial} --out DIR` exports the kept "
-            f"model (trial {decision.trial}, fine-tuned weights), `--best` its architecture "
+            f"`nasflow export {quoted} --ready {kept_trial} --out DIR` exports the kept "
+            f"model (trial {kept_trial}, fine-tuned weights), `--best` its architecture "
             "retrained from scratch"
         )
     else:
         export = (
             f"`nasflow export {quoted} --best --out DIR` exports the kept model (trial "
-            f"{decision.trial}, retrained from scratch)"
+            f"{kept_trial}, retrained from scratch)"
         )
     lines.append(
         f"next: `nasflow report {quoted}` writes {result.out_dir / 'report.html'}; {export}"
@@ -325,4 +381,4 @@ def summary_table(result: RunResult, spec: StudySpec) -> str:
             else ""
         )
     )
-    return "\n".join(lines)
+    return lines

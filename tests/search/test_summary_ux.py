@@ -109,8 +109,40 @@ def test_the_summary_stays_short_at_ten_thousand_candidates(tmp_path) -> None:
     assert 0 < len(big.pareto) < 40
     # Ten most accurate, the Pareto set, a line each for the records: none per candidate.
     assert len(lines) < 60 + len(big.pareto), len(lines)
-    # Rows and records stay narrow (the legend and the "next:" hint are paragraphs).
-    narrow = [line for line in lines if not line.startswith(("Most accurate", "next:"))]
-    assert max(len(line) for line in narrow) < 200
+    # Rows and records stay narrow (the legend and the "next:" hint are paragraphs; the
+    # result's export line holds two commands with their paths).
+    narrow = [
+        line for line in lines if not line.startswith(("Most accurate", "next:", "  export:"))
+    ]
+    assert max(len(line) for line in narrow) < 200, [x for x in narrow if len(x) >= 200]
     assert "trials run by this process: 1-10000 (10000 trials)" in lines
     assert sum(line.startswith("Most accurate of the 10000 evaluated") for line in lines) == 1
+
+
+def test_nasflow_search_ends_with_the_result_and_prints_the_detail_on_request(
+    tmp_path, capsys
+) -> None:
+    from nasflow.cli import main
+
+    study_file = write_study(tmp_path, n_trials=2, finetune=0, extra=FAST)
+    args = ["search", str(study_file), "--runs", str(tmp_path / "runs"), "--no-progress"]
+    assert main([*args, "--no-retrain"]) == 0
+    short = capsys.readouterr().out.split("\n\n")[-1].splitlines()
+    # Nothing was retrained: the result says so, names the best screened trial by its
+    # supernet score (not a trained accuracy) and how to export it.
+    assert short[0].startswith("result: study 'tiny' keeps no model: nothing was trained")
+    assert short[1].startswith("  best by supernet score: trial ")
+    assert short[-1].startswith(
+        f"  export: `nasflow export tiny --runs {tmp_path / 'runs'} --best"
+    )
+    assert len(short) <= 6
+    assert main(args) == 0  # the finished search retrains its winner; the detail on request
+    text = capsys.readouterr().out
+    assert "Pareto set of study" not in text and "winner: trial" not in text
+    assert main([*args, "--verbose"]) == 0
+    verbose = capsys.readouterr().out
+    assert "Pareto set of study 'tiny'" in verbose and "winner: trial" in verbose
+    closing = verbose.rstrip("\n").splitlines()[-6:]
+    assert closing == text.rstrip("\n").splitlines()[-6:]
+    assert closing[0].startswith("result: study 'tiny' keeps trial ")
+    assert closing[1].startswith("  test accuracy ") and "(test split; validation" in closing[1]
