@@ -620,7 +620,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(f"--out-file {str(out)!r} is a folder; give a file name")
     try:
         stored = open_stored_study(args.name, args.storage, args.runs)
-        path = write_report(stored.study, out, storage_label=stored.spec.safe_url)
+        where = (["--storage", stored.spec.safe_url] if args.storage else []) + (
+            ["--runs", args.runs] if Path(args.runs) != Path("runs") else []
+        )
+        path = write_report(stored.study, out, storage_label=stored.spec.safe_url, location=where)
     except ValueError as e:  # no such study or file, a malformed record
         raise UsageError(str(e)) from None
     print(f"report: {path}")

@@ -2,7 +2,7 @@
 optuna-dashboard push.
 
 Each figure's data comes from a pure function of the study that returns a NamedTuple
-(``tradeoff_data``, ``history_data``, ``budget_data``, ``fairness_data``,
+(``trained_front``, ``tradeoff_data``, ``history_data``, ``budget_data``, ``fairness_data``,
 ``costmodel_data``, ``stack_data``, ``multipliers_data``, ``ready_models``,
 ``pareto_table``); ``_figures.py`` draws them.
 """
@@ -23,7 +23,6 @@ from nasflow.report._figures import (
     plot_fairness,
     plot_history,
     plot_multipliers,
-    plot_pareto_table,
     plot_stack,
 )
 from nasflow.report._html import render_html, write_atomic, write_report
@@ -50,15 +49,19 @@ from nasflow.report._study import (
     summarizer,
 )
 from nasflow.report._style import not_measured
-from nasflow.report._tradeoff import plot_tradeoff
+from nasflow.report._tables import plot_pareto_table, table_cells
+from nasflow.report._tradeoff import plot_tradeoff, plot_trained
+from nasflow.report._trained import TrainedFront, TrainedModel, trained_front
 from nasflow.report._trials import (
     BudgetData,
+    CostBasis,
     HistoryData,
     ParetoRow,
     ParetoTable,
     TradeoffData,
     TrialPoint,
     budget_data,
+    cost_basis,
     history_data,
     pareto_table,
     tradeoff_data,
@@ -66,6 +69,7 @@ from nasflow.report._trials import (
 
 __all__ = [
     "BudgetData",
+    "CostBasis",
     "CostModelData",
     "DashboardUnavailable",
     "FairnessData",
@@ -83,8 +87,11 @@ __all__ = [
     "StackData",
     "StackLayerRow",
     "TradeoffData",
+    "TrainedFront",
+    "TrainedModel",
     "TrialPoint",
     "budget_data",
+    "cost_basis",
     "costmodel_data",
     "dashboard_server",
     "fairness_data",
@@ -102,6 +109,7 @@ __all__ = [
     "plot_pareto_table",
     "plot_stack",
     "plot_tradeoff",
+    "plot_trained",
     "push_figures",
     "ready_models",
     "render_html",
@@ -111,7 +119,9 @@ __all__ = [
     "serve_dashboard",
     "stack_data",
     "summarizer",
+    "table_cells",
     "tradeoff_data",
+    "trained_front",
     "write_atomic",
     "write_report",
 ]

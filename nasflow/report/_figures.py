@@ -25,10 +25,9 @@ from nasflow.report._records import (
     FairnessData,
     MultipliersData,
     MultiplierStep,
-    ReadyModels,
     StackData,
 )
-from nasflow.report._style import BLUE, DARK, GOLD, GREY, RED, fmt, layout, not_measured, side_note
+from nasflow.report._style import BLUE, DARK, GOLD, GREY, RED, layout, not_measured, side_note
 from nasflow.report._trials import (
     COMPLETED,
     FAILED,
@@ -36,7 +35,6 @@ from nasflow.report._trials import (
     SKIPPED,
     BudgetData,
     HistoryData,
-    ParetoTable,
 )
 
 _STATE_COLORS = {COMPLETED: BLUE, PRUNED: "#ff7f0e", SKIPPED: RED, FAILED: DARK}
@@ -481,60 +479,3 @@ def plot_multipliers(data: MultipliersData) -> go.Figure:
         + "\n".join(lines)
     )
     return layout(fig, title, caption, height=560)
-
-
-def table_cells(data: ParetoTable) -> tuple[list[str], list[list[str]]]:
-    """Header and rows (as text, the architecture last) of the Pareto table.
-
-    The objectives come first; predicted cost and parameters follow unless they are
-    objectives already, then the phase-3 results.
-    """
-    header = ["trial", *data.objectives]
-    extra_cost = names.PREDICTED_COST not in data.objectives
-    extra_params = names.PARAMS not in data.objectives
-    header += [names.PREDICTED_COST] * extra_cost + [names.PARAMS] * extra_params
-    header += [names.RETRAINED_TEST_ACCURACY, names.MEASURED_COST, "arch"]
-    rows = []
-    for r in data.rows:
-        row = [str(r.number), *(f"{v:.4g}" for v in r.values)]
-        row += [fmt(r.train_cost, ".3g")] * extra_cost + [fmt(r.params, ",")] * extra_params
-        row += [fmt(r.test_accuracy, ".4f"), fmt(r.measured_train_cost, ".3g"), r.arch]
-        rows.append(row)
-    return header, rows
-
-
-def ready_cells(data: ReadyModels) -> tuple[list[str], list[list[str]]]:
-    """Header and rows (as text, the architecture last) of the ready-models table."""
-    header = [
-        "trial",
-        "fine-tuned epochs",
-        names.FINETUNED_ACCURACY,
-        names.FINETUNED_TEST_ACCURACY,
-        names.MEASURED_FINETUNE_COST,
-        names.PREDICTED_COST,
-        "status",
-        "arch",
-    ]
-    rows = [
-        [
-            str(r.number),
-            str(r.epochs),
-            f"{r.val_accuracy:.4f}",
-            fmt(r.test_accuracy, ".4f"),
-            f"{r.seconds:.3g}",
-            fmt(r.train_cost, ".3g"),
-            r.status,
-            r.arch,
-        ]
-        for r in data.rows
-    ]
-    return header, rows
-
-
-def plot_pareto_table(data: ParetoTable) -> go.Figure:
-    """The Pareto set as a plotly table (the HTML report uses a plain table instead)."""
-    header, rows = table_cells(data)
-    cols = [[html.escape(row[j]) for row in rows] for j in range(len(header))]
-    fig = go.Figure(go.Table(header={"values": header}, cells={"values": cols, "align": "left"}))
-    caption = "Non-dominated completed trials over the study's objectives."
-    return layout(fig, "Pareto set", caption)

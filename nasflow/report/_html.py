@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import os
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -11,13 +12,15 @@ import optuna
 from optuna.trial import TrialState
 
 import nasflow
-from nasflow import record
+from nasflow import names, record
 from nasflow._files import atomic_write
 from nasflow.errors import ConfigError
-from nasflow.report._figures import ready_cells, table_cells
 from nasflow.report._records import ReadyModels
 from nasflow.report._report import ReportData, ReportFigure, report_data, report_figures
+from nasflow.report._study import generic_summary, summarizer
+from nasflow.report._tables import TRAINED_AS, ready_cells, table_cells, table_note
 from nasflow.report._trials import ParetoTable
+from nasflow.search import Headline, baseline_words
 from nasflow.space import SearchSpace
 
 #: The page may run its own inline scripts and styles and nothing else: no request leaves it.
@@ -35,17 +38,39 @@ section { margin: 28px 0; border-top: 1px solid #ddd; padding-top: 8px; }
 table { border-collapse: collapse; font-size: 0.9em; }
 th, td { border-bottom: 1px solid #e3e3e3; padding: 4px 10px; text-align: right; }
 td.arch, th.arch { text-align: left; font-family: ui-monospace, monospace; }
+td.words, th.words { text-align: left; }
+tr.kept td { font-weight: 600; background: #fff4d6; }
+#nasflow-headline { border: 2px solid #222; border-radius: 6px; padding: 8px 18px 14px;
+                    margin: 16px 0 24px; }
+#nasflow-headline h2 { margin: 6px 0; }
+#nasflow-headline .lead { font-size: 1.15em; margin: 6px 0 10px; }
+#nasflow-headline th { text-align: left; vertical-align: top; white-space: nowrap;
+                       color: #555; font-weight: normal; }
+#nasflow-headline td { text-align: left; }
+code { background: #f3f3f3; padding: 2px 5px; border-radius: 3px; }
 """
 
 
-def _rows_html(header: list[str], rows: list[list[str]], empty: str) -> str:
-    """Table rows: the header, one row per entry (the last column an architecture), or one
-    row saying why there is none."""
-    cells = "".join(f"<th>{html.escape(h)}</th>" for h in header[:-1])
+#: Columns of words, not numbers.
+_WORDS = frozenset({TRAINED_AS, "status"})
+
+
+def _rows_html(
+    header: list[str], rows: list[list[str]], empty: str, marked: frozenset[int] = frozenset()
+) -> str:
+    """Table rows: the header, one row per entry (the last column an architecture; the
+    rows at indices ``marked`` of class ``kept``), or one row saying why there is none."""
+    words = {i for i, h in enumerate(header) if h in _WORDS}  # left-aligned, as text is
+
+    def cell(tag: str, i: int) -> str:
+        return f'<{tag} class="words">' if i in words else f"<{tag}>"
+
+    cells = "".join(f"{cell('th', i)}{html.escape(h)}</th>" for i, h in enumerate(header[:-1]))
     lines = [f'<tr>{cells}<th class="arch">arch</th></tr>']
-    for row in rows:
-        tds = "".join(f"<td>{html.escape(t)}</td>" for t in row[:-1])
-        lines.append(f'<tr>{tds}<td class="arch">{html.escape(row[-1])}</td></tr>')
+    for i, row in enumerate(rows):
+        tds = "".join(f"{cell('td', j)}{html.escape(t)}</td>" for j, t in enumerate(row[:-1]))
+        tr = '<tr class="kept">' if i in marked else "<tr>"
+        lines.append(f'{tr}{tds}<td class="arch">{html.escape(row[-1])}</td></tr>')
     if not rows:
         lines.append(f'<tr><td colspan="{len(header)}">{html.escape(empty)}</td></tr>')
     return "".join(lines)
@@ -53,8 +78,58 @@ def _rows_html(header: list[str], rows: list[list[str]], empty: str) -> str:
 
 def _table_html(table: ParetoTable) -> str:
     header, rows = table_cells(table)
-    body = _rows_html(list(header), [list(r) for r in rows], "no completed trial yet")
-    return '<table id="nasflow-pareto-table">' + body + "</table>"
+    kept = frozenset(i for i, r in enumerate(table.rows) if r.kept)
+    body = _rows_html(list(header), [list(r) for r in rows], "no completed trial yet", kept)
+    note = f'<p class="meta">{html.escape(table_note(table))}</p>'
+    return note + '<table id="nasflow-pareto-table">' + body + "</table>"
+
+
+def _headline_html(h: Headline | None, summarize: Callable[[str], str]) -> str:
+    """The result, first: the kept model, its numbers, what it beats, the verdicts and the
+    export command (the same reading of the study as the search's closing lines)."""
+    if h is None:
+        return ""
+    esc = html.escape
+    facts: list[tuple[str, str]] = []
+    arch = esc(summarize(h.arch)) if h.arch else "not recorded"
+    if h.kept is None:
+        lead = f"Study <b>{esc(h.study)}</b> keeps no model: {esc(h.why_none)}."
+        if h.score is not None:
+            metric, value = h.score
+            facts.append(
+                (
+                    f"best by {metric}",
+                    f"trial {h.trial}: {value:.4f} ({names.MEANINGS.get(metric, metric)}; "
+                    "not a trained model's accuracy)",
+                )
+            )
+            facts.append(("architecture", f'<span class="arch">{arch}</span>'))
+    else:
+        lead = f"Study <b>{esc(h.study)}</b> keeps <b>trial {h.trial}</b>: {esc(h.weights)}."
+        test = "not measured" if h.test_accuracy is None else f"<b>{h.test_accuracy:.4f}</b>"
+        val = (
+            ""
+            if h.val_accuracy is None
+            else f"; validation accuracy {h.val_accuracy:.4f} chose it"
+        )
+        facts.append(("test accuracy", f"{test} on the test split (it chose nothing{val})"))
+        facts.append(("architecture", f'<span class="arch">{arch}</span>'))
+        size = [] if h.params is None else [f"{h.params:,} parameters"]
+        if h.seconds is not None:
+            size.append(f"training {h.seconds:.1f} s measured ({esc(h.seconds_what)})")
+        facts.append(("size and cost", "; ".join(size) or "not recorded"))
+        facts.append(("vs random architectures", esc(baseline_words(h))))
+        facts.append(
+            ("vs zero-cost anchors", esc(h.anchors or "none trained (StudySpec.anchors)"))
+        )
+    facts.append(("trust in the ranking", esc(h.trust or "no trust probe ran (StudySpec.trust)")))
+    if h.export:
+        facts.append(("export", f"<code>{esc(h.export)}</code>"))
+    rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
+    return (
+        '<section id="nasflow-headline"><h2>Result</h2>'
+        f'<p class="lead">{lead}</p><table>{rows}</table></section>'
+    )
 
 
 def _ready_html(ready: ReadyModels) -> str:
@@ -101,9 +176,14 @@ def _meta_html(study: optuna.Study, storage_label: str) -> str:
 
 
 def render_html(
-    study: optuna.Study, data: ReportData, figures: list[ReportFigure], storage_label: str = ""
+    study: optuna.Study,
+    data: ReportData,
+    figures: list[ReportFigure],
+    storage_label: str = "",
+    summarize: Callable[[str], str] = generic_summary,
 ) -> str:
-    """The whole page; plotly.js is inlined with the first figure only, no MathJax."""
+    """The whole page, the result first; plotly.js is inlined with the first figure only,
+    no MathJax. ``summarize`` names the headline's architecture from its JSON."""
     parts = []
     first = True
     for f in figures:
@@ -130,7 +210,8 @@ def render_html(
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         f"<title>nasflow report: {name}</title><style>{_STYLE}</style></head><body>"
         f"<h1>nasflow report: study {name}</h1>"
-        f'<p class="meta">{_meta_html(study, storage_label)}</p>'
+        + _headline_html(data.headline, summarize)
+        + f'<p class="meta">{_meta_html(study, storage_label)}</p>'
         + "".join(parts)
         + "</body></html>\n"
     )
@@ -148,6 +229,7 @@ def write_report(
     *,
     space: SearchSpace | None = None,
     storage_label: str = "",
+    location: Sequence[str] = (),
 ) -> Path:
     """Write the self-contained HTML report of ``study`` to ``path`` (atomically).
 
@@ -156,6 +238,8 @@ def write_report(
         path: The HTML file; its folder is created if needed.
         space: The study's space, for architecture summaries (optional).
         storage_label: Where the study lives, as shown in the header (never a password).
+        location: The ``--storage``/``--runs`` arguments the headline's export command
+            needs (none where the defaults find the study).
 
     Returns:
         The path written.
@@ -166,8 +250,8 @@ def write_report(
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"report path {str(path)!r} is a folder; give a file name")
-    data = report_data(study, space)
-    page = render_html(study, data, report_figures(data), storage_label)
+    data = report_data(study, space, location)
+    page = render_html(study, data, report_figures(data), storage_label, summarizer(study, space))
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, page)
     return path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import optuna
@@ -14,7 +15,6 @@ from nasflow.report._figures import (
     plot_fairness,
     plot_history,
     plot_multipliers,
-    plot_pareto_table,
     plot_stack,
 )
 from nasflow.report._records import (
@@ -32,7 +32,9 @@ from nasflow.report._records import (
     stack_data,
 )
 from nasflow.report._study import summarizer
-from nasflow.report._tradeoff import plot_tradeoff
+from nasflow.report._tables import plot_pareto_table
+from nasflow.report._tradeoff import plot_tradeoff, plot_trained
+from nasflow.report._trained import TrainedFront, trained_front
 from nasflow.report._trials import (
     BudgetData,
     HistoryData,
@@ -43,11 +45,14 @@ from nasflow.report._trials import (
     pareto_table,
     tradeoff_data,
 )
+from nasflow.search import Headline, headline
 from nasflow.space import SearchSpace
 
 
 class ReportData(NamedTuple):
-    """The data of every figure of a report (pure; tests assert on it)."""
+    """The data of every figure of a report (pure; tests assert on it): ``headline`` is
+    the result the page opens with, ``front`` the trained models, ``pareto`` and
+    ``params`` the screened candidates at the search's own number."""
 
     pareto: TradeoffData
     params: TradeoffData
@@ -60,14 +65,20 @@ class ReportData(NamedTuple):
     multipliers: MultipliersData
     ready: ReadyModels
     anchors: tuple[AnchorRow, ...] = ()
+    front: TrainedFront | None = None
+    headline: Headline | None = None
 
 
-def report_data(study: optuna.Study, space: SearchSpace | None = None) -> ReportData:
+def report_data(
+    study: optuna.Study, space: SearchSpace | None = None, location: Sequence[str] = ()
+) -> ReportData:
     """Read everything the report shows from a study.
 
     Args:
         study: The study.
         space: Its space, for architecture summaries (found from the registry otherwise).
+        location: The ``--storage``/``--runs`` arguments the headline's export command
+            needs to find the study (none where the defaults do).
 
     Raises:
         ReportError: ``space`` is not the study's space.
@@ -86,6 +97,8 @@ def report_data(study: optuna.Study, space: SearchSpace | None = None) -> Report
         multipliers=multipliers_data(study),
         ready=ready_models(study, summarize),
         anchors=tuple(anchor_models(study, summarize)),
+        front=trained_front(study, summarize),
+        headline=headline(study, location),
     )
 
 
@@ -103,17 +116,18 @@ def report_figures(data: ReportData) -> list[ReportFigure]:
     ``has_data`` is false for a panel with nothing to show; such a panel says why.
     """
     cost = data.costmodel
+    front = data.front or TrainedFront([], [], None)
+    screened = f"Screened candidates: {data.pareto.y_title}"
     return [
+        ReportFigure("pareto", plot_trained(front), bool(front.models)),
         ReportFigure(
-            "pareto",
-            plot_tradeoff(
-                data.pareto, "Pareto front: accuracy vs training cost", data.ready, data.anchors
-            ),
+            "screening",
+            plot_tradeoff(data.pareto, f"{screened} vs predicted training cost"),
             bool(data.pareto.points),
         ),
         ReportFigure(
             "params",
-            plot_tradeoff(data.params, "Accuracy vs parameters", data.ready, data.anchors),
+            plot_tradeoff(data.params, f"{screened} vs parameters"),
             bool(data.params.points),
         ),
         ReportFigure("history", plot_history(data.history), bool(data.history.numbers)),

@@ -6,6 +6,7 @@ in ``_figures.py`` (the split Optuna's ``visualization`` package uses).
 
 from __future__ import annotations
 
+import json
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -17,7 +18,9 @@ from nasflow._checks import check_choice
 from nasflow.record import (
     FINETUNED_KEY,
     PARAMS_ATTR,
+    SCORING_KEY,
     TRAIN_COST_ATTR,
+    CostTableRecord,
     KeptRecord,
     TrialRecord,
     get_constraints,
@@ -25,14 +28,58 @@ from nasflow.record import (
     retrain_records,
     study_metric_names,
 )
+from nasflow.report._records import anchor_models, ready_models
 from nasflow.report._study import Summarizer, generic_summary
 from nasflow.search import FineTuneResult, ReadyModelError, non_dominated_sort, pareto_trials
 
 #: Point statuses of a trade-off figure.
 FRONT, DOMINATED, INFEASIBLE, OVER_BUDGET = "front", "dominated", "infeasible", "over budget"
 
-#: Trade-off axes: trial user attribute -> axis title.
+#: Trade-off axes: trial user attribute -> axis title (the cost's is qualified by
+#: :func:`cost_basis` with what the prediction is).
 AXES = {TRAIN_COST_ATTR: names.PREDICTED_COST, PARAMS_ATTR: names.PARAMS}
+
+
+class CostBasis(NamedTuple):
+    """What a study's predicted training cost is.
+
+    Attributes:
+        title: The axis title: ``names.PREDICTED_COST`` and the clock it counts.
+        what: One sentence: how the number is made, and how it differs from a measured one.
+    """
+
+    title: str
+    what: str
+
+
+def cost_basis(study: optuna.Study) -> CostBasis:
+    """What the ``train_cost`` of the study's trials is: the cost model's seconds of one
+    undisturbed training step (its clock, from the study's cost-table record) times the
+    recipe's steps, or a step timed during the search (``StudySpec.cost="measure"``)."""
+    table = CostTableRecord.from_study(study)
+    if table is not None and table.clock:
+        return CostBasis(
+            f"{names.PREDICTED_COST}: {table.clock} of undisturbed steps",
+            f"predicted training cost: the cost model's {table.clock} of one undisturbed "
+            "training step (the fastest of several rounds, fitted on measured whole-network "
+            "steps) times the recipe's steps; a training measured on this machine counts wall "
+            "time, longer when other work shares the cores",
+        )
+    try:
+        scoring = json.loads(study.user_attrs.get(SCORING_KEY) or "{}")
+    except (TypeError, ValueError):
+        scoring = {}
+    if isinstance(scoring, dict) and scoring.get("cost") == "measure":
+        return CostBasis(
+            f"{names.PREDICTED_COST}: timed steps x recipe steps",
+            "predicted training cost: each candidate's median training step, timed during "
+            "the search through the study's stack, times the recipe's steps",
+        )
+    return CostBasis(
+        names.PREDICTED_COST,
+        "predicted training cost: the cost model's seconds (this study does not record "
+        "which clock they count)",
+    )
 
 
 class TrialPoint(NamedTuple):
@@ -73,6 +120,7 @@ class TradeoffData(NamedTuple):
     left_out: int
     y_title: str = "accuracy"
     kept: KeptRecord | None = None
+    x_basis: str = ""
 
 
 def _violates(trial: FrozenTrial) -> bool:
@@ -126,8 +174,15 @@ def tradeoff_data(
         for i, rank in zip(feasible, ranks, strict=True):
             if rank == 0:
                 points[i] = points[i]._replace(status=FRONT)
+    basis = cost_basis(study) if x_attr == TRAIN_COST_ATTR else None
     return TradeoffData(
-        x_attr, AXES[x_attr], points, left_out, study_metric_names(study)[0], kept_record(study)
+        x_attr,
+        basis.title if basis else AXES[x_attr],
+        points,
+        left_out,
+        study_metric_names(study)[0],
+        kept_record(study),
+        basis.what if basis else "",
     )
 
 
@@ -192,7 +247,23 @@ def budget_data(study: optuna.Study) -> BudgetData:
 
 
 class ParetoRow(NamedTuple):
-    """One trial of the study's Pareto set, with its retraining record if any."""
+    """One trial of the study's Pareto set (or the kept trial where it is not in it).
+
+    Attributes:
+        number: Its trial.
+        values: Its objective values (the search's: a supernet score is not a trained
+            model's accuracy).
+        train_cost: Its predicted training cost (``ParetoTable.cost_basis`` says what it is).
+        params: Its parameter count.
+        arch: Its architecture, in one line.
+        test_accuracy: Test accuracy of a from-scratch training with the study's recipe
+            (phase 3's retrain, else the trial's zero-cost anchor), if it had one.
+        measured_train_cost: Measured seconds of that training.
+        trained: How the trial was trained, in words ("screened only: not trained" when it
+            was not); the kept model's weights first.
+        kept: It is the model the run keeps.
+        on_front: It is in the Pareto set (false for a kept trial outside it).
+    """
 
     number: int
     values: list[float]
@@ -201,13 +272,18 @@ class ParetoRow(NamedTuple):
     arch: str
     test_accuracy: float | None
     measured_train_cost: float | None
+    trained: str = ""
+    kept: bool = False
+    on_front: bool = True
 
 
 class ParetoTable(NamedTuple):
-    """The study's Pareto set over its own objectives, best accuracy first."""
+    """The study's Pareto set over its own objectives, best accuracy first, with the kept
+    trial first where it is not in the set; ``cost_basis`` says what the predicted cost is."""
 
     objectives: list[str]
     rows: list[ParetoRow]
+    cost_basis: str = ""
 
 
 def _num(record: dict[str, Any], key: str) -> float | None:
@@ -215,23 +291,64 @@ def _num(record: dict[str, Any], key: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) else None
 
 
+def _trainings(study: optuna.Study) -> tuple[dict[int, list[str]], dict[int, tuple]]:
+    """Per trial: how it was trained, in words, and its from-scratch ``(test, seconds)``
+    (phase 3's retrain before an anchor's training)."""
+    words: dict[int, list[str]] = {}
+    scratch: dict[int, tuple] = {}
+    for r in ready_models(study).rows:
+        test = "" if r.test_accuracy is None else f", test {r.test_accuracy:.4f}"
+        words.setdefault(r.number, []).append(
+            f"fine-tuned {r.epochs} epoch{'s' * (r.epochs != 1)}: validation "
+            f"{r.val_accuracy:.4f}{test}"
+        )
+    for a in anchor_models(study):
+        words.setdefault(a.number, []).insert(0, "zero-cost anchor, from scratch")
+        scratch[a.number] = (a.test_accuracy, a.seconds)
+    for number, rec in retrain_records(study).items():
+        words.setdefault(number, []).insert(0, "retrained from scratch (phase 3)")
+        scratch[number] = (_num(rec, "test_accuracy"), _num(rec, "measured_train_cost"))
+    return words, scratch
+
+
+def _kept_words(kept: KeptRecord) -> str:
+    if kept.weights == "fine-tuned":
+        return "kept: its fine-tuned weights"
+    if kept.source == "anchor":
+        return "kept: the zero-cost anchor's weights"
+    return "kept: its retrained weights"
+
+
 def pareto_table(study: optuna.Study, summarize: Summarizer = generic_summary) -> ParetoTable:
-    """The non-dominated completed trials (``nasflow.search.pareto_trials``)."""
-    records = retrain_records(study)
+    """The non-dominated completed trials (``nasflow.search.pareto_trials``), each with how
+    it was trained, and the kept trial marked (added first where it is not in the set)."""
+    kept = kept_record(study)
+    words, scratch = _trainings(study)
+    front = pareto_trials(study)
+    numbers = {t.number for t in front}
+    if kept is not None and kept.trial not in numbers:
+        extra = [t for t in study.get_trials(deepcopy=False) if t.number == kept.trial]
+        front = [t for t in extra if t.values] + front
     rows = []
-    for t in pareto_trials(study):
-        rec = records.get(t.number, {})
+    for t in front:
         trial = TrialRecord.from_trial(t)
-        cost, params = trial.train_cost, trial.params
+        test, seconds = scratch.get(t.number, (None, None))
+        how = words.get(t.number) or ["screened only: not trained"]
+        is_kept = kept is not None and kept.trial == t.number
+        if is_kept and kept is not None:
+            how = [_kept_words(kept), *how]
         rows.append(
             ParetoRow(
                 t.number,
                 [float(v) for v in t.values],
-                float(cost) if isinstance(cost, (int, float)) else None,
-                int(params) if isinstance(params, int) else None,
+                trial.train_cost,
+                trial.params,
                 _arch(t, summarize),
-                _num(rec, "test_accuracy"),
-                _num(rec, "measured_train_cost"),
+                test,
+                seconds,
+                "; ".join(how),
+                is_kept,
+                t.number in numbers,
             )
         )
-    return ParetoTable(study_metric_names(study), rows)
+    return ParetoTable(study_metric_names(study), rows, cost_basis(study).what)

@@ -94,6 +94,7 @@ def mixed_study() -> optuna.Study:
 #: report page add the Pareto table as a last figure).
 FIGURE_KEYS = (
     "pareto",
+    "screening",
     "params",
     "history",
     "budget",

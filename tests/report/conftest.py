@@ -90,6 +90,56 @@ def oneshot_study(tmp_path_factory: pytest.TempPathFactory) -> OneShotStudy:
     return OneShotStudy(spec.name, out, summary_table(result, spec))
 
 
+class ResultStudy(NamedTuple):
+    """A finished study with every record its result states, and what its run printed
+    (``verbose``: the detail above the result; ``short``: the result alone)."""
+
+    name: str
+    out: Path
+    verbose: str
+    short: str
+    baseline: Path
+
+    @property
+    def url(self) -> str:
+        return f"sqlite:///{self.out / self.name / 'study.db'}"
+
+
+#: Test data: test accuracies standing in for a table of random architectures of the tiny
+#: space trained with its recipe (a real study measures its own, ``StudySpec.baseline``).
+BASELINE_ACCURACIES = (0.22, 0.25, 0.27, 0.3, 0.33, 0.35, 0.38, 0.4, 0.45, 0.5, 0.6, 0.7)
+
+
+@pytest.fixture(scope="session")
+def result_study(tmp_path_factory: pytest.TempPathFactory) -> ResultStudy:
+    """A real tiny study run end to end with every record its result states: two zero-cost
+    anchors, the trust probe (4 architectures, 1 epoch), a fine-tuning phase (two
+    finalists, one epoch), two retrained winners and a baseline table."""
+    folder = tmp_path_factory.mktemp("report-result")
+    baseline = folder / "random_archs.csv"
+    rows = "".join(f"{i},{a}\n" for i, a in enumerate(BASELINE_ACCURACIES))
+    baseline.write_text("index,test_accuracy\n" + rows)
+    extra = (
+        "from nasflow.search import Anchors, FineTuning, TrustProbe\n"
+        "study = study.replace(\n"
+        "    anchors=Anchors(n=2, sample=16),\n"
+        "    trust=TrustProbe(archs=4, epochs=1, bootstrap=100, schedule_epochs=1, pool=8),\n"
+        "    finetuning=FineTuning(finalists=2, rungs=(1,), top=0),\n"
+        f"    cost='measure', retrain_top=2, baseline=({str(baseline)!r},),\n"
+        ")"
+    )
+    spec = load_study_file(write_study(folder, name="result", n_trials=6, finetune=0, extra=extra))
+    out = folder / "runs"
+    result = StudyRunner(spec, out_dir=out, progress=False, log=lambda _: None).run()
+    return ResultStudy(
+        spec.name,
+        out,
+        summary_table(result, spec),
+        summary_table(result, spec, verbose=False),
+        baseline,
+    )
+
+
 @pytest.fixture
 def study_copy(tiny_study: TinyStudy, tmp_path: Path) -> Callable[[], TinyStudy]:
     """``study_copy()``: a private copy of the shared study under ``tmp_path``."""

@@ -20,7 +20,16 @@ from tests.conftest import require_or_skip
 from tests.report._cdp import Browser, chromium_binary
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-DATA_FIGURES = ("pareto", "params", "history", "budget", "fairness", "costmodel", "multipliers")
+DATA_FIGURES = (
+    "pareto",
+    "screening",
+    "params",
+    "history",
+    "budget",
+    "fairness",
+    "costmodel",
+    "multipliers",
+)
 
 #: Per plot div: whether plotly drew its SVG, how many data points (markers, bars) it has,
 #: and its visible text.
@@ -84,6 +93,17 @@ _RING = """
 """
 
 
+#: The headline's position and text, and the top of the first figure, in page pixels.
+_HEADLINE = """
+(() => {
+  const h = document.getElementById('nasflow-headline');
+  const f = document.querySelector('.js-plotly-plot');
+  return {top: h.getBoundingClientRect().top, text: h.innerText,
+          first_figure: f.getBoundingClientRect().top};
+})()
+"""
+
+
 def _assert_captions_clear_of_plots(browser: Browser) -> None:
     """No figure's caption runs into its plot (a long caption once covered the markers)."""
     for div, caption, top in browser.evaluate(_CAPTIONS):
@@ -110,8 +130,8 @@ def test_report_renders_every_figure_offline(browser, tiny_study, tmp_path) -> N
         assert divs[key]["points"] > 0 and divs[key]["traces"] > 0, (key, divs[key])
     # The stack has no measurement in this study: a labelled panel, and no bar at all.
     assert "not measured" in divs["stack"]["text"] and divs["stack"]["points"] == 0
-    winner = browser.evaluate("document.getElementById('nasflow-pareto').innerText")
-    assert "winner" in winner
+    trained = browser.evaluate("document.getElementById('nasflow-pareto').innerText")
+    assert "retrained from scratch (phase 3)" in trained
     rows = browser.evaluate("document.querySelectorAll('#nasflow-pareto-table tr').length")
     assert rows >= 2  # header and at least one Pareto trial
     _assert_captions_clear_of_plots(browser)
@@ -193,9 +213,16 @@ def test_a_one_shot_report_explains_its_panels_and_lists_its_ready_models(
     mult = divs["multipliers"]
     assert mult["points"] >= 6 and "compounded" in mult["text"], mult
     assert "MEASURED" in mult["text"] and "not measured" in mult["text"]
-    assert "fine-tuned (" in divs["pareto"]["text"]
+    assert "fine-tuned from the supernet (" in divs["pareto"]["text"]
     rows = browser.evaluate("document.querySelectorAll('#nasflow-ready-table tr').length")
     assert rows >= 2
+    # The page opens with the result: above every figure, naming the kept trial, its
+    # test accuracy and the export command.
+    kept = stored.study.user_attrs["nasflow:kept"]["trial"]
+    head = browser.evaluate(_HEADLINE)
+    assert head["top"] < head["first_figure"], head
+    assert f"keeps trial {kept}" in head["text"] and "on the test split" in head["text"]
+    assert "nasflow export oneshot" in head["text"]
     # The kept model's ring is drawn, not a transparent marker (an open symbol is stroked
     # in the marker's colour), and the longest captions stay above their plots.
     assert float(browser.evaluate(_RING)) == 1.0

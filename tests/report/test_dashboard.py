@@ -91,7 +91,7 @@ def test_cli_pushes_the_figures_and_serves_them_on_loopback(study_copy) -> None:
         graphs = _graphs(base, study_id)
         assert set(graphs) == {f"nasflow-{k}" for k in KEYS}
         names = [t.get("name") for t in graphs["nasflow-pareto"]["data"]]
-        assert "winner (retrained from scratch)" in names
+        assert "retrained from scratch (phase 3)" in names  # the trained models' front
         # The SQLite file is held while the dashboard runs: a search would be refused.
         with pytest.raises(StorageError):
             SQLiteLock(copy.db).acquire()

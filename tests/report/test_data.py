@@ -16,10 +16,12 @@ from nasflow.report import (
     generic_summary,
     history_data,
     pareto_table,
+    plot_tradeoff,
     report_data,
     report_figures,
     stack_data,
     summarizer,
+    table_cells,
     tradeoff_data,
 )
 from nasflow.report._trials import (
@@ -267,3 +269,45 @@ def test_summaries_use_the_space_when_it_matches_and_refuse_another() -> None:
 def test_generic_summary_lists_ops_then_numbers() -> None:
     arch = Arch({"b": "k5", "a": "k3", "width": 0.75, "lr": 0.00123})
     assert generic_summary(arch.to_json()) == "k3 k5 lr=0.00123 width=0.75"
+
+
+def test_the_predicted_cost_axis_says_what_the_prediction_is() -> None:
+    study = mixed_study()
+    plain = tradeoff_data(study)
+    assert plain.x_title == "predicted training cost (s)" and "does not record" in plain.x_basis
+    study.set_user_attr(
+        "nasflow:cost_table", {"clock": "thread CPU time", "source": "measured now"}
+    )
+    data = tradeoff_data(study)
+    assert data.x_title == "predicted training cost (s): thread CPU time of undisturbed steps"
+    assert "times the recipe's steps" in data.x_basis and "wall time" in data.x_basis
+    fig = plot_tradeoff(data, "t")
+    assert fig.layout.xaxis.title.text == data.x_title
+    assert "Predicted training cost: the cost model&#x27;s thread CPU time" in (
+        fig.layout.title.subtitle.text.replace("<br>", " ")
+    )
+    assert pareto_table(study).cost_basis == data.x_basis  # the table's note says the same
+    timed = make_study(
+        [{"values": [0.5, 1.0], "attrs": {"train_cost": 1.0, "arch": arch_json(["k3"])}}],
+        user_attrs={"nasflow:scoring": json.dumps({"cost": "measure"})},
+    )
+    assert tradeoff_data(timed).x_title.endswith("timed steps x recipe steps")
+    # The parameters axis is a count: nothing to qualify.
+    assert tradeoff_data(study, "params").x_title == "parameters"
+
+
+def test_the_pareto_table_says_how_each_trial_was_trained_and_adds_the_kept_one() -> None:
+    study = mixed_study()
+    rows = {r.number: r for r in pareto_table(study).rows}
+    assert rows[1].trained == "retrained from scratch (phase 3)" and not rows[1].kept
+    assert rows[0].trained == "screened only: not trained"
+    # A kept trial outside the Pareto set (trial 2 is dominated) is listed first, marked.
+    study.set_user_attr("nasflow:kept", {"trial": 2, "weights": "retrained", "source": "anchor"})
+    anchor = {"trial": 2, "val_accuracy": 0.9, "test_accuracy": 0.89, "measured_train_cost": 5.0}
+    study.set_user_attr("nasflow:anchors", {"anchors": [{**anchor, "arch": arch_json(["k3"])}]})
+    first = pareto_table(study).rows[0]
+    assert (first.number, first.kept, first.on_front) == (2, True, False)
+    assert first.trained == "kept: the zero-cost anchor's weights; zero-cost anchor, from scratch"
+    assert (first.test_accuracy, first.measured_train_cost) == (0.89, 5.0)
+    _, cells = table_cells(pareto_table(study))
+    assert cells[0][0] == "2 (kept; not in the set)" and all(c for row in cells for c in row)

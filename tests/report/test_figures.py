@@ -5,22 +5,23 @@ from __future__ import annotations
 import math
 import re
 
+import pytest
+
 from nasflow.names import set_metric_names
 from nasflow.report import (
-    ReadyModels,
-    ReadyRow,
     fairness_data,
     pareto_table,
     plot_fairness,
     plot_stack,
     plot_tradeoff,
+    plot_trained,
     report_data,
     report_figures,
     stack_data,
+    table_cells,
     tradeoff_data,
+    trained_front,
 )
-from nasflow.report._figures import table_cells
-from nasflow.report._records import AnchorRow
 from tests.report._studies import FIGURE_KEYS, arch_json, make_study, mixed_study
 
 
@@ -32,17 +33,17 @@ def _texts(fig) -> str:
     return " ".join(parts).replace("<br>", " ")
 
 
-def test_pareto_figure_draws_each_status_and_highlights_the_winner() -> None:
+def test_screening_figure_draws_each_status_and_marks_retrained_trials_at_their_score() -> None:
     fig = plot_tradeoff(tradeoff_data(mixed_study()), "Pareto front")
     names = [t.name for t in fig.data]
-    assert names[0] == "dominated" and names[-1] == "winner (retrained from scratch)"
+    assert names[0] == "dominated" and names[-1] == "retrained in phase 3 (at its accuracy)"
     assert any(n.startswith("over budget") for n in names)
     assert "violates a constraint" in names and "Pareto front (in this plane)" in names
     winner = fig.data[-1]
     assert list(winner.x) == [2.0] and list(winner.y) == [0.90]
     assert "arch k5 k3 width=1" in winner.text[0]
-    # The winner's hover names its retrained test accuracy apart from its search score.
-    assert "retrained test accuracy 0.8800" in winner.text[0], winner.text[0]
+    # At its search score; its hover names the retrained test accuracy apart from it.
+    assert "after retraining: retrained test accuracy 0.8800" in winner.text[0], winner.text[0]
     assert fig.layout.yaxis.title.text == "accuracy"  # no metric names recorded: generic
     skipped = next(t for t in fig.data if t.name.startswith("over budget"))
     assert skipped.y[0] < 0.70  # drawn below every evaluated accuracy, not at a made-up one
@@ -52,37 +53,73 @@ def test_pareto_figure_draws_each_status_and_highlights_the_winner() -> None:
 def test_the_kept_model_is_ringed_where_the_study_records_it() -> None:
     study = mixed_study()
     plain = plot_tradeoff(tradeoff_data(study), "Pareto front")
-    assert not any((t.name or "").startswith("kept model") for t in plain.data)
+    assert not any((t.name or "").startswith("the kept model") for t in plain.data)
     study.set_user_attr("nasflow:kept", {"trial": 1, "weights": "retrained", "source": "search"})
     fig = plot_tradeoff(tradeoff_data(study), "Pareto front")
     ring = fig.data[-1]
-    assert ring.name == "kept model: trial 1, retrained from scratch (the search's choice)"
-    # On the winner's star, not at a score of its own.
+    assert ring.name == "the kept model's trial 1 (at its accuracy)"
+    # On the trial's own point in this plane: its search score, labelled as such.
     assert (list(ring.x), list(ring.y)) == ([2.0], [0.90])
-    assert "nasflow export NAME --best exports" in _texts(fig)
+    assert "The black ring" in _texts(fig) and "architecture, at its accuracy" in _texts(fig)
     # A record this version cannot read is ignored, as a missing one is: no ring.
     study.set_user_attr("nasflow:kept", {"trial": 1, "weights": "supernet", "source": "search"})
     fig = plot_tradeoff(tradeoff_data(study), "Pareto front")
-    assert not any((t.name or "").startswith("kept model") for t in fig.data)
+    assert not any((t.name or "").startswith("the kept model") for t in fig.data)
 
 
-def test_the_ring_sits_on_kept_fine_tuned_weights_or_on_a_kept_anchor() -> None:
+def _trained_study():
+    """The mixed study with a fine-tuned ready model (trial 0, 2 epochs) and a zero-cost
+    anchor (trial 2) beside its retrained winner (trial 1); the numbers are test data."""
     study = mixed_study()
-    ready = ReadyModels(
-        True,
-        [
-            ReadyRow(0, 1, 0.81, 0.80, 1.0, 1.0, 500, "ready", "a"),
-            ReadyRow(0, 2, 0.84, 0.83, 2.0, 1.0, 500, "ready", "a"),
-        ],
+    candidate = {
+        "trial": 0,
+        "arch": arch_json(["k3", "skip"]),
+        "supernet_accuracy": 0.8,
+        "val_curve": [0.81, 0.84],
+        "epoch_seconds": [1.0, 1.5],
+        "test_accuracy": 0.83,
+        "status": "ready",
+    }
+    study.set_user_attr("nasflow:finetuned", {"candidates": [candidate], "rungs": [1, 2]})
+    anchor = {"trial": 2, "val_accuracy": 0.86, "test_accuracy": 0.85, "measured_train_cost": 4.0}
+    study.set_user_attr("nasflow:anchors", {"anchors": [{**anchor, "arch": arch_json(["k3"])}]})
+    return study
+
+
+@pytest.mark.parametrize(
+    ("kept", "at", "what"),
+    [
+        ({"trial": 1, "weights": "retrained", "source": "search"}, (3.0, 0.88), "retrained"),
+        ({"trial": 0, "weights": "fine-tuned", "source": "search"}, (2.5, 0.83), "2 epochs"),
+        ({"trial": 2, "weights": "retrained", "source": "anchor"}, (4.0, 0.85), "anchor"),
+    ],
+)
+def test_the_trained_front_rings_the_kept_model_at_its_own_measured_numbers(
+    kept, at, what
+) -> None:
+    study = _trained_study()
+    study.set_user_attr("nasflow:kept", kept)
+    front = trained_front(study)
+    # Every trained model at (measured seconds, test accuracy): nothing from the search.
+    assert sorted((m.seconds, m.test_accuracy) for m in front.models) == [
+        (2.5, 0.83),
+        (3.0, 0.88),
+        (4.0, 0.85),
+    ]
+    assert [m.number for m in front.models if m.on_front] == [1]  # the anchor is dominated
+    fig = plot_trained(front)
+    ring = fig.data[-1]
+    assert (ring.x[0], ring.y[0]) == at and what in ring.name
+    assert ring.name.startswith(f"kept model: trial {kept['trial']}, ")
+    points = {(x, y) for t in fig.data if t.mode != "lines" for x, y in zip(t.x, t.y, strict=True)}
+    assert points == {(2.5, 0.83), (3.0, 0.88), (4.0, 0.85)}
+    assert fig.layout.yaxis.title.text == "accuracy on the test split (trained weights, measured)"
+    assert (
+        fig.layout.xaxis.title.text
+        == "measured training cost (s, wall time of the training steps)"
     )
-    anchors = [AnchorRow(2, 0.86, 0.85, 4.0, 3.0, 400, "b")]
-    study.set_user_attr("nasflow:kept", {"trial": 0, "weights": "fine-tuned", "source": "search"})
-    ring = plot_tradeoff(tradeoff_data(study), "t", ready, anchors).data[-1]
-    # On the diamond of its most fine-tuned epochs.
-    assert (list(ring.x), list(ring.y)) == ([1.0], [0.84]) and "2 epochs" in ring.name
-    study.set_user_attr("nasflow:kept", {"trial": 2, "weights": "retrained", "source": "anchor"})
-    ring = plot_tradeoff(tradeoff_data(study), "t", ready, anchors).data[-1]
-    assert (list(ring.x), list(ring.y)) == ([3.0], [0.86]) and "zero-cost anchor" in ring.name
+    text = _texts(fig)
+    assert "not the supernet" in text and "so they are not on the line" in text
 
 
 def test_hover_text_escapes_html_from_the_study() -> None:
@@ -204,9 +241,20 @@ def test_table_adds_cost_and_params_only_when_they_are_not_objectives() -> None:
         "parameters",
         "retrained test accuracy",
         "measured training cost (s)",
+        "trained as",
         "arch",
     ]
-    assert rows[0] == ["0", "0.5", "2", "950", "", "", "k5 k5 width=1"]
+    # No empty cell: what was not trained says so.
+    assert rows[0] == [
+        "0",
+        "0.5",
+        "2",
+        "950",
+        "not trained",
+        "not trained",
+        "screened only: not trained",
+        "k5 k5 width=1",
+    ]
     params_study = make_study(
         [{"values": [0.5, 100.0], "attrs": {"train_cost": 2.0, "params": 100}}],
         user_attrs={"nasflow:objectives": '["accuracy", "params"]'},
@@ -220,8 +268,8 @@ def test_axes_and_hovers_use_the_studys_metric_names() -> None:
     study = mixed_study()
     set_metric_names(study, ["supernet score", "predicted training cost (s)"])
     fig = plot_tradeoff(tradeoff_data(study), "Pareto front")
-    assert fig.layout.yaxis.title.text == "supernet score"
-    assert fig.layout.xaxis.title.text == "predicted training cost (s)"
+    assert fig.layout.yaxis.title.text == "supernet score: validation accuracy, inherited weights"
+    assert fig.layout.xaxis.title.text == "predicted training cost (s)"  # no cost record
     assert "supernet score 0.9000" in fig.data[-1].text[0]
     assert "inherited weights" in _texts(fig)  # the name's meaning
     header, _ = table_cells(pareto_table(study))

@@ -26,7 +26,7 @@ def test_report_of_a_real_study_is_one_offline_file(tiny_study, tmp_path) -> Non
     assert not re.search(r"<(script|img|iframe)[^>]*\ssrc=", page)
     assert "<link" not in page and "@import" not in page and "url(http" not in page
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
-    assert "winner" in page and "not measured" in page
+    assert 'id="nasflow-headline"' in page and "not measured" in page
 
 
 def test_user_text_is_escaped_in_the_page() -> None:

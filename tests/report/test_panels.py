@@ -18,6 +18,7 @@ from nasflow.record import (
     CostTableRecord,
     MultipliersRecord,
     open_stored_study,
+    retrain_key,
 )
 from nasflow.report import (
     budget_data,
@@ -187,24 +188,26 @@ def test_ready_models_are_on_the_front_and_in_a_table(oneshot, tmp_path) -> None
         assert (r.epochs, r.val_accuracy, r.seconds) == (c.epochs, c.val_accuracy, c.train_seconds)
     assert {r.epochs for r in ready.rows} == {1, 2}  # one rung of 1 epoch, survivors 2
     pareto = next(f for f in report_figures(report_data(oneshot)) if f.key == "pareto").figure
-    traces = [t for t in pareto.data if (t.name or "").startswith("fine-tuned (")]
-    assert sorted(t.name.split(":")[0] for t in traces) == [
-        "fine-tuned (1 epoch)",
-        "fine-tuned (2 epochs)",
+    traces = [t for t in pareto.data if (t.name or "").startswith("fine-tuned from the supernet")]
+    assert sorted(t.name for t in traces) == [
+        "fine-tuned from the supernet (1 epoch)",
+        "fine-tuned from the supernet (2 epochs)",
     ]
-    assert sum(len(t.x) for t in traces) == len(ready.rows)
-    assert all("measured" in t.name for t in traces)
-    # The ring sits on the marker of the model the run keeps, as its record says.
+    # Each ready model at its own measured fine-tuning seconds and test accuracy.
+    measured = {(r.seconds, r.test_accuracy) for r in ready.rows}
+    drawn = [(x, y) for t in traces for x, y in zip(t.x, t.y, strict=True)]
+    assert len(drawn) == len(ready.rows) and set(drawn) <= measured
+    # The ring sits on the model the run keeps, at its own measured numbers.
     kept = oneshot.user_attrs[KEPT_KEY]
     (ring,) = [t for t in pareto.data if (t.name or "").startswith("kept model")]
     assert ring.name.startswith(f"kept model: trial {kept['trial']}, ")
     if kept["weights"] == "fine-tuned":
         row = max((r for r in ready.rows if r.number == kept["trial"]), key=lambda r: r.epochs)
-        assert list(ring.y) == [row.val_accuracy] and "fine-tuned" in ring.name
+        assert (ring.x[0], ring.y[0]) == (row.seconds, row.test_accuracy)
+        assert "fine-tuned" in ring.name
     else:
-        (star,) = [t for t in pareto.data if t.name == "winner (retrained from scratch)"]
-        i = list(star.text).index(next(s for s in star.text if f"trial {kept['trial']} " in s))
-        assert (list(ring.x), list(ring.y)) == ([star.x[i]], [star.y[i]])
+        rec = oneshot.user_attrs[retrain_key(kept["trial"])]
+        assert (ring.x[0], ring.y[0]) == (rec["measured_train_cost"], rec["test_accuracy"])
     page = write_report(oneshot, tmp_path / "report.html").read_text(encoding="utf-8")
     table = page[page.index('id="nasflow-ready-table"') :]
     table = table[: table.index("</table>")]

@@ -80,16 +80,20 @@ def test_anchors_are_trained_first_and_scored_as_trials(tmp_path) -> None:
         "source": "anchor" if anchor_kept else "search",
     }
     assert [t.number for t in select_trials(result.study, "best")] == [expected]
-    # The report draws them on both trade-off figures, at their measured validation accuracy.
+    # The report draws them on the trained models' figure, at their own measured test
+    # accuracy and training seconds (the screened panels show supernet scores only).
     from nasflow.report import report_data, report_figures
 
     data = report_data(result.study, spec.space)
     assert [r.number for r in data.anchors] == [0, 1]
     assert [r.val_accuracy for r in data.anchors] == [a["val_accuracy"] for a in anchors]
-    for fig in report_figures(data)[:2]:
-        (trace,) = [t for t in fig.figure.data if t.name.startswith("zero-cost anchors")]
-        assert list(trace.y) == [a["val_accuracy"] for a in anchors]
-        assert "trial 0: zero-cost anchor, trained from scratch" in trace.text[0]
+    figures = {f.key: f.figure for f in report_figures(data)}
+    (trace,) = [t for t in figures["pareto"].data if t.name == "zero-cost anchor (from scratch)"]
+    measured = sorted((a["measured_train_cost"], a["test_accuracy"]) for a in anchors)
+    assert sorted(zip(trace.x, trace.y, strict=True)) == measured
+    assert any("trial 0: zero-cost anchor, trained from scratch" in x for x in trace.text)
+    for key in ("screening", "params"):
+        assert not any("anchor" in (t.name or "") for t in figures[key].data)
 
 
 def test_a_rerun_trains_no_anchor_again(tmp_path, monkeypatch) -> None:
