@@ -91,6 +91,15 @@ def test_the_readme_shows_the_python_workflow() -> None:
         assert call in code, call
 
 
+def test_the_readme_names_every_elastic_module() -> None:
+    import nasflow.supernet
+
+    elastic = [n for n in nasflow.supernet.__all__ if n.startswith("Elastic")]
+    assert "ElasticConv2d" in elastic
+    missing = [n for n in elastic if n not in README.read_text(encoding="utf-8")]
+    assert not missing, f"README.md never names {missing}"
+
+
 def test_the_readme_links_to_files_that_exist() -> None:
     links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text())
     assert links
