@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from filelock import FileLock
 
+from nasflow._disk import writing
 from nasflow.errors import ConfigError
 
 #: filelock >= 4 falls back to a marker-file lock where the file system has no ``flock``; a
@@ -59,10 +60,17 @@ def atomic_write(
 
     Raises:
         ValueError: ``mode`` is not a write mode.
+        WriteError: The disk is full, a file-size limit or a permission refused the write
+            (one line naming ``path`` and its disk).
     """
     if mode not in ("wb", "w"):
         raise ConfigError(f"mode must be 'wb' or 'w', got {mode!r}")
     path = Path(path)
+    with writing(path):
+        return _atomic_write(path, write, mode)
+
+
+def _atomic_write(path: Path, write: Callable[[IO[Any]], None], mode: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -760,6 +760,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NasflowError as e:  # bad input or a refused state: one line, exit code 2
         print(f"nasflow: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a full disk or a permission that no writer named: one line too
+        from nasflow._disk import write_error
+
+        failed = write_error(e.filename or "a file (its path was not reported)", e)
+        if failed is None:
+            raise
+        print(f"nasflow: error: {failed}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -67,3 +67,21 @@ class StudyRecordError(NasflowError, ValueError):
     """A stored study cannot be read: no such study file or study, or no usable nasflow
     record of its space. (Here rather than in ``nasflow.record``, which raises it, because
     ``nasflow.storage`` raises it too and the record module imports the storage module.)"""
+
+
+class WriteError(NasflowError, OSError):
+    """A file or database that could not be written: a full disk, a file-size limit, a
+    read-only file system or a permission; the message names the path, the reason and the
+    room left on the disk holding it (see ``nasflow._disk``).
+
+    Attributes:
+        path: What could not be written.
+        reason: Why, in words.
+    """
+
+    def __init__(self, message: str, path: str = "", reason: str = "") -> None:
+        super().__init__(message)
+        self.path, self.reason = path, reason
+
+    def __str__(self) -> str:
+        return str(self.args[0])

@@ -20,9 +20,10 @@ from filelock import FileLock, Timeout
 
 from nasflow import settings
 from nasflow._compat import retry_callback_kwargs
+from nasflow._disk import write_error
 from nasflow._files import file_lock
 from nasflow._urls import redact
-from nasflow.errors import NasflowError, StudyRecordError
+from nasflow.errors import NasflowError, StudyRecordError, WriteError
 
 #: Seconds between heartbeats of a running trial, and before a silent one is failed.
 HEARTBEAT_INTERVAL = 10
@@ -63,6 +64,15 @@ class StorageSpec:
     def multi_worker(self) -> bool:
         """Whether several processes may share it."""
         return self.kind not in ("sqlite", "memory")
+
+
+def storage_failure(err: BaseException, spec: StorageSpec) -> WriteError | None:
+    """A write to the study's storage that the disk or a permission refused (Optuna wraps
+    SQLite's "database or disk is full" in a ``StorageInternalError`` about "invalid data
+    ... exceeding max length") as one line naming the storage and its disk; ``None`` for
+    any other failure."""
+    where: str | Path = spec.path if spec.path is not None else spec.safe_url
+    return write_error(where, err, "the study database" if spec.kind == "sqlite" else "")
 
 
 def storage_of_object(storage: optuna.storages.BaseStorage) -> StorageSpec:

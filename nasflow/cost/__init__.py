@@ -28,7 +28,7 @@ from nasflow.cost._measure import (
 )
 from nasflow.cost._model import CostModel, CostStats, LoadedMachineWarning, MissingLatencyError
 from nasflow.cost._store import Base as MeasurementBase
-from nasflow.cost._store import DeviceStore, from_shared, store_everywhere
+from nasflow.cost._store import DeviceStore, check_cache, from_shared, store_everywhere
 from nasflow.cost._store import now as measured_now
 from nasflow.cost._table import (
     Calibration,
@@ -62,6 +62,7 @@ __all__ = [
     "activation_bytes",
     "agreement",
     "assess_reference",
+    "check_cache",
     "count_flops",
     "count_params",
     "covering_archs",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -31,11 +31,15 @@ import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Session
 
 from nasflow import settings
+from nasflow._disk import write_error, writing
+from nasflow._files import file_lock
 from nasflow._urls import redact
 from nasflow.errors import ConfigError
 
 #: Key of the PostgreSQL advisory lock that serialises creating the measurement tables.
 SCHEMA_LOCK_KEY = 0x6E666D65617375  # "nfmeasu"
+#: Key of the PostgreSQL advisory lock held while a process measures into the tables.
+MEASURE_LOCK_KEY = SCHEMA_LOCK_KEY + 1
 
 S = TypeVar("S", bound="DeviceStore")
 T = TypeVar("T")
@@ -56,24 +60,36 @@ def default_cache_path() -> Path:
     return settings.cache_dir() / "cost.db"
 
 
+#: Where the tables of an unusable cache live instead: in memory, for this process only.
+MEMORY_URL = "sqlite://"
+#: Caches found unusable by this process (:func:`check_cache`): URL -> the line said.
+_UNUSABLE: dict[str, str] = {}
+#: Caches :func:`check_cache` found usable.
+_USABLE: set[str] = set()
+
+
 def shared_table_url() -> str | None:
     """Where the measurement tables shared by every study of this user live:
     ``$NASFLOW_COST_CACHE`` (a file path, ``sqlite:///FILE`` or ``postgresql://...``, so a
     team's machines can share one), else ``default_cache_path()``; ``None`` when the
-    variable is ``off`` (nothing is shared)."""
+    variable is ``off`` (nothing is shared). A cache this process cannot use (see
+    :func:`check_cache`, run here once) is replaced by ``MEMORY_URL``."""
     value = settings.shared_table_setting()
     if value == settings.OFF:
         return None
     url = resolve_url(value)
-    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
-        _check_shared_file(Path(url[len("sqlite:///") :]))
-    return url
+    path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
+    if path and not path.startswith("file:"):  # (a URI filename is SQLite's to open)
+        _check_shared_file(Path(path))
+    check_cache(url)
+    return resolve_url(url)
 
 
 def _check_shared_file(path: Path) -> None:
     """The shared cache is a cache: a file SQLite cannot read is moved aside (one warning
-    line on stderr) and a new one is built; a link, FIFO or device in its place is
-    refused, unopened (opening a FIFO would wait forever)."""
+    line on stderr) and a new one is built (where it cannot be moved, this process keeps
+    its tables in memory); a link, FIFO or device in its place is refused, unopened
+    (opening a FIFO would wait forever)."""
     import sqlite3
     import sys
     import time
@@ -98,7 +114,15 @@ def _check_shared_file(path: Path) -> None:
             conn.execute("SELECT name FROM sqlite_master").fetchall()
     except sqlite3.DatabaseError as e:
         aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-        os.replace(path, aside)
+        try:
+            os.replace(path, aside)
+        except OSError as moving:
+            _unusable(
+                f"sqlite:///{path}",
+                f"is corrupt ({e}) and cannot be moved aside ({moving.strerror})",
+                "delete it, or point $NASFLOW_COST_CACHE at another file (or 'off')",
+            )
+            return
         print(
             f"nasflow: warning: the shared cost cache {str(path)!r} is corrupt ({e}); moved "
             f"it to {str(aside)!r} and started a new one (op latencies are measured again)",
@@ -107,7 +131,8 @@ def _check_shared_file(path: Path) -> None:
 
 
 def resolve_url(url: str | os.PathLike | None) -> str:
-    """A SQLAlchemy URL for the tables.
+    """A SQLAlchemy URL for the tables (``MEMORY_URL`` for a cache this process found
+    unusable, see :func:`check_cache`).
 
     Args:
         url: ``None`` (the local cache file), a file path (SQLite),
@@ -122,18 +147,111 @@ def resolve_url(url: str | os.PathLike | None) -> str:
         path = Path(url)
         if not str(path) or str(path) == ".":
             raise ConfigError(f"cost table path {str(url)!r} is not a file path")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return f"sqlite:///{path}"
-    text = str(url)
+        text = f"sqlite:///{path}"
+    else:
+        text = str(url)
     scheme = text.split("://", 1)[0].split("+", 1)[0]
     if scheme not in ("sqlite", "postgresql"):
         raise ConfigError(
             f"cost table storage {redact(text)!r} is not a database; use None (a local "
             "cache file), a file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB"
         )
-    if scheme == "sqlite" and text.startswith("sqlite:///") and len(text) > len("sqlite:///"):
-        Path(text[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+    if text in _UNUSABLE:
+        return MEMORY_URL
+    path = text[len("sqlite:///") :] if text.startswith("sqlite:///") else ""
+    if scheme == "sqlite" and path and not path.startswith("file:"):  # (not a URI filename)
+        with contextlib.suppress(OSError):  # (a folder this user cannot write: see check_cache)
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
     return text
+
+
+def _unusable(url: str, why: str, fix: str, log: Callable[[str], None] | None = None) -> None:
+    """Keep ``url``'s tables in memory from now on, saying why (once) on ``log`` (default:
+    a warning line on stderr)."""
+    import sys
+
+    where = url[len("sqlite:///") :] if url.startswith("sqlite:///") else redact(url)
+    line = (
+        f"nasflow: warning: the cost cache {where!r} {why}; this run keeps op latencies "
+        f"and stack calibrations in memory (nothing is shared with later studies): {fix}"
+    )
+    _UNUSABLE[url] = line
+    if log is None:
+        print(line, file=sys.stderr)
+    else:
+        log(line)
+
+
+def cache_problem(url: str) -> tuple[str, str] | None:
+    """Why the measurement tables at ``url`` cannot be used by this process, and how to fix
+    it (``None``: usable): the database is opened, its tables created where missing, every
+    table read with the columns nasflow declares, and a row written and rolled back."""
+    engine = None
+    try:
+        engine = sa.create_engine(url, **_engine_kwargs(url))
+        with engine.begin() as conn:
+            Base.metadata.create_all(conn)
+        with engine.connect() as conn:
+            for table in Base.metadata.sorted_tables:
+                conn.execute(sa.select(*table.columns).limit(0)).all()
+        devices = Base.metadata.tables.get("nasflow_cost_devices")
+        if devices is not None:
+            with engine.connect() as conn:
+                probe = conn.begin()  # a write that is rolled back: nothing is left
+                try:
+                    row = {"key": "nasflow-write-probe", "fingerprint": "", "created_at": now()}
+                    conn.execute(sa.insert(devices).values(**row))
+                finally:
+                    probe.rollback()
+    except sa.exc.SQLAlchemyError as e:
+        first = redact((str(e.orig) if getattr(e, "orig", None) else str(e)).split("\n")[0], url)
+        if write_error(url, e) is not None:
+            return (
+                f"cannot be written ({first})",
+                "make it (and its folder) writable for this user, e.g. `sudo chown -R "
+                "$(id -un) FOLDER` after a `sudo` run, or point $NASFLOW_COST_CACHE at "
+                "another file (or 'off')",
+            )
+        if "column" in first or "constraint" in first.lower():  # (missing, extra NOT NULL)
+            return (
+                f"holds tables of another schema ({first})",
+                "delete it (a cache: what it held is measured again), or point "
+                "$NASFLOW_COST_CACHE at another file (or 'off')",
+            )
+        return (
+            f"cannot be opened ({first[:200]})",
+            "check it, or point $NASFLOW_COST_CACHE at another file (or 'off')",
+        )
+    finally:
+        if engine is not None:
+            engine.dispose()
+    return None
+
+
+def check_cache(url: str | None, log: Callable[[str], None] | None = None) -> bool:
+    """Check, once per process, that the measurement tables at ``url`` (a resolved URL;
+    ``None``: nothing to check) can be read and written with this schema; if not, keep
+    them in memory from now on (:func:`resolve_url` gives ``MEMORY_URL`` for it) and say
+    so in one line on ``log`` (default: stderr) with how to fix it. Returns whether the
+    cache is usable. Run by the study runner before anything trains."""
+    if url is None or url == MEMORY_URL or url in _USABLE:
+        return True
+    if url in _UNUSABLE:
+        return False
+    problem = cache_problem(url)
+    if problem is None:
+        _USABLE.add(url)
+        return True
+    _unusable(url, *problem, log=log)
+    return False
+
+
+def _engine_kwargs(url: str) -> dict[str, Any]:
+    if url.startswith("postgresql"):
+        return {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
+    if url == MEMORY_URL:  # one in-memory database, whichever thread asks
+        return {"poolclass": sa.pool.StaticPool, "connect_args": {"check_same_thread": False}}
+    return {}
 
 
 def open_tables(url: str, metadata: sa.MetaData, lock_key: int, what: str) -> sa.Engine:
@@ -144,17 +262,17 @@ def open_tables(url: str, metadata: sa.MetaData, lock_key: int, what: str) -> sa
         ValueError: The database cannot be opened; names ``what`` and the URL, password
             redacted (also where the driver echoes it).
     """
-    kwargs: dict = {}
-    if url.startswith("postgresql"):
-        kwargs = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
     try:
-        engine = sa.create_engine(url, **kwargs)
+        engine = sa.create_engine(url, **_engine_kwargs(url))
         with engine.begin() as conn:
             if conn.dialect.name == "postgresql":
                 # Released at commit: one process creates the tables, the others find them.
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock_key})
             metadata.create_all(conn)
     except sa.exc.SQLAlchemyError as e:
+        failed = write_error(url, e, what)  # a full disk, a read-only file
+        if failed is not None:
+            raise failed from None
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ConfigError(
             f"cannot open {what} {redact(url)!r}: {redact(first, url)[:300]}"
@@ -207,6 +325,32 @@ class DeviceStore:
             return None
         return cls(url)
 
+    @contextlib.contextmanager
+    def measuring(self) -> Iterator[None]:
+        """Held while this process measures into the store: another process about to
+        measure the same store waits, then finds the measurement stored, so two searches
+        started together on an empty cache take one measurement, not two racing ones mixed
+        row by row (a file lock beside a SQLite file, an advisory lock on PostgreSQL)."""
+        path = self.url[len("sqlite:///") :] if self.url.startswith("sqlite:///") else ""
+        if path and not path.startswith("file:"):
+            with file_lock(f"{path}.measuring.lock"):
+                yield
+        elif self.url.startswith("postgresql"):
+            with self.engine.connect() as conn:
+                conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": MEASURE_LOCK_KEY})
+                try:
+                    yield
+                finally:
+                    conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": MEASURE_LOCK_KEY})
+                    conn.commit()
+        else:  # (in memory: this process's alone)
+            yield
+
+    def writes(self) -> contextlib.AbstractContextManager[None]:
+        """Around a write: a full disk, a file-size limit or a read-only file is one
+        ``WriteError`` naming this database and its disk."""
+        return writing(self.url, self.what)
+
     def load_row(self, cls: type[Any], device_key: str, context_key: str) -> Any | None:
         """The row of ``cls`` stored for (device, context), if any (detached, loaded)."""
         stmt = sa.select(cls).where(cls.device_key == device_key, cls.context_key == context_key)
@@ -219,7 +363,7 @@ class DeviceStore:
         the same moment wins quietly."""
         cls = type(row)
         try:
-            with Session(self.engine) as s, s.begin():
+            with self.writes(), Session(self.engine) as s, s.begin():
                 if before is not None:
                     before(s)
                 s.execute(

@@ -174,7 +174,7 @@ class LatencyTable(DeviceStore):
         """Record a device fingerprint (idempotent)."""
         if device.key in self._known_devices:
             return
-        with Session(self.engine) as s, s.begin():
+        with self.writes(), Session(self.engine) as s, s.begin():
             self._insert_ignore(
                 s,
                 DeviceRow.__table__,
@@ -212,7 +212,7 @@ class LatencyTable(DeviceStore):
             }
             for key, t in timings.items()
         ]
-        with Session(self.engine) as s, s.begin():
+        with self.writes(), Session(self.engine) as s, s.begin():
             if replace:
                 keys = sorted(timings)
                 for i in range(0, len(keys), _CHUNK):

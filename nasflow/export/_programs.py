@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from nasflow._disk import writing
 from nasflow.export._format import ExportError
 
 #: Largest allowed |graph export - PyTorch| on the check input (ONNX and torch.export).
@@ -43,12 +44,26 @@ def export_program(net: nn.Module, example: torch.Tensor) -> torch.export.Export
         raise ExportError(f"torch.export failed: {type(e).__name__}: {first}") from e
 
 
+def write_file(path: Path, data: bytes | memoryview) -> None:
+    """Write one export file in one call: a full disk, a file-size limit or a permission is
+    one ``WriteError`` naming ``path`` (the serialisers below write to memory first; their
+    own file writers abort or raise untyped errors on a full disk)."""
+    with writing(path), open(path, "wb") as f:
+        f.write(data)
+
+
 def save_program(program: torch.export.ExportedProgram, path: Path) -> None:
     """Save the program without the Python stack traces ``torch.export`` records per node:
-    they hold this machine's absolute file paths, which an export must not carry."""
+    they hold this machine's absolute file paths, which an export must not carry.
+
+    Serialised in memory: ``torch.export.save``'s own file writer aborts the process
+    (SIGABRT) when the disk fills up.
+    """
     for node in program.graph.nodes:
         node.meta.pop("stack_trace", None)
-    torch.export.save(program, path)
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
+    write_file(path, buffer.getbuffer())
 
 
 def program_deviation(
@@ -71,18 +86,21 @@ def save_onnx(program: torch.export.ExportedProgram, example: torch.Tensor, path
             contextlib.redirect_stderr(chatter),
         ):
             warnings.simplefilter("ignore")
-            torch.onnx.export(
+            onnx_program = torch.onnx.export(
                 program,
                 (example,),
-                str(path),
+                None,  # serialised below, written in one call
                 dynamo=True,
                 external_data=False,
                 input_names=["input"],
                 output_names=["logits"],
             )
+            assert onnx_program is not None, "the dynamo exporter returns its program"
+            data = onnx_program.model_proto.SerializeToString()
     except Exception as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
         raise ExportError(f"ONNX export failed: {type(e).__name__}: {first}") from e
+    write_file(path, data)
 
 
 def onnx_deviation(path: Path, net: nn.Module, x: torch.Tensor) -> float:

@@ -15,6 +15,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from nasflow._disk import write_error, writing
+from nasflow.errors import WriteError
 from nasflow.export import _hf, _programs
 from nasflow.export._format import (
     ARCH_FILE,
@@ -72,7 +74,7 @@ def _not_own_export(folder: Path) -> str | None:
     return None
 
 
-def _not_replaceable(folder: Path) -> str | None:
+def not_replaceable(folder: Path) -> str | None:
     """Why ``--force`` must not replace ``folder``, or ``None``: it is one complete
     nasflow export, or holds only ``trial-N`` folders that each are one."""
     if (folder / ARCH_FILE).exists() or (folder / ARCH_FILE).is_symlink():
@@ -91,7 +93,7 @@ def check_target(out: Path, force: bool) -> None:
     """Refuse an output path that is a file, or a non-empty directory without ``force``.
 
     ``force`` replaces only a directory that is recognisably a complete nasflow export
-    (see ``_not_replaceable``), so a mistyped ``--out`` never deletes anything else.
+    (see ``not_replaceable``), so a mistyped ``--out`` never deletes anything else.
     """
     if out.exists() and not out.is_dir():
         raise ExportError(f"--out {str(out)!r} exists and is not a directory")
@@ -100,7 +102,7 @@ def check_target(out: Path, force: bool) -> None:
             raise ExportError(
                 f"--out {str(out)!r} exists and is not empty; pass --force to replace it"
             )
-        why = _not_replaceable(out)
+        why = not_replaceable(out)
         if why is not None:
             raise ExportError(
                 f"--out {str(out)!r} is not empty and is not a nasflow export ({why}); "
@@ -136,13 +138,16 @@ def atomic_dir(out: os.PathLike | str, force: bool = False) -> Iterator[Path]:
     """Yield a fresh temporary directory next to ``out`` that becomes ``out`` on success.
 
     On any failure the temporary directory (and any parent folder created for it) is
-    removed and an existing ``out`` is left as it was.
+    removed and an existing ``out`` is left as it was. A failure of the disk or of
+    permissions is one ``WriteError`` naming the file under ``out`` that could not be
+    written and the room left on its disk.
     """
     out = Path(out)
     check_target(out, force)
     created = [p for p in reversed(out.parents) if not p.exists()]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    with writing(out, "the export"):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
         yield tmp
         _finish(tmp)
@@ -151,7 +156,7 @@ def atomic_dir(out: os.PathLike | str, force: bool = False) -> Iterator[Path]:
             os.replace(out, old / "x")
             try:
                 # Checked again once moved aside: nothing written there meanwhile is lost.
-                why = _not_replaceable(old / "x")
+                why = not_replaceable(old / "x")
                 if why is not None:
                     raise ExportError(
                         f"--out {str(out)!r} changed during the export ({why}); "
@@ -168,12 +173,25 @@ def atomic_dir(out: os.PathLike | str, force: bool = False) -> Iterator[Path]:
                 out.rmdir()
             os.replace(tmp, out)
         _fsync(out.parent)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
         for p in reversed(created):
             with contextlib.suppress(OSError):
                 p.rmdir()
-        raise
+        failed = _destination_error(e, tmp, out)
+        if failed is None:
+            raise
+        raise failed from e
+
+
+def _destination_error(err: BaseException, tmp: Path, out: Path) -> WriteError | None:
+    """A failed write of the export as a ``WriteError`` naming the file where it would
+    have ended up (under ``out``, not the temporary folder), or ``None`` for any other
+    failure."""
+    path = Path(err.path) if isinstance(err, WriteError) else out
+    with contextlib.suppress(ValueError):
+        path = out / path.relative_to(tmp)
+    return write_error(path, err, "the export file" if path != out else "the export")
 
 
 def example_input(
@@ -212,12 +230,12 @@ def write_export(
     Hugging Face model (``space.hf_model(net)``) also gets ``hf/``, reloaded offline and
     checked within ``_hf.HF_TOLERANCE``.
     """
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
     folder.mkdir(parents=True, exist_ok=True)
     net = net.eval()
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
-    save_file(state, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
+    _programs.write_file(folder / WEIGHTS_FILE, save(state, metadata={"format": "pt"}))
     weights = {**info.weights, "sha256": sha256_file(folder / WEIGHTS_FILE)}
     info = dataclasses.replace(info, weights=weights)
     vocab = _hf.token_vocab(space)
@@ -248,18 +266,19 @@ def write_export(
         checks["onnx_max_abs_diff"] = _programs.onnx_deviation(folder / ONNX_FILE, net, check)
         checks["onnx_tolerance"] = _programs.ONNX_TOLERANCE
         files[ONNX_FILE] = sha256_file(folder / ONNX_FILE)
-    hf = _hf.save_hf(space, net, folder, check)
+    with writing(folder / _hf.HF_DIR):  # (save_pretrained writes its own files)
+        hf = _hf.save_hf(space, net, folder, check)
     if hf is not None:
         files.update(hf[0])
         checks["hf_max_abs_diff"] = hf[1]
     info = dataclasses.replace(info, checks=checks, files=files)
     text = readme(info, space, onnx)
-    (folder / README_FILE).write_text(text, encoding="utf-8")
+    _programs.write_file(folder / README_FILE, text.encode("utf-8"))
     # Its checksum too, so `export --force` notices a README edited since (not a loader
     # check: editing the README never makes an export unloadable).
     files = {**files, README_FILE: sha256_file(folder / README_FILE)}
     info = dataclasses.replace(info, files=files)
-    (folder / ARCH_FILE).write_text(info.to_json(), encoding="utf-8")
+    _programs.write_file(folder / ARCH_FILE, info.to_json().encode("utf-8"))
     return info
 
 

@@ -40,6 +40,13 @@ if TYPE_CHECKING:
     from nasflow.supernet import Supernet
 
 
+def tables_url_of(storage: StorageSpec) -> str | None:
+    """The database holding the cost model's and the stack's tables beside a study in
+    ``storage`` (``None``: the per-user cache; journal files and in-memory studies have
+    none)."""
+    return storage.url if storage.kind != "journal" and storage.url else None
+
+
 @dataclass
 class RunContext:
     """What every phase of one run reads, and the state the runner passes between them.
@@ -102,9 +109,8 @@ class RunContext:
     @property
     def tables_url(self) -> str | None:
         """The database holding the cost model's and the stack's tables beside the study
-        (``None``: the per-user cache; journal files and in-memory studies have none)."""
-        s = self.storage
-        return s.url if s.kind != "journal" and s.url else None
+        (see :func:`tables_url_of`)."""
+        return tables_url_of(self.storage)
 
     def check_stop(self, where: str) -> None:
         """Raise ``TrainingInterrupted`` (naming ``where``) if a stop was requested: the

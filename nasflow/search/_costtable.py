@@ -7,12 +7,32 @@ user attribute ``nasflow:cost_table``; the summary and the scorer's log print it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from nasflow import settings
 from nasflow.cost import load_reasons
 from nasflow.settings import REMEASURE_ENV, remeasure_requested
 
-__all__ = ["REMEASURE_ENV", "format_cost_table", "remeasure_requested"]
+__all__ = ["REMEASURE_ENV", "check_caches", "format_cost_table", "remeasure_requested"]
+
+
+def check_caches(tables_url: str | None, log: Callable[[str], None]) -> None:
+    """Before anything trains: the measurement caches this run writes (the shared cost
+    cache, and the per-user cache file where the study's storage holds no tables,
+    ``tables_url`` ``None``) must be readable and writable with this schema. One that is
+    not (a read-only file, a folder left by a ``sudo`` run, tables of another schema) is
+    replaced by an in-memory table for this run, with one line on ``log`` saying why and
+    how to fix it (``nasflow.cost.check_cache``)."""
+    import nasflow.calibrate  # noqa: F401 (declares the stack calibration table)
+    from nasflow.cost import check_cache, resolve_url
+
+    setting = settings.shared_table_setting()
+    urls = [] if setting == settings.OFF else [resolve_url(setting)]
+    if tables_url is None:
+        urls.append(resolve_url(None))
+    for url in dict.fromkeys(urls):
+        check_cache(url, log)
 
 
 def format_cost_table(record: Any) -> list[str]:

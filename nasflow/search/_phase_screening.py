@@ -34,7 +34,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from nasflow.errors import NasflowError
+from nasflow.errors import NasflowError, WriteError
 from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, PREFIX, TRACEBACK_ATTR, TrialRecord
 from nasflow.search._batch_write import write_trials
 from nasflow.search._budget import SKIPS_BEFORE_NOTE, budget_excludes
@@ -48,6 +48,7 @@ from nasflow.search._objective import (
 from nasflow.search._optuna import study_pruner
 from nasflow.search._recovery import requeue_interrupted
 from nasflow.space import Arch
+from nasflow.storage import storage_failure
 
 #: Times the sampler is asked again when it proposes an architecture already scored,
 #: before a uniformly random unseen one is drawn instead.
@@ -362,14 +363,23 @@ class BatchedScreening:
             try:
                 return write_trials(self.ctx.study, trials)
             except failures as e:
+                full = storage_failure(e, self.ctx.storage)
+                if full is not None:  # a full disk is not retried, nor blamed on the data
+                    raise WriteError(
+                        f"{full}; nothing of a batch of {len(trials)} scored candidates is "
+                        "stored (a resumed study scores them again)",
+                        full.path,
+                        full.reason,
+                    ) from e
                 last = e
                 if attempt < WRITE_TRIES:
-                    self.ctx.quiet_log(f"writing the batch failed ({str(e)[:300]}); trying again")
+                    why = str(e.__cause__ or e)[:300]  # (Optuna's own text guesses the data)
+                    self.ctx.quiet_log(f"writing the batch failed ({why}); trying again")
                     time.sleep(0.5 * attempt)
         raise NasflowError(
             f"could not write a batch of {len(trials)} scored candidates to the study's "
             f"storage after {WRITE_TRIES} tries (nothing of the batch is stored; a resumed "
-            f"study scores them again): {str(last)[:300]}"
+            f"study scores them again): {str(last.__cause__ or last)[:300]}"
         ) from last
 
     def _as_stored(self, trial: FrozenTrial) -> FrozenTrial:

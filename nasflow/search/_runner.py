@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import optuna
+import sqlalchemy
 
 from nasflow._checks import check_int
 from nasflow._regular import check_run_folders
@@ -36,7 +37,8 @@ from nasflow.record import (
     write_identity,
 )
 from nasflow.search._baseline import baseline_record, read_baseline, screening_record
-from nasflow.search._context import RunContext, Winner
+from nasflow.search._context import RunContext, Winner, tables_url_of
+from nasflow.search._costtable import check_caches
 from nasflow.search._identity import scoring_record
 from nasflow.search._multipliers import measured_trainings, search_multipliers
 from nasflow.search._optuna import sampler_seed, study_pruner, study_sampler
@@ -55,6 +57,7 @@ from nasflow.storage import (
     check_reachable,
     open_storage,
     resolve_storage,
+    storage_failure,
 )
 from nasflow.train import TrainingInterrupted
 from nasflow.train.stack import Stack, is_rank_zero
@@ -247,6 +250,7 @@ class StudyRunner:
             self._n_trials = n_trials  # (``sampler="auto"`` depends on it)
             study = self.open_study(worker=worker)
             self.log(f"study {spec.name!r} in {self.storage.safe_url}")
+            check_caches(tables_url_of(self.storage), self.log)  # before any training
             ctx = RunContext(
                 spec,
                 self.folder,
@@ -306,6 +310,11 @@ class StudyRunner:
                 list(self.ran_trials),
                 spec,
             )
+        except (optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError) as e:
+            failed = storage_failure(e, self.storage)  # a full disk: one line naming it
+            if failed is None:
+                raise
+            raise failed from e
         finally:
             self.close()
 
