@@ -30,7 +30,6 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -58,39 +57,24 @@ from nasflow.cost._measure import (
     time_steps,
     timer_name,
 )
+from nasflow.cost._stats import (
+    MEASURED,
+    SHARED,
+    STORED,
+    CostStats,
+    LoadedMachineWarning,
+    MissingLatencyError,
+)
 from nasflow.cost._store import from_shared, store_everywhere
 from nasflow.cost._table import Calibration, LatencyTable
 from nasflow.cost._trace import PathTracer, meta_supernet
 from nasflow.cost._units import OpInstance, null_optimizer_unit, null_unit
-from nasflow.errors import ConfigError, NasflowError, StateError
+from nasflow.errors import ConfigError, StateError
 from nasflow.space import Arch, SearchSpace
 from nasflow.train.stack import device_clock
 
 #: Path architectures whose op instances are kept in memory.
 _UNIT_CACHE = 4096
-
-
-class MissingLatencyError(NasflowError, LookupError):
-    """An op instance is not in the table and the model may not measure it."""
-
-
-class LoadedMachineWarning(UserWarning):
-    """The reference op's rounds disagreed while the table was measured: the machine was
-    loaded (the table's best-of-rounds figures resist that, but re-measuring on a quiet
-    machine, ``fit(remeasure=True)``, is safer)."""
-
-
-#: ``CostModel.stability["source"]`` values.
-MEASURED, SHARED, STORED = "measured now", "shared table", "study database"
-
-
-@dataclass
-class CostStats:
-    """What a model has spent on the device so far (in this process)."""
-
-    measured_ops: int = 0
-    measured_steps: int = 0
-    seconds_measuring: float = 0.0
 
 
 class CostModel:
@@ -165,6 +149,8 @@ class CostModel:
         self._measured: Stability | None = None
         self._calibration_ratio: float | None = None
         self._reused = 0
+        #: When this model was made (UTC, ISO 8601, as ``Stability.measured_at``).
+        self._created = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     @classmethod
     def for_space(
@@ -447,9 +433,19 @@ class CostModel:
             rounds: Rounds of calibration steps.
             iters: Timed steps per visit.
 
+        Two processes fitting over one shared table (or one study's table) take turns
+        (``DeviceStore.measuring``): the second finds what the first measured and reuses
+        it, so both predict the same cost for the same architecture.
+
         Returns:
             ``self``.
         """
+        with (self.shared or self.table).measuring():
+            return self._fit(recalibrate, remeasure, n, rounds, iters)
+
+    def _fit(
+        self, recalibrate: bool, remeasure: bool, n: int, rounds: int, iters: int
+    ) -> CostModel:
         self._timings.update(self.table.lookup(self.fingerprint))
         why = "on request" if remeasure else None
         if not remeasure and self._shared_was_loaded():
@@ -478,11 +474,16 @@ class CostModel:
 
     def _shared_was_loaded(self) -> bool:
         """Whether this study would take its table from a shared one flagged loaded (a
-        study whose own database already has a calibration keeps what it has)."""
+        study whose own database already has a calibration keeps what it has), measured
+        before this model was made: one that another process measured meanwhile (a search
+        started together with this one, under the same load) is reused."""
         if self.shared is None or self.calibration is not None:
             return False
         record = self.shared.load_stability(self.fingerprint, self.context_key)
-        return bool(record and record.get("loaded"))
+        if not (record and record.get("loaded")):
+            return False
+        when = record.get("measured_at")
+        return not (isinstance(when, str) and when >= self._created)
 
     def _record_stability(self, source: str, measured: int, remeasured: str | None) -> None:
         """Set ``stability`` and store it (study table; shared table when measured now)."""
