@@ -120,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="cost model: measure this device's op-latency table and calibration again and "
         "replace the stored ones (study database and shared table) instead of reusing them",
     )
+    _add_deterministic(p)
 
     p = sub.add_parser("worker", help="join a running study on a shared storage")
     p.add_argument("study", help="study file or ready study")
@@ -127,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-trials", type=int, help="total finished trials wanted")
     p.add_argument("--timeout", type=float, help="stop searching after this many seconds")
     p.add_argument("--no-progress", action="store_true", help="plain log lines, no bars")
+    _add_deterministic(p)
 
     p = sub.add_parser("studies", help="list the studies in a storage")
     p.add_argument("--storage", required=True, help=STORAGE_HELP)
@@ -201,6 +203,17 @@ class _GracefulStop:
         )
 
 
+def _add_deterministic(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="decide nothing by timings (StudySpec(deterministic=True)): stack='auto' trains "
+        "plain fp32 uncalibrated, the stored cost table is reused as it is, fine-tuning "
+        "promotes by predicted cost, torch uses deterministic algorithms; a rerun with the "
+        "same seed and storage kind keeps the same model",
+    )
+
+
 def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
     from nasflow.search import StudyFileError, StudyRunner, load_study_file, summary_table
     from nasflow.train import TrainingInterrupted
@@ -217,6 +230,11 @@ def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
         spec = spec.replace(recalibrate_stack=True)
     if getattr(args, "remeasure_costs", False):
         spec = spec.replace(remeasure_costs=True)
+    if getattr(args, "deterministic", False):
+        try:
+            spec = spec.replace(deterministic=True)
+        except ValueError as e:
+            raise UsageError(f"--deterministic: {e}") from None
     if args.n_trials is not None and args.n_trials < 1:
         raise UsageError(f"--n-trials must be >= 1, got {args.n_trials}")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):

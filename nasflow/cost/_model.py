@@ -104,6 +104,11 @@ class CostModel:
             ``table``) before anything is measured; what is measured is stored in both.
     """
 
+    #: Take a shared table as stored even where it was measured on a loaded machine,
+    #: rather than measure it again in ``fit`` (a deterministic study sets it: the same
+    #: table every run).
+    keep_loaded: bool = False
+
     def __init__(
         self,
         space: SearchSpace,
@@ -477,7 +482,7 @@ class CostModel:
         study whose own database already has a calibration keeps what it has), measured
         before this model was made: one that another process measured meanwhile (a search
         started together with this one, under the same load) is reused."""
-        if self.shared is None or self.calibration is not None:
+        if self.shared is None or self.calibration is not None or self.keep_loaded:
             return False
         record = self.shared.load_stability(self.fingerprint, self.context_key)
         if not (record and record.get("loaded")):

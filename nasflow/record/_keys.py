@@ -50,6 +50,10 @@ KEPT_KEY = "nasflow:kept"
 #: architectures trained stand-alone with its recipe (``StudySpec.baseline``), as the
 #: finished run read it: what share of them the kept model beats (``BaselineRecord``).
 BASELINE_KEY = "nasflow:baseline"
+#: Study user attribute: which inputs of the finished run a clock decided (the stack's
+#: calibration, the cost table, fine-tuning's promotion, other processes) and whether it
+#: ran deterministic (``nasflow.search.reproducibility_record``).
+REPRODUCIBILITY_KEY = "nasflow:reproducibility"
 #: Prefix of the per-winner records written by phase 3 (``nasflow:retrain:<trial number>``).
 RETRAIN_PREFIX = "nasflow:retrain:"
 

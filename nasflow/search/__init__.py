@@ -50,6 +50,7 @@ from nasflow.search._pareto_pruner import (
 )
 from nasflow.search._phase_screening import REASKS as SCREENING_REASKS
 from nasflow.search._phase_screening import BatchedScreening
+from nasflow.search._reproducibility import reproducibility_line, reproducibility_record
 from nasflow.search._retrain import recipe_for, retrain_arch
 from nasflow.search._runner import RunResult, StudyRunner, Winner, pareto_trials
 from nasflow.search._spec import OBJECTIVES, Budget, StudyFileError, StudySpec, load_study_file
@@ -111,6 +112,8 @@ __all__ = [
     "read_winner",
     "recipe_for",
     "report_values",
+    "reproducibility_line",
+    "reproducibility_record",
     "retrain_arch",
     "run_trust_probe",
     "should_prune",

@@ -40,6 +40,8 @@ class CostEstimator(abc.ABC):
         remeasure: Measure the cost table again (see ``CandidateScorer.remeasure_costs``;
             the scorer folds ``$NASFLOW_REMEASURE_COSTS`` in once, at its construction).
         log: Line logger.
+        keep_stored: Take the stored cost table as it is, even one measured on a loaded
+            machine (``StudySpec.deterministic``; ``CostModel.keep_loaded``).
     """
 
     #: The ``StudySpec.cost`` name that selects the estimator.
@@ -53,6 +55,7 @@ class CostEstimator(abc.ABC):
     storage: str | None = None
     remeasure: bool = False
     log: Callable[[str], None] = lambda _m: None
+    keep_stored: bool = False
 
     def prepare(self, study: optuna.Study, batch_size: int) -> None:  # noqa: B027
         """Set-up for estimates at ``batch_size`` in ``study``: called once per study and
@@ -77,7 +80,7 @@ class PredictedCost(CostEstimator):
         study's nor the shared table has, or everything with ``remeasure``)."""
         if batch_size not in self.models:
             x = self.batch[0]
-            self.models[batch_size] = CostModel.for_space(
+            model = CostModel.for_space(
                 self.space,
                 input_shape=tuple(x.shape[1:]),
                 batch_size=batch_size,
@@ -85,7 +88,9 @@ class PredictedCost(CostEstimator):
                 device=self.device,
                 precision=self.stack.amp if self.stack and self.stack.amp else "fp32",
                 input_dtype=x.dtype,
-            ).fit(remeasure=remeasure)
+            )
+            model.keep_loaded = self.keep_stored
+            self.models[batch_size] = model.fit(remeasure=remeasure)
         return self.models[batch_size]
 
     def prepare(self, study: optuna.Study, batch_size: int) -> None:

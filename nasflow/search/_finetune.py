@@ -392,16 +392,24 @@ class _Candidate:
 
 
 def promote(
-    candidates: Sequence[FineTuned], keep: float, multi_objective: bool, epochs: int | None = None
+    candidates: Sequence[FineTuned],
+    keep: float,
+    multi_objective: bool,
+    epochs: int | None = None,
+    costs: Mapping[int, float] | None = None,
 ) -> list[FineTuned]:
     """The ``ceil(keep * n)`` candidates that go on: by validation accuracy, or with
     several objectives by non-dominated rank of (validation accuracy up, measured epoch
     time down) and then validation accuracy; each judged after ``epochs`` epochs (the
     rung's; ``None``: their last), so a resumed phase decides as the first run did even
-    for candidates it has trained further since."""
+    for candidates it has trained further since. ``costs`` (trial -> a cost fixed before
+    training, such as its predicted training seconds) replaces the measured epoch time,
+    so that no clock decides (a deterministic study)."""
 
     def at(c: FineTuned) -> tuple[float, float]:
         n = len(c.val_curve) if epochs is None else min(epochs, len(c.val_curve))
+        if costs is not None:
+            return c.val_curve[n - 1], float(costs[c.trial])
         return c.val_curve[n - 1], float(np.mean(c.epoch_seconds[:n]))
 
     n = max(1, math.ceil(keep * len(candidates)))
@@ -430,6 +438,7 @@ def run_finetuning(
     on_epoch: Callable[[], None] | None = None,
     clock: Callable[[], float] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    costs: Mapping[int, float] | None = None,
 ) -> FineTuneResult:
     """Fine-tune ``finalists`` from their inherited weights under successive halving.
 
@@ -452,6 +461,8 @@ def run_finetuning(
             ``trained_cpu_seconds``.
         should_stop: Polled after every step and every epoch; when true the candidate in
             training is checkpointed where it is (mid-epoch: the next run resumes there).
+        costs: Trial -> a cost fixed before training (the predicted training seconds),
+            promoting by it instead of the measured epoch time (see :func:`promote`).
 
     Raises:
         TrainingInterrupted: ``should_stop`` asked to stop (checkpointed).
@@ -550,7 +561,9 @@ def run_finetuning(
         survivors = [c for c in alive if c.record.status != "diverged" and c.record.val_curve]
         if r + 1 < len(config.rungs):
             halved = [c.record for c in survivors if not c.finalist.protected]
-            promoted = promote(halved, config.keep, multi_objective, epochs) if halved else []
+            promoted = (
+                promote(halved, config.keep, multi_objective, epochs, costs) if halved else []
+            )
             kept = {id(rec) for rec in promoted}
             kept |= {id(c.record) for c in survivors if c.finalist.protected}
             for c in survivors:

@@ -155,6 +155,7 @@ class CandidateScorer:
             storage=self.cost_storage,
             remeasure=self.remeasure_costs or remeasure_requested(),
             log=self._log,
+            keep_stored=self.spec.deterministic,
         )
         #: Batch sizes whose estimator set-up ran (once per study and batch size).
         self._prepared: set[int] = set()

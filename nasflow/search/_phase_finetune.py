@@ -70,6 +70,17 @@ def select_finalists(
     return list(seen.values())
 
 
+def predicted_costs(study: optuna.Study, finalists: Sequence[Finalist]) -> dict[int, float]:
+    """Each finalist's predicted training cost (its screening trial's ``train_cost``): what
+    a deterministic study promotes by instead of measured epoch seconds."""
+    trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+    out = {}
+    for f in finalists:
+        cost = TrialRecord.from_trial(trials[f.trial]).train_cost
+        out[f.trial] = float(cost) if cost is not None else float("inf")
+    return out
+
+
 def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
     """Fine-tune the finalists from their inherited supernet weights under successive
     halving; record every fine-tuned candidate in the study."""
@@ -109,6 +120,7 @@ def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
             on_epoch=tick,
             clock=lambda: time.process_time() - ctx.started_cpu,
             should_stop=ctx.stop.is_set,
+            costs=predicted_costs(study, finalists) if spec.deterministic else None,
         )
     finally:
         ctx.close_bar(bar)

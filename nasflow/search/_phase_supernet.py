@@ -117,6 +117,10 @@ def resolve_stack(ctx: RunContext, data: DataBundle) -> float:
             again = " (not recalibrated: a study keeps the stack it started with)"
             ctx.log(f"{stack_line(stored or resumed)}; stored with this study{again * refresh}")
             return 0.0
+        if spec.deterministic:  # no timing may choose the layers
+            ctx.stack = None
+            ctx.log("speedup stack: plain fp32 eager ('auto' is not calibrated: deterministic)")
+            return 0.0
         train = data.batches("train", spec.train.batch_size, spec.seed)
         res = device_stack(
             spec.space,

@@ -25,6 +25,7 @@ from nasflow.record import (
     FINETUNED_KEY,
     KEPT_KEY,
     MULTIPLIERS_KEY,
+    REPRODUCIBILITY_KEY,
     SCREENING_KEY,
     SECONDS_KEY,
     STACK_KEY,
@@ -49,6 +50,7 @@ from nasflow.search._phase_supernet import resolve_stack, run_supernet
 from nasflow.search._phase_trust import run_trust
 from nasflow.search._phase_winners import decide_kept, pareto_trials, run_winners
 from nasflow.search._recovery import heartbeat_settings, sweep_zombies
+from nasflow.search._reproducibility import reproducibility_record, use_deterministic
 from nasflow.search._spec import StudySpec
 from nasflow.storage import (
     SQLiteLock,
@@ -245,6 +247,7 @@ class StudyRunner:
         ``nasflow.search._context``); a worker skips phase 3 and the study records."""
         spec = self.spec
         t0, c0 = time.perf_counter(), time.process_time()
+        restore = use_deterministic(spec.deterministic)  # (torch's, until the run ends)
         try:
             check_run_folders(self.out)  # (a FIFO there would hang, a link mislead)
             self._n_trials = n_trials  # (``sampler="auto"`` depends on it)
@@ -300,6 +303,8 @@ class StudyRunner:
             seconds["total"] = time.perf_counter() - t0
             if not worker and is_rank_zero():
                 self._record(study, seconds, winners)
+                why = reproducibility_record(study, spec, self.ran_trials, timeout)
+                study.set_user_attr(REPRODUCIBILITY_KEY, why)
             return RunResult(
                 study,
                 self.out,
@@ -316,6 +321,7 @@ class StudyRunner:
                 raise
             raise failed from e
         finally:
+            restore()
             self.close()
 
     def _record(

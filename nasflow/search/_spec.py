@@ -244,6 +244,14 @@ class StudySpec:
             this study's recipe (``benchmarks/ground_truth.py`` writes them; a column
             ``test_accuracy``): the summary says how much better the retrained winner is
             than their median. Missing files are skipped with a note.
+        deterministic: Nothing a clock measures decides anything (as Lightning's
+            ``Trainer(deterministic=True)``; ``nasflow search --deterministic``), so runs
+            with the same seed, storage kind and stored cost table keep the same model:
+            ``"auto"`` trains plain fp32 uncalibrated, the cost table is reused as stored
+            (even one flagged loaded; measured only where this device has none), fine-tuning
+            promotes by predicted cost, and torch uses deterministic algorithms. Workers
+            still interleave. Not with ``cost="measure"``, ``remeasure_costs`` or
+            ``recalibrate_stack``. See ``nasflow.search.reproducibility_record``.
     """
 
     name: str
@@ -275,6 +283,7 @@ class StudySpec:
     finetuning: FineTuning | None = None
     anchors: Anchors | None = None
     baseline: tuple[str | os.PathLike, ...] = ()
+    deterministic: bool = False
 
     def __post_init__(self) -> None:
         _check_name(self.name)
@@ -372,6 +381,7 @@ class StudySpec:
                 f"study {self.name!r}: remeasure_costs must be True or False, "
                 f"got {self.remeasure_costs!r}"
             )
+        self._check_deterministic()
         baseline = (
             (self.baseline,) if isinstance(self.baseline, (str, os.PathLike)) else self.baseline
         )
@@ -403,6 +413,25 @@ class StudySpec:
             self._check_tabular()
         else:
             self._check_hyper_parameters()
+
+    def _check_deterministic(self) -> None:
+        """``deterministic`` is a bool, and nothing else asks for a clock."""
+        if not isinstance(self.deterministic, bool):
+            raise StudyFileError(
+                f"study {self.name!r}: deterministic must be True or False, "
+                f"got {self.deterministic!r}"
+            )
+        if not self.deterministic:
+            return
+        clocked = ("cost='measure'", "remeasure_costs=True", "recalibrate_stack=True")
+        on = (self.cost == "measure", self.remeasure_costs, self.recalibrate_stack)
+        asked = [name for name, yes in zip(clocked, on, strict=True) if yes]
+        if asked:
+            raise StudyFileError(
+                f"study {self.name!r}: deterministic=True decides nothing by timings, but "
+                f"{' and '.join(asked)} measure(s) them now; use cost='model' and no "
+                "re-measuring, or deterministic=False"
+            )
 
     def _check_optuna_objects(self, objectives: tuple[str, ...]) -> None:
         """The pruner, storage and study: a known name or an Optuna object that fits."""
