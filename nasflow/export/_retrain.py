@@ -15,7 +15,13 @@ from nasflow.errors import ConfigError
 from nasflow.export._format import ONNX_FILE, ExportError, ExportInfo, retrained_notes
 from nasflow.export._loader import Exported, read_export
 from nasflow.export._study import find_study_spec, study_data_spec
-from nasflow.export._writer import atomic_dir, check_target, prepare_trained, write_export
+from nasflow.export._writer import (
+    atomic_dir,
+    check_target,
+    not_replaceable,
+    prepare_trained,
+    write_export,
+)
 from nasflow.train import TrainConfig, TrainResult
 from nasflow.train.stack import Stack
 
@@ -73,6 +79,7 @@ def retrain_exported(
         ValueError: ``epochs`` is not a positive int.
         ExportError: A bad export, no study found, or a study of another space or input.
     """
+    from nasflow.data import data_fingerprint
     from nasflow.search import retrain_arch
 
     if epochs is not None and (
@@ -103,6 +110,15 @@ def retrain_exported(
             f"{where} gives inputs of shape {list(data.input_shape)}, the export takes "
             f"{list(exported.info.input_shape)}"
         )
+    recorded, have = exported.info.study.get("data_fingerprint"), data_fingerprint(data)
+    if recorded is not None and have != recorded:  # (as `nasflow export` refuses it)
+        raise ExportError(
+            f"the data of {where} (fingerprint {have!r}) is not the data "
+            f"study {name!r} was searched on ({recorded!r}); pass --study with the study "
+            "file that ran it"
+        )
+    if study_file is not None and Path(study_file).exists():  # the record names no path
+        where = f"study file {Path(study_file).name!r}"
     if spec.space is not exported.space:  # the same name; build what the export describes
         spec = spec.replace(space=exported.space)
     stack = study_stack(spec.stack, exported.info.weights.get("stack"))
@@ -139,6 +155,13 @@ def retrain_target(path: os.PathLike | str, out: os.PathLike | str | None, force
                 "outside it, or no --out to update the export in place"
             )
         check_target(target, force)
+    elif target.is_dir():  # in place: it must be an export nasflow may replace, as written
+        why = not_replaceable(target)
+        if why is not None:
+            raise ExportError(
+                f"{str(target)!r} cannot be updated in place ({why}); give --out DIR for the "
+                "retrained export"
+            )
     return target
 
 
