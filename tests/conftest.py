@@ -10,6 +10,14 @@ from pathlib import Path
 
 import pytest
 
+# Under NASFLOW_TEST_CPU_LIMIT (CI), a test not marked slow that uses more CPU fails.
+from tests._cpu_limit import (  # noqa: F401  (pytest finds the hooks by name here)
+    pytest_configure,
+    pytest_fixture_setup,
+    pytest_runtest_makereport,
+    pytest_runtest_setup,
+)
+
 # The suite trains networks of a few thousand parameters. On a 2-core CPU one intra-op
 # thread is faster than two (the quickstart's network, one epoch of MNIST-1D interleaved:
 # 0.27 against 0.72 CPU-seconds, 0.31 against 0.71 s wall) and two crawl when other jobs

@@ -601,6 +601,7 @@ def test_b8_replays_the_anchor_rule_on_a_table(tmp_path: Path) -> None:
     assert "| mnist1d_front | 200 |" in b8.markdown(rows)
 
 
+@pytest.mark.slow
 def test_the_split_benchmarks_run_split_and_shared(tmp_path: Path) -> None:
     study = write_study(tmp_path, name="split_cost")
     proc = subprocess.run(

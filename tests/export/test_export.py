@@ -103,6 +103,7 @@ def test_supernet_export_records_only_its_own_validation_accuracy(
     assert "test_accuracy" not in readme and "retrained from scratch in" not in readme
 
 
+@pytest.mark.slow
 def test_onnx_and_program_match_the_loaded_model(exported) -> None:
     import onnxruntime as ort
 

@@ -174,6 +174,7 @@ def test_stack_record_gives_product_and_interaction() -> None:
     assert stack_data(make_study([], user_attrs={"nasflow:stack": no_e2e})).interaction is None
 
 
+@pytest.mark.slow
 def test_a_study_whose_calibration_ran_has_a_waterfall_with_bars(calibrated_study) -> None:
     study = open_stored_study(calibrated_study.name, calibrated_study.url).study
     record = study.user_attrs["nasflow:stack"]

@@ -199,6 +199,7 @@ StudyRunner(spec, out_dir=sys.argv[2], progress=False, log=print).run(retrain=Fa
 """
 
 
+@pytest.mark.slow
 def test_a_screening_killed_mid_batch_resumes_without_duplicates_or_gaps(tmp_path) -> None:
     study_file = write_study(tmp_path, n_trials=20, finetune=0)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
@@ -280,6 +281,7 @@ def test_the_one_shot_multiplier_is_measured_from_this_runs_trainings() -> None:
     assert plain["label"] == "ESTIMATE" and plain["estimated_standalone_seconds"] == 60.0
 
 
+@pytest.mark.slow
 def test_workers_on_postgresql_share_one_batched_screening(
     tmp_path, postgres_url, unique_name
 ) -> None:

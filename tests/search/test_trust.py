@@ -83,6 +83,7 @@ def test_the_winner_is_compared_with_the_median_random_architecture(tmp_path) ->
     assert "no readable table" in baseline_line(0.98, (tmp_path / "missing.csv",))
 
 
+@pytest.mark.slow
 def test_the_default_proxy_fine_tunes_inherited_weights_and_widens_by_the_margin(
     tmp_path,
 ) -> None:
