@@ -40,7 +40,13 @@ from nasflow.record import (
 from nasflow.search._cost import COST_ESTIMATORS
 from nasflow.search._costtable import remeasure_requested
 from nasflow.search._pareto_pruner import promoted
-from nasflow.search._recovery import TrialInterrupted, original_number
+from nasflow.search._recovery import (
+    TrialInterrupted,
+    TrialSwept,
+    claim_folder,
+    original_number,
+    was_swept,
+)
 from nasflow.search._retrain import recipe_for
 from nasflow.search._spec import StudySpec
 from nasflow.space import Arch, SearchSpace
@@ -137,6 +143,9 @@ class CandidateScorer:
     remeasure_costs: bool = False
     #: The number of the trial last stopped on request (set by ``__call__``).
     interrupted: int | None = field(default=None, init=False)
+    #: The number of the trial last found failed by another worker's sweep while this
+    #: one fine-tuned it (set by ``score``).
+    swept: int | None = field(default=None, init=False)
     #: Training batches at the training budget's batch size (BN recalibration, step
     #: timing) and validation batches, from ``data``.
     train: Batches = field(init=False, repr=False)
@@ -215,10 +224,15 @@ class CandidateScorer:
         folder = self._folder(trial)
         keep = False
         try:
-            return self._score(trial, arch, folder)
+            with claim_folder(folder, self._log):
+                return self._score(trial, arch, folder)
         except TrialInterrupted as e:
             keep = True  # the queued resumption continues from the checkpoint
             self.interrupted = e.trial_number
+            raise
+        except TrialSwept as e:
+            keep = True  # its retry (another worker's, or ours) resumes from the checkpoint
+            self.swept = e.trial_number
             raise
         except NonFiniteLossError as e:
             trial.set_user_attr(FAIL_REASON_ATTR, f"non-finite loss: {e}")
@@ -338,6 +352,8 @@ class CandidateScorer:
             self._save(folder, trainer, arch, history)
             trial.set_user_attr(EPOCHS_TRAINED_ATTR, trainer.epoch)
             self._log(f"trial {trial.number}: fine-tuned epoch {trainer.epoch}/{ft.epochs}")
+            if was_swept(trial):  # another worker failed it meanwhile and queued its retry
+                raise TrialSwept(trial.number)
             self.report(trial, history[-1], trainer.epoch)
             if trainer.epoch < ft.epochs and stop():
                 raise self._interrupted(trial, trainer, arch, history, folder)

@@ -174,18 +174,37 @@ def _optimize(
     after_trial: Callable[[optuna.Study, optuna.trial.FrozenTrial], None],
 ) -> None:
     finished = (TrialState.COMPLETE, TrialState.PRUNED)
-    ctx.study.optimize(
-        scorer,
-        n_trials=todo,
-        timeout=ctx.timeout,
-        catch=(CandidateError, *ctx.spec.catch),
-        callbacks=[
-            after_trial,
-            optuna.study.MaxTrialsCallback(target, states=finished),
-        ],
-        show_progress_bar=False,  # (the phase's labelled bar is shown instead)
-        gc_after_trial=False,
-    )
+    t0 = time.perf_counter()
+    while todo > 0:
+        left = None if ctx.timeout is None else ctx.timeout - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            return
+        try:
+            ctx.study.optimize(
+                scorer,
+                n_trials=todo,
+                timeout=left,
+                catch=(CandidateError, *ctx.spec.catch),
+                callbacks=[
+                    after_trial,
+                    optuna.study.MaxTrialsCallback(target, states=finished),
+                ],
+                show_progress_bar=False,  # (the phase's labelled bar is shown instead)
+                gc_after_trial=False,
+            )
+            return
+        except ValueError:  # Optuna's "Cannot tell a FAIL trial": see CandidateScorer.swept
+            number = getattr(scorer, "swept", None)
+            if number is None:
+                raise
+            scorer.swept = None  # type: ignore[attr-defined]
+            ctx.log(
+                f"trial {number} was failed by another worker's sweep while this one "
+                "fine-tuned it (its heartbeat came late); stopped here, its retry resumes "
+                "from the checkpoint"
+            )
+            done = len(ctx.study.get_trials(deepcopy=False, states=finished))
+            todo = min(todo, target - done)
 
 
 def say_budget(ctx: RunContext, study: optuna.Study, trial: FrozenTrial) -> None:

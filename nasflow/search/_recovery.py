@@ -9,17 +9,20 @@ and resumes from its fine-tuning checkpoint, which is keyed by the original numb
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import optuna
+from filelock import Timeout
 from optuna.trial import FrozenTrial, TrialState
 
 from nasflow import settings
 from nasflow._compat import retry_callback_kwargs
-from nasflow.errors import ConfigError
+from nasflow._files import file_lock
+from nasflow.errors import ConfigError, NasflowError
 from nasflow.record import PER_ATTEMPT_ATTRS, STOPS_KEY
 from nasflow.storage import GRACE_PERIOD, HEARTBEAT_INTERVAL
 from nasflow.train import TrainingInterrupted
@@ -42,6 +45,47 @@ class TrialInterrupted(TrainingInterrupted):
     def __init__(self, trial_number: int, what: str, checkpoint: Path | None = None) -> None:
         super().__init__(what, checkpoint)
         self.trial_number = trial_number
+
+
+class TrialSwept(NasflowError):
+    """This worker's trial was failed by another worker's sweep (its heartbeat came late,
+    a loaded machine) while this worker still fine-tuned it; its retry resumes from the
+    checkpoint (internal: ends this attempt).
+
+    Attributes:
+        trial_number: The swept trial.
+    """
+
+    def __init__(self, trial_number: int) -> None:
+        super().__init__(f"trial {trial_number} was failed by another worker's sweep")
+        self.trial_number = trial_number
+
+
+def was_swept(trial: optuna.Trial) -> bool:
+    """Whether ``trial`` (running here) was failed meanwhile by another worker's sweep."""
+    return trial.study._storage.get_trial(trial._trial_id).state == TrialState.FAIL
+
+
+@contextlib.contextmanager
+def claim_folder(folder: Path | None, log: Callable[[str], None]) -> Iterator[None]:
+    """Hold a trial's fine-tuning checkpoint folder while this attempt trains it: another
+    attempt of the trial (a retry queued while a worker whose heartbeat came late still
+    trains it) waits until this one stops, then resumes from its newest checkpoint instead
+    of training from scratch beside it. The lock (``trial-N.lock`` beside the folder) is
+    released when the attempt ends, however it ends (a killed worker's too)."""
+    if folder is None:
+        yield
+        return
+    lock = file_lock(folder.with_name(folder.name + ".lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        log(f"{folder.name}: another worker still fine-tunes it; waiting for its checkpoint")
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def heartbeat_settings(
