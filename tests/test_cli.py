@@ -155,6 +155,7 @@ SHARED_FLAGS = {
     "--epochs": "epochs",
     "--seed": "seed",
     "--json": "JSON",
+    "--deterministic": "decide nothing by timings",
 }
 
 
