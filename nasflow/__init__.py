@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nasflow import _checkout
+from nasflow import _checkout, _progress
 from nasflow.errors import NasflowError
 from nasflow.space import Arch, SearchSpace
 
@@ -13,6 +13,8 @@ __version__ = "0.1.0"
 
 # In a source checkout, nasflow.search_spaces/nasflow.studies are its root folders.
 _checkout.install(Path(__file__).resolve().parent)
+# In a notebook without ipywidgets, progress bars are text bars, without tqdm's warning.
+_progress.quiet_notebook_bars()
 
 __all__ = [
     "Arch",

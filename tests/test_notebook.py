@@ -52,6 +52,7 @@ def test_quickstart_notebook_executes(tmp_path) -> None:
     traces = figures[0]["data"]["application/vnd.plotly.v1+json"]["data"]
     assert sum(len(t.get("x", [])) for t in traces) >= 1  # the front has points
     text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    assert "TqdmWarning" not in text, text  # (no ipywidgets here: text bars, no warning)
     m = re.search(r"loaded model \(retrained weights\): test accuracy (\d\.\d+)", text)
     assert m is not None, text
     assert float(m.group(1)) >= MIN_TEST_ACCURACY, text
