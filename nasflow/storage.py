@@ -7,6 +7,7 @@ dashboard, export and the CLI open stored studies without importing the study ru
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 import warnings
@@ -295,12 +296,65 @@ def _identity_lock_path(db_path: Path) -> Path | None:
     return folder / f"sqlite-{st.st_dev}-{st.st_ino}.lock"
 
 
-def _busy(db_path: Path, also: str) -> StorageError:
-    return StorageError(
-        f"another nasflow worker is using the SQLite study file {str(db_path)!r}{also}; "
+#: What holds a study file's lock, by ``SQLiteLock`` role: who, and what to do about it.
+_HOLDERS = {
+    "worker": (
+        "another nasflow worker",
         "SQLite supports one worker: use --storage postgresql://... or "
-        "--storage journal:///FILE for several workers"
-    )
+        "--storage journal:///FILE for several workers",
+    ),
+    "dashboard": (
+        "a nasflow dashboard",
+        "stop it (Ctrl-C) first, or serve the dashboard from a postgresql:// or "
+        "journal:/// storage, which a search may share",
+    ),
+}
+
+
+class StudyFileBusy(StorageError):
+    """Another process holds a SQLite study file's lock.
+
+    Attributes:
+        holder: Who, in words ("another nasflow worker (process 123)").
+    """
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+def _busy(db_path: Path, also: str, lock_path: Path | None = None) -> StudyFileBusy:
+    """The refusal of a study file whose lock is held, naming who holds it (the holder
+    file the lock's holder wrote, else a worker)."""
+    role, pid = "worker", ""
+    if lock_path is not None:
+        with contextlib.suppress(OSError, ValueError):
+            role, pid = _holder_file(lock_path).read_text().split()
+    who, advice = _HOLDERS.get(role, _HOLDERS["worker"])
+    who += f" (process {pid})" if pid.isdigit() else ""
+    message = f"{who} is using the SQLite study file {str(db_path)!r}{also}; {advice}"
+    return StudyFileBusy(message, who)
+
+
+def _holder_file(lock_path: Path) -> Path:
+    """Where a lock's holder says who it is: in :func:`lock_dir`, keyed by the lock's path
+    (the lock file itself is truncated by every process that tries it)."""
+    key = hashlib.sha256(str(lock_path).encode()).hexdigest()[:24]
+    return lock_dir() / f"holder-{key}"
+
+
+def _unlockable(db_path: Path, lock_path: Path) -> StorageError | None:
+    """The refusal of a study file whose lock file cannot even be created (a read-only or
+    virtual folder such as ``/proc``), or ``None`` where it can."""
+    try:
+        os.close(os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644))
+    except OSError as e:
+        return StorageError(
+            f"cannot lock the SQLite study file {str(db_path)!r}: its lock file "
+            f"{str(lock_path)!r} cannot be created ({e.strerror}); put the study file in a "
+            "folder this user can write"
+        )
+    return None
 
 
 class SQLiteLock:
@@ -314,19 +368,30 @@ class SQLiteLock:
     (in :func:`lock_dir`), so a hard link to it meets the same lock too.
     """
 
-    def __init__(self, db_path: Path) -> None:
+    def __init__(self, db_path: Path, role: str = "worker") -> None:
         self.db_path = Path(db_path)
         real = Path(os.path.realpath(self.db_path))
         self.path = real.with_name(real.name + ".lock")
+        #: Who holds it: ``"worker"`` (a search or worker) or ``"dashboard"``.
+        self.role = role
         self._lock: FileLock | None = None
         self._inode_lock: FileLock | None = None
 
     def acquire(self) -> None:
+        """Take the lock, or refuse in one line naming who holds it (or why it cannot be
+        taken at all)."""
         lock = file_lock(self.path)
         try:
             lock.acquire(timeout=0)
-        except Timeout:
-            raise _busy(self.db_path, _also(self.db_path, self.path)) from None
+        except Timeout:  # (filelock also times out on a lock file it cannot create)
+            unlockable = _unlockable(self.db_path, self.path)
+            if unlockable is not None:
+                raise unlockable from None
+            raise _busy(self.db_path, _also(self.db_path, self.path), self.path) from None
+        with contextlib.suppress(OSError):  # (only a refused process reads it)
+            holder = _holder_file(self.path)
+            holder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            holder.write_text(f"{self.role} {os.getpid()}\n")
         self._lock = lock
         try:
             self.lock_identity()

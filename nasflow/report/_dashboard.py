@@ -21,7 +21,7 @@ from nasflow.errors import ConfigError, NasflowError
 from nasflow.record import StoredStudy, open_stored_study
 from nasflow.report._report import ReportFigure, report_data, report_figures
 from nasflow.space import SearchSpace
-from nasflow.storage import SQLiteLock, StorageError
+from nasflow.storage import SQLiteLock, StorageError, StudyFileBusy
 
 #: Prefix of the graph ids nasflow gives its figures in optuna-dashboard.
 GRAPH_PREFIX = "nasflow-"
@@ -131,14 +131,14 @@ def serve_dashboard(
     stored = open_stored_study(name, storage, out_dir)
     lock = None
     if stored.spec.kind == "sqlite" and stored.spec.path is not None:
-        lock = SQLiteLock(stored.spec.path)
+        lock = SQLiteLock(stored.spec.path, role="dashboard")
         try:
             lock.acquire()
-        except StorageError:
+        except StudyFileBusy as e:
             raise StorageError(
-                f"the SQLite study file {str(stored.spec.path)!r} is in use by a running "
-                f"search; meanwhile use `nasflow report {name}`, or a postgresql:// or "
-                "journal:/// storage that a dashboard may share"
+                f"the SQLite study file {str(stored.spec.path)!r} is in use by {e.holder}; "
+                f"meanwhile use `nasflow report {name}`, or a postgresql:// or journal:/// "
+                "storage that a dashboard may share"
             ) from None
     try:
         _push_and_serve(stored, name, host, port, log, stop)

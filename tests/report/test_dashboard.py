@@ -137,7 +137,7 @@ def test_dashboard_is_refused_while_a_search_holds_the_sqlite_file(study_copy, c
     with SQLiteLock(copy.db):  # what a running `nasflow search` holds
         assert main(["dashboard", copy.name, "--runs", str(copy.out), "--port", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "in use by a running search" in err[0]
+    assert len(err) == 1 and "in use by another nasflow worker (process " in err[0]
     assert f"nasflow report {copy.name}" in err[0]
 
 
