@@ -91,7 +91,8 @@ class Budget:
 MAX_SEED = 2**32 - 1
 
 
-#: Longest study name (it is a folder name, and a word of the suggested commands).
+#: Longest study name, in bytes of UTF-8 (it is a folder name, which file systems limit to
+#: 255 bytes, not characters; an emoji takes 4), and a word of the suggested commands.
 MAX_NAME_LENGTH = 100
 #: Characters a shell reads as syntax: refused in study names, which the summary's hints
 #: put in commands (quoted too).
@@ -100,13 +101,15 @@ SHELL_METACHARACTERS = frozenset(";&|$`<>()'\"*?[]{}!#~\\")
 
 def _check_name(name: Any) -> None:
     """A study name is also a folder name (``OUT/NAME``) and a word of the commands the
-    summary suggests: one plain path component, no shell syntax, at most 100 characters."""
+    summary suggests: one plain path component, no shell syntax, at most 100 bytes."""
     if not isinstance(name, str) or not name.strip():
         raise StudyFileError(f"study name must be a non-empty string, got {name!r}")
-    if len(name) > MAX_NAME_LENGTH:
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_NAME_LENGTH:
         raise StudyFileError(
-            f"study name {name[:40]!r}... is {len(name)} characters long; use at most "
-            f"{MAX_NAME_LENGTH} characters"
+            f"study name {name[:40]!r}... is {size} bytes long in UTF-8 ({len(name)} "
+            f"characters); use at most {MAX_NAME_LENGTH} bytes (it names a folder: a "
+            "non-ASCII character takes 2 to 4)"
         )
     if (
         name in (".", "..")

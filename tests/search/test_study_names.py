@@ -24,8 +24,21 @@ def test_an_over_long_name_is_one_line(tmp_path, capsys) -> None:
     study_file = write_study(tmp_path, n_trials=1, finetune=0, extra=extra)
     assert main(["search", str(study_file), "--runs", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "100 characters" in err, err
+    assert err.count("\n") == 1 and "at most 100 bytes" in err, err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_name_is_measured_in_bytes_as_a_folder_name_is(tmp_path, capsys) -> None:
+    # 100 emoji are 100 characters but 400 bytes: over the 255 bytes a folder name may
+    # have ("File name too long" once the run folder is made).
+    extra = f"study = study.replace(name={'😀' * 100!r})"
+    study_file = write_study(tmp_path, n_trials=1, finetune=0, extra=extra)
+    assert main(["search", str(study_file), "--runs", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is 400 bytes long in UTF-8 (100 characters)" in err, err
+    assert not (tmp_path / "runs").exists()
+    spec = load_study_file(write_study(tmp_path, n_trials=1, finetune=0))
+    assert spec.replace(name="😀" * 25).name == "😀" * 25  # 100 bytes: accepted
 
 
 def test_the_next_hint_quotes_the_name_and_the_trials_are_ranges(tmp_path) -> None:
