@@ -66,13 +66,16 @@ def test_the_same_study_and_seed_on_one_device_keeps_the_same_model_twice(
     same scores and predicted costs, fine-tunes the same finalists and keeps the same
     model. (Two runs that each measure a table, as on a machine flagged loaded, predict
     other costs: the second objective differs, and after its start-up trials the sampler
-    can propose other candidates; B6 saw that between processes.)"""
+    can propose other candidates; B6 saw that between processes.) The runs are
+    deterministic: otherwise the fine-tuning phase promotes by measured epoch seconds,
+    which a loaded machine changes, and this test kept another model now and then
+    (tests/search/test_deterministic.py)."""
     monkeypatch.setenv("NASFLOW_COST_CACHE", str(tmp_path / "shared-cost.db"))
     monkeypatch.setattr(CostModel, "_shared_was_loaded", lambda self: False)
     extra = (
         "from nasflow.search import FineTuning\n"
         "study = study.replace(finetuning=FineTuning(finalists=3, rungs=(1, 2), keep=0.5, "
-        "top=0), retrain_top=2)"
+        "top=0), retrain_top=2, deterministic=True)"
     )
     runs = []
     for folder in ("a", "b"):
@@ -90,7 +93,7 @@ def test_the_same_study_and_seed_on_one_device_keeps_the_same_model_twice(
 
     assert screened(first) == screened(second) and len(screened(first)) == 8
     ready = [FineTuneResult.from_record(s.user_attrs[FINETUNED_KEY]).ready for s in runs]
-    assert [(c.trial, c.val_accuracy) for c in ready[0]] == [
-        (c.trial, c.val_accuracy) for c in ready[1]
+    assert [(c.trial, c.val_accuracy, c.epochs) for c in ready[0]] == [
+        (c.trial, c.val_accuracy, c.epochs) for c in ready[1]
     ]
     assert first.user_attrs[KEPT_KEY] == second.user_attrs[KEPT_KEY] is not None
