@@ -8,6 +8,7 @@ exports what it found (``nasflow.export_ready`` a ready model of its fine-tuning
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Callable
@@ -66,6 +67,7 @@ def optimize(
         raise StudyFileError(
             f"optimize() takes a StudySpec (or nasflow.search.load_study_file(PATH)), got {spec!r}"
         )
+    _check_run_arguments(n_trials, timeout, device)  # as the CLI checks them, before anything
     runner = StudyRunner(
         spec,
         storage=storage,
@@ -76,6 +78,41 @@ def optimize(
         stop=stop,
     )
     return runner.run(n_trials=n_trials, timeout=timeout, retrain=retrain)
+
+
+def _check_run_arguments(n_trials: object, timeout: object, device: object) -> None:
+    """``optimize``'s counts, seconds and device, refused in one line as the CLI refuses
+    ``--n-trials``, ``--timeout`` and a device torch does not know."""
+    import torch
+
+    from nasflow._checks import check_int
+    from nasflow.errors import ConfigError
+
+    check_int("n_trials", n_trials, 1, optional=True)
+    if timeout is not None and not (
+        isinstance(timeout, int | float)
+        and not isinstance(timeout, bool)
+        and math.isfinite(timeout)
+        and timeout > 0
+    ):
+        raise ConfigError(f"timeout must be a number of seconds > 0 or None, got {timeout!r}")
+    try:
+        torch.device(device)  # type: ignore[call-overload]
+    except (RuntimeError, TypeError):
+        raise ConfigError(
+            f"device must be a torch device such as 'cpu', 'cuda' or 'cuda:1', got {device!r}"
+        ) from None
+
+
+def _check_result(result: object, what: str) -> None:
+    """Refuse anything but the ``RunResult`` of :func:`optimize`, in one line."""
+    from nasflow.export import ExportError
+    from nasflow.search import RunResult
+
+    if not isinstance(result, RunResult):
+        raise ExportError(
+            f"{what} takes the RunResult that nasflow.optimize returned, got {result!r}"
+        )
 
 
 def export_winner(
@@ -111,6 +148,7 @@ def export_winner(
     """
     from nasflow.export import ExportError, export_study
 
+    _check_result(result, "export_winner")
     spec = result.spec
     if spec is None:
         raise ExportError("export_winner needs the RunResult of nasflow.optimize (it has no spec)")
@@ -170,6 +208,7 @@ def export_ready(
     from nasflow.export import ExportError
     from nasflow.export import export_ready as export
 
+    _check_result(result, "export_ready")
     spec = result.spec
     if spec is None:
         raise ExportError("export_ready needs the RunResult of nasflow.optimize (it has no spec)")

@@ -117,6 +117,11 @@ def resolve_storage(
     if url is None:
         path = Path(default_path)
         return StorageSpec(f"sqlite:///{path}", "sqlite", path)
+    if not isinstance(url, str):
+        raise StorageError(
+            f"storage must be a URL (sqlite:///FILE, journal:///FILE, postgresql://...), an "
+            f"Optuna storage object or None, got {url!r} ({type(url).__name__})"
+        )
     scheme, sep, rest = url.partition("://")
     base = scheme.split("+", 1)[0]
     if not sep or base not in _SCHEMES:

@@ -31,8 +31,23 @@ class Exported:
     arch: Arch
 
 
-def _space_for(info: ExportInfo, space: SearchSpace | type[SearchSpace] | None) -> SearchSpace:
+def _space_for(
+    info: ExportInfo, space: SearchSpace | type[SearchSpace] | str | None
+) -> SearchSpace:
     """Re-create the recorded space (registry, or the class/instance given) and check it."""
+    if isinstance(space, str):  # a registered space's name: the registry's, if it is this
+        if space != info.space:
+            raise ExportError(f"the export is of space {info.space!r}, not {space!r}")
+        space = None
+    if not (
+        space is None
+        or isinstance(space, SearchSpace)
+        or (isinstance(space, type) and issubclass(space, SearchSpace))
+    ):
+        raise ExportError(
+            "space must be a SearchSpace, a SearchSpace class, a registered space's name or "
+            f"None, got {space!r}"
+        )
     if isinstance(space, SearchSpace):
         if space.name != info.space or space.fingerprint() != info.fingerprint:
             raise ExportError(
@@ -55,7 +70,7 @@ def _check_arch_file(folder: Path) -> None:
 
 
 def read_export(
-    path: os.PathLike | str, space: SearchSpace | type[SearchSpace] | None = None
+    path: os.PathLike | str, space: SearchSpace | type[SearchSpace] | str | None = None
 ) -> Exported:
     """Check an export directory and re-create its space and architecture (no weights).
 
@@ -63,6 +78,7 @@ def read_export(
         path: The export directory.
         space: A space class or instance to use instead of the registry (a space defined
             in a script or a notebook); its name and fingerprint are checked all the same.
+            A registered space's name is the registry's (checked to be the export's).
 
     Raises:
         ExportError: Not a directory, a file that may be a pickle, a malformed
@@ -132,7 +148,7 @@ def build_with_weights(exported: Exported, state: dict[str, torch.Tensor]) -> nn
 
 
 def load_exported(
-    path: os.PathLike | str, space: SearchSpace | type[SearchSpace] | None = None
+    path: os.PathLike | str, space: SearchSpace | type[SearchSpace] | str | None = None
 ) -> nn.Module:
     """Rebuild an exported network from ``arch.json`` and ``model.safetensors`` only.
 
@@ -143,8 +159,8 @@ def load_exported(
 
     Args:
         path: The export directory (``nasflow export ... --out DIR``).
-        space: A space class or instance to use instead of the registry (see
-            ``read_export``).
+        space: A space class or instance to use instead of the registry, or a registered
+            space's name (see ``read_export``).
 
     Returns:
         The network, in eval mode, on the CPU.

@@ -359,7 +359,15 @@ class StudySpec:
             )
         if self.cost not in COSTS:
             raise StudyFileError(f"unknown cost {self.cost!r}; choose from {COSTS}")
-        catch = tuple(self.catch)
+        catch = self.catch
+        if isinstance(catch, type):  # one class, as Optuna's ``catch`` takes it too
+            catch = (catch,)
+        try:
+            catch = tuple(catch)
+        except TypeError:
+            raise StudyFileError(
+                f"catch must be an Exception subclass or a tuple of them, got {self.catch!r}"
+            ) from None
         object.__setattr__(self, "catch", catch)
         for c in catch:
             if not (isinstance(c, type) and issubclass(c, Exception)):

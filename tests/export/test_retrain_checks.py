@@ -1,6 +1,7 @@
 """``nasflow retrain`` refuses, before training, a study file whose data is not the data
 the export's study was searched on (as ``nasflow export`` does) and an in-place update of
-an export edited since it was written; a retrained export names no path of this machine."""
+an export edited since it was written; a retrained export names no path of this machine.
+``load_exported`` takes a registered space's name, and refuses anything else in one line."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import nasflow
 from nasflow.cli import main
+from nasflow.errors import NasflowError
 from nasflow.export import ExportInfo
 from tests.export.conftest import TinyRun
 
@@ -57,3 +60,11 @@ def test_a_retrained_export_names_no_path_of_this_machine(
         assert str(study) not in (out / name).read_text(), name  # (the study file's path)
     info = ExportInfo.read(out)
     assert info.study["data"] == f"study file {study.name!r}"
+
+
+def test_load_exported_takes_a_registered_space_name_or_refuses_it(exported) -> None:
+    assert nasflow.load_exported(exported, space="mnist1d") is not None
+    with pytest.raises(NasflowError, match="the export is of space 'mnist1d', not 'nb201'"):
+        nasflow.load_exported(exported, space="nb201")
+    with pytest.raises(NasflowError, match="space must be a SearchSpace, a SearchSpace class"):
+        nasflow.load_exported(exported, space=5)  # type: ignore[arg-type]

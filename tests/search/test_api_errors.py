@@ -37,3 +37,34 @@ def test_the_study_file_is_named_before_it_runs(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         main(["search", str(study_file), "--runs", str(tmp_path / "runs")])
     assert f"loading study file {str(study_file)!r}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_trials": "3"}, "n_trials must be an int >= 1 or None, got '3'"),
+        ({"n_trials": 0}, "n_trials must be an int >= 1 or None, got 0"),  # as --n-trials 0
+        ({"timeout": -1}, "timeout must be a number of seconds > 0 or None, got -1"),
+        ({"storage": 5}, "storage must be a URL"),
+        ({"device": "banana"}, "device must be a torch device such as 'cpu'"),
+    ],
+)
+def test_optimize_refuses_bad_arguments_before_anything_is_written(
+    spec, tmp_path, kwargs, message
+) -> None:
+    with pytest.raises(NasflowError) as info:
+        nasflow.optimize(spec, out_dir=tmp_path / "runs", log=None, **kwargs)
+    assert message in str(info.value) and "\n" not in str(info.value)
+    assert not (tmp_path / "runs").exists()  # no study was created
+
+
+@pytest.mark.parametrize("call", [nasflow.export_winner, nasflow.export_ready])
+def test_exporting_what_is_not_a_run_result_is_one_clear_error(call, tmp_path) -> None:
+    with pytest.raises(NasflowError, match=r"takes the RunResult that nasflow\.optimize returned"):
+        call(None, tmp_path / "out")  # type: ignore[arg-type]
+
+
+def test_catch_takes_one_exception_class_as_optuna_does(spec) -> None:
+    assert spec.replace(catch=ValueError).catch == (ValueError,)
+    with pytest.raises(NasflowError, match="catch must be an Exception subclass or a tuple"):
+        spec.replace(catch=5)
