@@ -11,7 +11,12 @@ program (``model.pt2``), an ONNX file checked with onnxruntime (``model.onnx``) 
 from __future__ import annotations
 
 from nasflow.export._format import FORMAT_VERSION, ExportError, ExportInfo
-from nasflow.export._loader import Exported, load_exported, read_export
+from nasflow.export._loader import (
+    Exported,
+    NonFiniteWeightsWarning,
+    load_exported,
+    read_export,
+)
 from nasflow.export._programs import require_onnx
 from nasflow.export._ready import export_ready, ready_models
 from nasflow.export._retrain import Retrained, retrain_exported, retrain_target, write_retrained
@@ -23,6 +28,7 @@ __all__ = [
     "ExportError",
     "ExportInfo",
     "Exported",
+    "NonFiniteWeightsWarning",
     "Retrained",
     "export_arch",
     "export_ready",

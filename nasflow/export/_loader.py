@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,9 +124,35 @@ def load_weights(folder: Path, info: ExportInfo) -> dict[str, torch.Tensor]:
             "the weights were changed or corrupted after export"
         )
     try:
-        return load_file(path, device="cpu")
+        state = load_file(path, device="cpu")
     except (SafetensorError, OSError, ValueError) as e:
         raise ExportError(f"{WEIGHTS_FILE} is not a valid safetensors file: {e}") from None
+    _warn_non_finite(path, state)
+    return state
+
+
+class NonFiniteWeightsWarning(UserWarning):
+    """Exported weights hold NaN or infinite values: the network's outputs will too (a
+    training that diverged, or weights edited and checksummed again)."""
+
+
+def _warn_non_finite(path: Path, state: dict[str, torch.Tensor]) -> None:
+    """Warn, once, naming the file and the tensors, where ``state`` holds NaN or inf."""
+    bad = {
+        name: int((~torch.isfinite(t)).sum())
+        for name, t in state.items()
+        if t.is_floating_point() and not bool(torch.isfinite(t).all())
+    }
+    if bad:
+        total = sum(t.numel() for t in state.values())
+        names = ", ".join(f"{k!r} ({n})" for k, n in list(bad.items())[:3])
+        more = f" and {len(bad) - 3} more tensors" if len(bad) > 3 else ""
+        warnings.warn(
+            f"{str(path)!r}: {sum(bad.values())} of {total} weights are NaN or infinite, in "
+            f"{names}{more}; the network's outputs will be too",
+            NonFiniteWeightsWarning,
+            stacklevel=3,
+        )
 
 
 def build_with_weights(exported: Exported, state: dict[str, torch.Tensor]) -> nn.Module:

@@ -68,3 +68,23 @@ def test_load_exported_takes_a_registered_space_name_or_refuses_it(exported) -> 
         nasflow.load_exported(exported, space="nb201")
     with pytest.raises(NasflowError, match="space must be a SearchSpace, a SearchSpace class"):
         nasflow.load_exported(exported, space=5)  # type: ignore[arg-type]
+
+
+def test_loading_weights_that_hold_nan_warns(exported, tmp_path) -> None:
+    import json
+
+    from safetensors.torch import load_file, save_file
+
+    from nasflow.export import NonFiniteWeightsWarning
+    from nasflow.export._format import sha256_file
+
+    copy = Path(shutil.copytree(exported, tmp_path / "e"))
+    state = load_file(copy / "model.safetensors")
+    name = next(k for k, v in state.items() if v.is_floating_point() and v.numel() > 1)
+    state[name].view(-1)[0] = float("nan")  # a training that diverged, saved and checksummed
+    save_file(state, str(copy / "model.safetensors"), metadata={"format": "pt"})
+    record = json.loads((copy / "arch.json").read_text())
+    record["weights"]["sha256"] = sha256_file(copy / "model.safetensors")
+    (copy / "arch.json").write_text(json.dumps(record))
+    with pytest.warns(NonFiniteWeightsWarning, match=rf"1 of \d+ weights are NaN .*'{name}'"):
+        nasflow.load_exported(copy)
