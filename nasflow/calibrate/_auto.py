@@ -495,35 +495,14 @@ def calibrate_for_space(
     about = {"arch": arch.to_json(), "params": params, "budget_seconds": budget}
     deadline = None
     if budget is not None:
-        per_batch, per_eval = probe_seconds(make_model, train, val, cfg, device)
-        variants = first_phase_variants(len(candidates))
-        estimate = variants * (ESTIMATE_SLACK * calibration_batches * per_batch + per_eval)
-        about.update(
-            probe_batch_seconds=per_batch,
-            probe_eval_seconds=per_eval,
-            estimated_seconds=estimate,
-        )
-        if estimate > budget - (time.perf_counter() - t0):
-            reason = (
-                f"estimated {estimate:.0f}s for the first phase ({variants} variants x "
-                f"{calibration_batches} batches at a measured median "
-                f"{1000 * per_batch:.0f} ms per baseline batch x{ESTIMATE_SLACK:g}, plus one "
-                "validation pass each at "
-                f"{per_eval:.1f}s) exceeds the {budget:g}s budget"
-            )
-            record = skipped_record(device, reason, candidates)
+        end = t0 + budget
+        why = _over_budget(make_model, train, val, cfg, device, calibration_batches, end, about)
+        if why is not None:
+            record = skipped_record(device, why, candidates)
             record["calibration"].update(about, seconds=time.perf_counter() - t0)
             return AutoResult(Stack(), record)
         deadline = t0 + budget
-    gauge = CoreShare()
-    rounds = [0]
-
-    def after_round() -> None:
-        rounds[0] += 1
-        gauge.sample()
-        if should_stop is not None and should_stop():
-            raise TrainingInterrupted(f"the stack calibration, after round {rounds[0]}")
-
+    after_round = _RoundHook(should_stop)
     result = auto_stack(
         make_model,
         train,
@@ -538,9 +517,53 @@ def calibrate_for_space(
         after_round=after_round,
     )
     result.record["calibration"].update(
-        about, seconds=time.perf_counter() - t0, load=gauge.to_dict()
+        about, seconds=time.perf_counter() - t0, load=after_round.gauge.to_dict()
     )
     return result
+
+
+class _RoundHook:
+    """Run after every round of a study's calibration: a load sample
+    (``nasflow.cost.CoreShare``), then the stop check."""
+
+    def __init__(self, should_stop: Callable[[], bool] | None) -> None:
+        self.should_stop, self.gauge, self.rounds = should_stop, CoreShare(), 0
+
+    def __call__(self) -> None:
+        self.rounds += 1
+        self.gauge.sample()
+        if self.should_stop is not None and self.should_stop():
+            raise TrainingInterrupted(f"the stack calibration, after round {self.rounds}")
+
+
+def _over_budget(
+    make_model: Callable[[], nn.Module],
+    train: Batches,
+    val: Batches,
+    cfg: RunConfig,
+    device: torch.device,
+    calibration_batches: int,
+    deadline: float,
+    about: dict[str, Any],
+) -> str | None:
+    """Why the first phase, estimated from a probe of the baseline, would not end before
+    ``deadline`` (a ``time.perf_counter()`` value; ``None``: it would); the probe's figures
+    go into ``about``, the budget is ``about["budget_seconds"]``."""
+    per_batch, per_eval = probe_seconds(make_model, train, val, cfg, device)
+    variants = first_phase_variants(len(study_candidates(device)))
+    estimate = variants * (ESTIMATE_SLACK * calibration_batches * per_batch + per_eval)
+    about.update(
+        probe_batch_seconds=per_batch, probe_eval_seconds=per_eval, estimated_seconds=estimate
+    )
+    if estimate <= deadline - time.perf_counter():
+        return None
+    return (
+        f"estimated {estimate:.0f}s for the first phase ({variants} variants x "
+        f"{calibration_batches} batches at a measured median "
+        f"{1000 * per_batch:.0f} ms per baseline batch x{ESTIMATE_SLACK:g}, plus one "
+        f"validation pass each at {per_eval:.1f}s) exceeds the {about['budget_seconds']:g}s "
+        "budget"
+    )
 
 
 def skipped_record(device: torch.device, reason: str, candidates: Sequence[str]) -> dict[str, Any]:

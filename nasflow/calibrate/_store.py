@@ -279,23 +279,8 @@ def device_stack(
     table = StackCalibrationTable(storage_url)
     shared = StackCalibrationTable.shared_for(table)  # None: the study's own is the shared one
     try:
-        found = None if refresh else table.load(fingerprint, context)
-        if not refresh and not (found and usable(found.record)):
-            from_table = from_shared(
-                table,
-                shared,
-                lambda t: t.load(fingerprint, context),
-                copy=(
-                    (lambda t, f: t.store(fingerprint, context, f.record, f.measured_at))
-                    if store
-                    else None
-                ),
-                usable=lambda f: usable(f.record),
-            )
-            if from_table is not None:
-                found = from_table
-                origin["source"] = "the table shared by this user's studies"
-        if found is not None and usable(found.record):
+        found = None if refresh else _stored(table, shared, fingerprint, context, store, origin)
+        if found is not None:
             origin.update(kind="reused", measured_at=found.measured_at.isoformat())
             record = {**found.record, "origin": origin}
             stack = Stack.from_dict(record["stack"])
@@ -317,13 +302,9 @@ def device_stack(
         )
         record = dict(result.record)
         when = measured_now()
-        load = record.get("calibration", {}).get("load") or {}
-        if load.get("loaded"):  # said in the study's stack line (``not_stored``)
-            origin["not_stored"] = (
-                "the machine looked loaded while it ran "
-                f"({load_reasons(None, None, load.get('core_share'))}); the next study "
-                "calibrates again"
-            )
+        refused = _refused(record)  # said in the study's stack line (``not_stored``)
+        if refused:
+            origin["not_stored"] = refused
         elif store and not record.get("skipped"):  # the next study on this device reuses it
             store_everywhere(table, shared, lambda t: t.store(fingerprint, context, record, when))
         origin.update(
@@ -336,3 +317,40 @@ def device_stack(
         table.close()
         if shared is not None:
             shared.close()
+
+
+def _stored(
+    table: StackCalibrationTable,
+    shared: StackCalibrationTable | None,
+    fingerprint: DeviceFingerprint,
+    context: CalibrationContext,
+    store: bool,
+    origin: dict[str, Any],
+) -> StoredCalibration | None:
+    """The usable record of ``context`` on this device: the study's table's, else the
+    shared one's (copied into the study's where ``store``; ``origin["source"]`` says so)."""
+    found = table.load(fingerprint, context)
+    if found is not None and usable(found.record):
+        return found
+    found = from_shared(
+        table,
+        shared,
+        lambda t: t.load(fingerprint, context),
+        copy=(lambda t, f: t.store(fingerprint, context, f.record, f.measured_at))
+        if store
+        else None,
+        usable=lambda f: usable(f.record),
+    )
+    if found is not None:
+        origin["source"] = "the table shared by this user's studies"
+    return found
+
+
+def _refused(record: dict[str, Any]) -> str | None:
+    """Why a calibration just taken is not stored for the device: the machine looked
+    loaded while it ran (its ``calibration["load"]``); ``None`` where it may be stored."""
+    load = record.get("calibration", {}).get("load") or {}
+    if not load.get("loaded"):
+        return None
+    why = load_reasons(None, None, load.get("core_share"))
+    return f"the machine looked loaded while it ran ({why}); the next study calibrates again"

@@ -391,6 +391,19 @@ class _Candidate:
     trainer: EpochTrainer | None = None
 
 
+def _checkpoint(c: _Candidate, tr: EpochTrainer) -> Path:
+    """Checkpoint a candidate's trainer and record (the newest two files are kept)."""
+    state: dict[str, Any] = {
+        "arch": c.record.arch,
+        "record": json.dumps(asdict(c.record)),
+        "trainer": tr.state_dict(),
+    }
+    path = save_checkpoint(c.folder / Progress(tr.epoch, tr.batch).filename(), state)
+    for _, old in list_checkpoints(c.folder)[2:]:
+        old.unlink(missing_ok=True)
+    return path
+
+
 def promote(
     candidates: Sequence[FineTuned],
     keep: float,
@@ -511,19 +524,6 @@ def run_finetuning(
         return c.trainer
 
     stop = should_stop or (lambda: False)
-
-    def checkpoint(c: _Candidate, tr: EpochTrainer) -> Path:
-        """The candidate's trainer and record, in its folder (the newest two are kept)."""
-        state: dict[str, Any] = {
-            "arch": c.record.arch,
-            "record": json.dumps(asdict(c.record)),
-            "trainer": tr.state_dict(),
-        }
-        path = save_checkpoint(c.folder / Progress(tr.epoch, tr.batch).filename(), state)
-        for _, old in list_checkpoints(c.folder)[2:]:
-            old.unlink(missing_ok=True)
-        return path
-
     for r, epochs in enumerate(config.rungs):
         for c in alive:
             if c.record.status == "diverged":
@@ -538,7 +538,7 @@ def run_finetuning(
                 except TrainingInterrupted:
                     where = f"epoch {tr.epoch + 1}, batch {tr.batch}"
                     raise TrainingInterrupted(
-                        f"fine-tuning trial {c.record.trial} at {where}", checkpoint(c, tr)
+                        f"fine-tuning trial {c.record.trial} at {where}", _checkpoint(c, tr)
                     ) from None
                 except NonFiniteLossError as e:
                     c.record.status = "diverged"
@@ -550,7 +550,7 @@ def run_finetuning(
                 c.record.epoch_seconds.append(tr.seconds - before)
                 if clock is not None:
                     c.record.trained_cpu_seconds = clock()
-                path = checkpoint(c, tr)
+                path = _checkpoint(c, tr)
                 _save_progress(c.folder, c.record)
                 if on_epoch is not None:
                     on_epoch()
