@@ -105,4 +105,3 @@ def pytest_runtest_makereport(
             f"{limit:g} s that {LIMIT_ENV} allows a test not marked slow: mark it "
             "@pytest.mark.slow or make it cheaper"
         )
-
