@@ -257,7 +257,8 @@ def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
     except TrainingInterrupted as e:
         print(f"nasflow: {e}; run the same command again to resume", file=sys.stderr)
         return 128 + (stop.signum or signal.SIGINT)
-    print(summary_table(result, spec, verbose=getattr(args, "verbose", False)))
+    verbose = getattr(args, "verbose", False)
+    print(summary_table(result, spec, verbose=verbose, study_file=str(path)))
     return 0
 
 

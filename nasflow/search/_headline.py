@@ -236,7 +236,9 @@ def _kept_numbers(
     return words, w.test_accuracy, w.val_accuracy, w.measured_train_cost, FROM_SCRATCH_SECONDS
 
 
-def headline(study: optuna.Study, location: Sequence[str] = ()) -> Headline:
+def headline(
+    study: optuna.Study, location: Sequence[str] = (), export_as: str | None = None
+) -> Headline:
     """The run's result from its records (``nasflow:kept``, the retrains, the fine-tuning
     phase, the anchors, the trust probe, the baseline table).
 
@@ -244,12 +246,14 @@ def headline(study: optuna.Study, location: Sequence[str] = ()) -> Headline:
         study: A study (finished or not: without a kept model the headline says why).
         location: The ``--storage``/``--runs`` arguments the export command needs
             (:func:`study_location`).
+        export_as: What the export command names (default the study's name): the study
+            file, for a space that no registry can rebuild from the stored study.
     """
     kept = kept_record(study)
     retrained, tuned, anchors = _retrained(study), _finetuned(study), _anchor_rows(study)
     baseline = BaselineRecord.from_study(study)
     trust = trust_words(study.user_attrs.get(TRUST_KEY))
-    export = export_command(study.study_name, kept, location)
+    export = export_command(export_as or study.study_name, kept, location)
     trials = {t.number: t for t in study.get_trials(deepcopy=False)}
     if kept is None:
         front = pareto_trials(study)

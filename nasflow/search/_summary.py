@@ -16,6 +16,7 @@ from nasflow.record import (
     COST_TABLE_KEY,
     FINETUNED_KEY,
     MULTIPLIERS_KEY,
+    REPRODUCIBILITY_KEY,
     SCREENING_KEY,
     STACK_KEY,
     TRUST_KEY,
@@ -30,11 +31,12 @@ from nasflow.search._multipliers import format_multipliers, format_stack
 from nasflow.search._objective import arch_summary
 from nasflow.search._phase_anchors import anchor_line
 from nasflow.search._phase_winners import decide_kept
+from nasflow.search._reproducibility import reproducibility_line
 from nasflow.search._runner import RunResult
 from nasflow.search._spec import StudySpec
 from nasflow.search._trust import format_trust
 from nasflow.search._winners import WEIGHTS_FILE as WINNER_WEIGHTS
-from nasflow.space import Arch
+from nasflow.space import Arch, is_registered
 from nasflow.tabular import tabular_summary
 
 
@@ -149,7 +151,9 @@ def ready_model_lines(record: dict) -> list[str]:
     return lines
 
 
-def summary_table(result: RunResult, spec: StudySpec, verbose: bool = True) -> str:
+def summary_table(
+    result: RunResult, spec: StudySpec, verbose: bool = True, study_file: str | None = None
+) -> str:
     """The end-of-run text. Its closing lines (at most six) state the result: the kept
     model, its test accuracy, what it beats, the anchors' and the trust verdicts and the
     export command (:func:`~nasflow.search.headline`, the report's headline too).
@@ -160,6 +164,9 @@ def summary_table(result: RunResult, spec: StudySpec, verbose: bool = True) -> s
         verbose: Print the detail above the result: the most accurate architectures, the
             Pareto set, the ready models, the winners, every record (the CLI's
             ``--verbose``); else only where the study is and how long the run took.
+        study_file: The study file the run was started from: the export command names it
+            where the space is registered nowhere (``nasflow export NAME`` could not
+            rebuild it from the stored study).
     """
     if spec.table is not None:  # tabular mode: the best found and its regret
         lines = tabular_summary(result.study, spec.table)
@@ -168,8 +175,9 @@ def summary_table(result: RunResult, spec: StudySpec, verbose: bool = True) -> s
         return "\n".join(lines)
     location = study_location(result.out_dir, result.storage)
     report = shlex.join(["nasflow", "report", spec.name, *location])
+    export_as = None if is_registered(spec.space) or study_file is None else study_file
     result_lines = headline_lines(
-        headline(result.study, location),
+        headline(result.study, location, export_as),
         lambda arch: arch_summary(spec.space, Arch.from_json(arch)),
         f"`{report}`",
     )
@@ -185,12 +193,8 @@ def summary_table(result: RunResult, spec: StudySpec, verbose: bool = True) -> s
                 *result_lines,
             ]
         )
-    return "\n".join([_detail(result, spec), "", *result_lines])
-
-
-def _detail(result: RunResult, spec: StudySpec) -> str:
-    """The detail above the result: tables, winners, records, where things were written."""
-    return "\n".join(_table_lines(result, spec) + _outcome_lines(result, spec))
+    detail = _table_lines(result, spec) + _outcome_lines(result, spec, export_as or spec.name)
+    return "\n".join([*detail, "", *result_lines])
 
 
 def _table_lines(result: RunResult, spec: StudySpec) -> list[str]:
@@ -266,9 +270,10 @@ def _table_lines(result: RunResult, spec: StudySpec) -> list[str]:
     return lines
 
 
-def _outcome_lines(result: RunResult, spec: StudySpec) -> list[str]:
-    """The winners, the kept model, the anchors, the baseline, every record and where
-    things were written."""
+def _outcome_lines(result: RunResult, spec: StudySpec, export_as: str) -> list[str]:
+    """The winners, the kept model, the anchors, the baseline, every record, what a rerun
+    reproduces and where things were written (``export_as``: what the export commands
+    name, the study's name or its file)."""
     lines: list[str] = []
     finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
     # Which model is kept, decided before any line says it: the search's (its retrain or
@@ -329,11 +334,15 @@ def _outcome_lines(result: RunResult, spec: StudySpec) -> list[str]:
                     "kept: zero-cost anchor, trained from scratch",
                 )
             )
-    return lines + _record_lines(result, spec, decision.trial, decision.weights)
+    return lines + _record_lines(result, spec, decision.trial, decision.weights, export_as)
 
 
 def _record_lines(
-    result: RunResult, spec: StudySpec, kept_trial: int | None, kept_weights: str
+    result: RunResult,
+    spec: StudySpec,
+    kept_trial: int | None,
+    kept_weights: str,
+    export_as: str,
 ) -> list[str]:
     """Time, screening, cost table, trust, stack and multipliers, and where things are."""
     lines: list[str] = []
@@ -355,27 +364,31 @@ def _record_lines(
     multipliers = result.study.user_attrs.get(MULTIPLIERS_KEY)
     if isinstance(multipliers, dict):
         lines.extend(format_multipliers(multipliers))
+    reproducibility = result.study.user_attrs.get(REPRODUCIBILITY_KEY)
+    if isinstance(reproducibility, dict):
+        lines.append(reproducibility_line(reproducibility))
     lines.append(f"trials run by this process: {trial_numbers(result.ran_trials)}")
     lines.append(f"study: {result.storage.safe_url}")
     lines.append(f"supernet checkpoints: {result.out_dir / 'supernet'}")
     quoted = shlex.quote(spec.name)
+    exported = shlex.quote(export_as)
     if kept_trial is None:
-        export = f"`nasflow export {quoted} --best --out DIR` exports the most accurate trial"
+        export = f"`nasflow export {exported} --best --out DIR` exports the most accurate trial"
     elif kept_weights == "fine-tuned":
         export = (
-            f"`nasflow export {quoted} --ready {kept_trial} --out DIR` exports the kept "
+            f"`nasflow export {exported} --ready {kept_trial} --out DIR` exports the kept "
             f"model (trial {kept_trial}, fine-tuned weights), `--best` its architecture "
             "retrained from scratch"
         )
     else:
         export = (
-            f"`nasflow export {quoted} --best --out DIR` exports the kept model (trial "
+            f"`nasflow export {exported} --best --out DIR` exports the kept model (trial "
             f"{kept_trial}, retrained from scratch)"
         )
     lines.append(
         f"next: `nasflow report {quoted}` writes {result.out_dir / 'report.html'}; {export}"
         + (
-            f"; `nasflow export {shlex.quote(spec.name)} --ready best --out DIR` the ready "
+            f"; `nasflow export {exported} --ready best --out DIR` the ready "
             "model with the best validation accuracy, with its fine-tuned weights"
             if isinstance(finetuned_record, dict)
             else ""

@@ -3,6 +3,7 @@ exported as exactly the model whose test accuracy the run printed."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import re
@@ -141,3 +142,27 @@ def test_show_of_an_unknown_study_is_one_line(tiny_run, capsys, flag) -> None:
     assert main(["show", "nope", "--runs", str(tiny_run.runs), *flag]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("nasflow: error:")
+
+
+def test_the_summary_of_an_unregistered_space_exports_through_the_study_file(
+    ready_run: TinyRun,
+) -> None:
+    space = copy.copy(ready_run.spec.space)
+    space.name = "registered_nowhere"  # the registry cannot rebuild it from the stored study
+    spec = ready_run.spec.replace(space=space)
+    file = str(ready_run.study_file)
+    short = summary_table(ready_run.result, spec, verbose=False, study_file=file)
+    assert f"nasflow export {file} " in short and "nasflow export tinyft " not in short
+    long = summary_table(ready_run.result, spec, verbose=True, study_file=file)
+    assert f"`nasflow export {file} --ready best --out DIR`" in long
+    # A registered space keeps the short form: the stored study rebuilds it.
+    same = summary_table(ready_run.result, ready_run.spec, verbose=False, study_file=file)
+    assert "nasflow export tinyft " in same
+
+
+def test_the_verbose_summary_says_what_a_rerun_reproduces(ready_run: TinyRun) -> None:
+    text = summary_table(ready_run.result, ready_run.spec, verbose=True)
+    assert "reproducibility: " in text
+    assert "reproducibility: " not in summary_table(
+        ready_run.result, ready_run.spec, verbose=False
+    )
