@@ -97,7 +97,10 @@ def write_error(path: os.PathLike | str, err: BaseException, what: str = "") -> 
     if code is None:
         return None
     reason = REASONS[code]
-    name = f"{what} {str(path)!r}" if what else repr(str(path))
+    text = str(path)
+    if text.startswith("sqlite:///") and not text.startswith("sqlite:///file:"):
+        text = text[len("sqlite:///") :]  # (a database file: named by its path)
+    name = f"{what} {text!r}" if what else repr(text)
     return WriteError(f"cannot write {name}: {reason} ({disk_of(path)})", str(path), reason)
 
 

@@ -154,8 +154,8 @@ class CostModel:
         self._measured: Stability | None = None
         self._calibration_ratio: float | None = None
         self._reused = 0
-        #: When this model was made (UTC, ISO 8601, as ``Stability.measured_at``).
-        self._created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        #: Whether ``fit`` waited for another process measuring into the same table.
+        self._waited = False
 
     @classmethod
     def for_space(
@@ -445,7 +445,8 @@ class CostModel:
         Returns:
             ``self``.
         """
-        with (self.shared or self.table).measuring():
+        with (self.shared or self.table).measuring() as waited:
+            self._waited = waited
             return self._fit(recalibrate, remeasure, n, rounds, iters)
 
     def _fit(
@@ -479,16 +480,13 @@ class CostModel:
 
     def _shared_was_loaded(self) -> bool:
         """Whether this study would take its table from a shared one flagged loaded (a
-        study whose own database already has a calibration keeps what it has), measured
-        before this model was made: one that another process measured meanwhile (a search
-        started together with this one, under the same load) is reused."""
+        study whose own database already has a calibration keeps what it has), unless
+        another process measured it while this one waited (a search started together with
+        this one, under the same load): that one is reused."""
         if self.shared is None or self.calibration is not None or self.keep_loaded:
             return False
         record = self.shared.load_stability(self.fingerprint, self.context_key)
-        if not (record and record.get("loaded")):
-            return False
-        when = record.get("measured_at")
-        return not (isinstance(when, str) and when >= self._created)
+        return bool(record and record.get("loaded")) and not self._waited
 
     def _record_stability(self, source: str, measured: int, remeasured: str | None) -> None:
         """Set ``stability`` and store it (study table; shared table when measured now)."""

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import sqlalchemy as sa
+from filelock import Timeout
 from sqlalchemy.orm import DeclarativeBase, Session
 
 from nasflow import settings
@@ -326,25 +327,38 @@ class DeviceStore:
         return cls(url)
 
     @contextlib.contextmanager
-    def measuring(self) -> Iterator[None]:
+    def measuring(self) -> Iterator[bool]:
         """Held while this process measures into the store: another process about to
         measure the same store waits, then finds the measurement stored, so two searches
         started together on an empty cache take one measurement, not two racing ones mixed
-        row by row (a file lock beside a SQLite file, an advisory lock on PostgreSQL)."""
+        row by row (a file lock beside a SQLite file, an advisory lock on PostgreSQL).
+        Yields whether it had to wait (what is stored now was measured meanwhile)."""
         path = self.url[len("sqlite:///") :] if self.url.startswith("sqlite:///") else ""
         if path and not path.startswith("file:"):
-            with file_lock(f"{path}.measuring.lock"):
-                yield
+            lock = file_lock(f"{path}.measuring.lock")
+            try:
+                lock.acquire(timeout=0)
+                waited = False
+            except Timeout:
+                lock.acquire()
+                waited = True
+            try:
+                yield waited
+            finally:
+                lock.release()
         elif self.url.startswith("postgresql"):
+            key = {"k": MEASURE_LOCK_KEY}
             with self.engine.connect() as conn:
-                conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": MEASURE_LOCK_KEY})
+                waited = not conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), key).scalar()
+                if waited:
+                    conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), key)
                 try:
-                    yield
+                    yield waited
                 finally:
-                    conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": MEASURE_LOCK_KEY})
+                    conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), key)
                     conn.commit()
         else:  # (in memory: this process's alone)
-            yield
+            yield False
 
     def writes(self) -> contextlib.AbstractContextManager[None]:
         """Around a write: a full disk, a file-size limit or a read-only file is one

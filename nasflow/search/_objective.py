@@ -222,10 +222,16 @@ class CandidateScorer:
             TrialInterrupted: Fine-tuning stopped on request (checkpointed).
         """
         folder = self._folder(trial)
+        with claim_folder(folder, self._log):  # (the folder goes before it is released)
+            return self._score_held(trial, arch, folder)
+
+    def _score_held(
+        self, trial: optuna.Trial, arch: Arch, folder: Path | None
+    ) -> float | list[float]:
+        """:meth:`score` with the trial's checkpoint folder held."""
         keep = False
         try:
-            with claim_folder(folder, self._log):
-                return self._score(trial, arch, folder)
+            return self._score(trial, arch, folder)
         except TrialInterrupted as e:
             keep = True  # the queued resumption continues from the checkpoint
             self.interrupted = e.trial_number

@@ -193,15 +193,15 @@ def _optimize(
                 gc_after_trial=False,
             )
             return
-        except ValueError:  # Optuna's "Cannot tell a FAIL trial": see CandidateScorer.swept
+        except ValueError as e:  # Optuna's "Cannot tell a FAIL trial": see CandidateScorer.swept
             number = getattr(scorer, "swept", None)
-            if number is None:
+            if number is None and "Cannot tell a FAIL trial" not in str(e):
                 raise
             scorer.swept = None  # type: ignore[attr-defined]
             ctx.log(
-                f"trial {number} was failed by another worker's sweep while this one "
-                "fine-tuned it (its heartbeat came late); stopped here, its retry resumes "
-                "from the checkpoint"
+                f"trial {'?' if number is None else number} was failed by another worker's "
+                "sweep while this one fine-tuned it (its heartbeat came late); stopped here, "
+                "its retry resumes from the checkpoint"
             )
             done = len(ctx.study.get_trials(deepcopy=False, states=finished))
             todo = min(todo, target - done)
