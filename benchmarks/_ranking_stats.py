@@ -24,17 +24,27 @@ def sign_matrix(x: np.ndarray) -> np.ndarray:
     return np.sign(x[:, None] - x[None, :]).astype(np.int8)
 
 
-def tau_b_resampled(sa: np.ndarray, sb: np.ndarray, idx: np.ndarray) -> np.ndarray:
+def tau_b_resampled(
+    sa: np.ndarray, sb: np.ndarray, idx: np.ndarray, broken: bool = False
+) -> np.ndarray:
     """Kendall tau-b of two rankings on each row of ``idx``.
 
     tau-b is ``sum sign(da) sign(db) / sqrt(sum sign(da)^2 * sum sign(db)^2)`` over pairs
     (scipy's ``kendalltau`` with ties in either list); an architecture drawn twice makes a
     pair tied in both lists, which tau-b leaves out.
 
+    tau-b leaves a ranking's ties out of its denominator, so a coarse ranking (the width
+    choice: four values over 200 architectures, a quarter of the pairs tied) scores above
+    what it is worth when it must *choose*: among tied candidates it picks at random.
+    ``broken=True`` is the expected tau-b after the first ranking's ties are broken
+    uniformly at random: tied pairs add nothing to the numerator in expectation and count
+    in the denominator (pairs of one architecture drawn twice stay out).
+
     Args:
         sa: ``sign_matrix`` of the first ranking over all ``n`` architectures.
         sb: The same for the second.
         idx: ``(B, m)`` architecture indices, one resample per row.
+        broken: Break the first ranking's ties at random (in expectation).
 
     Returns:
         ``(B,)`` taus; ``nan`` where either ranking is constant on the resample.
@@ -49,10 +59,12 @@ def tau_b_resampled(sa: np.ndarray, sb: np.ndarray, idx: np.ndarray) -> np.ndarr
         da = sa[ia, ib].astype(np.float32)  # (c, m, m)
         db = sb[ia, ib].astype(np.float32)
         num = np.einsum("cij,cij->c", da, db, dtype=np.float64)
-        den = np.sqrt(
-            np.einsum("cij,cij->c", da, da, dtype=np.float64)
-            * np.einsum("cij,cij->c", db, db, dtype=np.float64)
-        )
+        if broken:  # every pair of two distinct architectures: m^2 - sum of count^2
+            counts = np.stack([np.bincount(r, minlength=sa.shape[0]) for r in rows])
+            na = (m * m - (counts.astype(np.float64) ** 2).sum(1)).astype(np.float64)
+        else:
+            na = np.einsum("cij,cij->c", da, da, dtype=np.float64)
+        den = np.sqrt(na * np.einsum("cij,cij->c", db, db, dtype=np.float64))
         with np.errstate(invalid="ignore", divide="ignore"):
             out[start : start + len(rows)] = np.where(den > 0, num / den, np.nan)
     return out
@@ -152,6 +164,7 @@ def cell_taus(
     free: Sequence[str] = (),
     reps: int = 1000,
     seed: int = 0,
+    ties: str = "b",
 ) -> Cell:
     """Taus of every ranker in one cell, with 90% intervals: each bootstrap replicate draws
     the cell's architectures with replacement and the supernets with replacement (the same
@@ -168,6 +181,8 @@ def cell_taus(
         free: The free baselines (the best by point tau is chosen per cell).
         reps: Bootstrap replicates.
         seed: The bootstrap's seed.
+        ties: ``"b"``: tau-b (a ranking's ties left out); ``"broken"``: each ranking's ties
+            broken at random (in expectation), as a ranking that must choose meets them.
     """
     m = len(members)
     rng = np.random.default_rng(seed)
@@ -182,8 +197,9 @@ def cell_taus(
         if mat.shape[0] not in (1, seeds):
             raise ValueError(f"{name}: {mat.shape[0]} rows of scores, expected 1 or {seeds}")
         signs = [sign_matrix(row) for row in mat]
-        point = np.array([tau_b_resampled(s, st, members[None, :])[0] for s in signs])
-        per = np.stack([tau_b_resampled(s, st, idx) for s in signs])  # (S_r, reps)
+        broken = ties == "broken"
+        point = np.array([tau_b_resampled(s, st, members[None, :], broken)[0] for s in signs])
+        per = np.stack([tau_b_resampled(s, st, idx, broken) for s in signs])  # (S_r, reps)
         rep = per[0] if mat.shape[0] == 1 else _mean_drawn(per, draw)
         pt = float(np.nanmean(point)) if np.isfinite(point).any() else np.nan
         taus[name], reps_of[name] = _interval(pt, rep), rep

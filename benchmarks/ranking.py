@@ -134,7 +134,9 @@ def ranker_scores(rows: Sequence[Row]) -> tuple[dict[str, np.ndarray], list[int]
     return out, seeds
 
 
-def analyse(rows: Sequence[Row], width_label: str | None, reps: int) -> dict[str, Any]:
+def analyse(
+    rows: Sequence[Row], width_label: str | None, reps: int, ties: str = "b"
+) -> dict[str, Any]:
     """Every cell's taus, intervals and differences from the feature rows."""
     scores, seeds = ranker_scores(rows)
     first = sorted((r for r in rows if r["supernet_seed"] == seeds[0]), key=lambda r: r["index"])
@@ -151,7 +153,15 @@ def analyse(rows: Sequence[Row], width_label: str | None, reps: int) -> dict[str
     widths = _column(first, "width") if width_label else None
     found = {
         name: cell_taus(
-            scores, truth, members, retrains=retrains, study=STUDY, free=FREE, reps=reps, seed=0
+            scores,
+            truth,
+            members,
+            retrains=retrains,
+            study=STUDY,
+            free=FREE,
+            reps=reps,
+            seed=0,
+            ties=ties,
         )
         for name, members in cells(cost, widths, width_label).items()
     }
@@ -166,6 +176,7 @@ def analyse(rows: Sequence[Row], width_label: str | None, reps: int) -> dict[str
         "archs": len(first),
         "cells": found,
         "cost_edges": cost_quartiles(cost)[1],
+        "ties": ties,
         "cost_basis": basis,
         "proxy_vs_params": relation,
     }
@@ -276,6 +287,14 @@ def _parser(study: Any) -> argparse.ArgumentParser:
         "--width-label", help=f"the width choice (default: {default_width_label(study)})"
     )
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates")
+    p.add_argument(
+        "--ties",
+        choices=("b", "broken"),
+        default="b",
+        help="b: Kendall tau-b (a ranking's ties left out of its pairs); broken: each "
+        "ranking's ties broken at random, as when it must choose (the width choice has "
+        "four values)",
+    )
     p.add_argument("--limit", type=int, help="use only the first N merged architectures")
     p.add_argument("--quick", action="store_true", help="smoke size: 1 seed, 1 epoch, 8 archs")
     p.add_argument(
@@ -392,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.scores_out:
             write_rows(args.scores_out, rows)
             print(f"{len(rows)} feature rows written to {args.scores_out}")
-    result = analyse(rows, label, args.bootstrap)
+    result = analyse(rows, label, args.bootstrap, args.ties)
     for line in report_lines(rows, result, args.bootstrap):
         print(line)
     if args.json:
@@ -408,9 +427,11 @@ def report_lines(rows: Sequence[Row], result: dict[str, Any], reps: int) -> list
     found: dict[str, Cell] = result["cells"]
     rankers = [r for r in RANKERS if any(r in c.taus for c in found.values())]
     edges = ", ".join(f"{e:.3g}" for e in result["cost_edges"])
+    broken = " (each ranking's ties broken at random)" if result.get("ties") == "broken" else ""
     tables = len([k for k in rows[0] if k.startswith("test_seed")])
     lines = [
-        f"\n{rows[0]['ground']}: {result['archs']} architectures; Kendall tau-b against the mean "
+        f"\n{rows[0]['ground']}: {result['archs']} architectures; Kendall tau-b{broken} "
+        "against the mean "
         f"stand-alone test accuracy of {tables} table(s); supernet rankers and proxies: mean "
         f"over seeds {result['seeds']}; 90% intervals: bootstrap over architectures and seeds "
         f"({reps} replicates). Cost quartiles: {result['cost_basis']}, edges {edges}. "

@@ -51,6 +51,32 @@ def test_tau_b_on_resamples_is_scipys_tau_b_on_the_resampled_lists() -> None:
 
 
 # ---------------------------------------------------------------------------- cells
+def test_broken_ties_count_a_coarse_rankings_tied_pairs_as_random_choices() -> None:
+    truth = np.arange(8.0)
+    coarse = np.array([0, 0, 0, 0, 1, 1, 1, 1.0])  # two values: 12 of 28 pairs tied
+    st, sc = stats.sign_matrix(truth), stats.sign_matrix(coarse)
+    whole = np.arange(8)[None, :]
+    assert stats.tau_b_resampled(sc, st, whole)[0] == pytest.approx(
+        kendalltau(coarse, truth).statistic
+    )
+    # Broken at random: the 16 untied pairs are concordant, the 12 tied ones add 0 and
+    # count: 16 / 28 (expected over every tie-breaking, checked by enumerating them).
+    broken = stats.tau_b_resampled(sc, st, whole, broken=True)[0]
+    assert broken == pytest.approx(16 / 28)
+    rng = np.random.default_rng(0)
+    draws = [kendalltau(coarse + rng.random(8) * 0.5, truth).statistic for _ in range(4000)]
+    assert broken == pytest.approx(np.mean(draws), abs=0.01)
+    # A ranking without ties is the same either way; a constant one chooses at random.
+    assert stats.tau_b_resampled(st, st, whole, broken=True)[0] == pytest.approx(1.0)
+    const = stats.sign_matrix(np.zeros(8))
+    assert np.isnan(stats.tau_b_resampled(const, st, whole)[0])
+    assert stats.tau_b_resampled(const, st, whole, broken=True)[0] == 0.0
+    # A resample that draws one architecture twice leaves that pair out of both.
+    twice = np.array([[0, 0, 1, 2, 5, 6, 7, 7]])
+    got = stats.tau_b_resampled(st, st, twice, broken=True)[0]
+    assert got == pytest.approx(stats.tau_b_resampled(st, st, twice)[0])
+
+
 def test_cost_quartiles_and_width_cells() -> None:
     cost = [8.0, 1.0, 2.0, 7.0, 3.0, 6.0, 4.0, 5.0]
     quartile, edges = stats.cost_quartiles(cost)
