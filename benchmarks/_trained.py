@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import optuna
 
+from nasflow.pipeline import FineTuneResult
 from nasflow.record import (
     ANCHORS_KEY,
     FINETUNED_KEY,
@@ -38,7 +39,6 @@ from nasflow.record import (
     kept_record,
     retrain_records,
 )
-from nasflow.search import FineTuneResult
 
 
 def _anchors(study: optuna.Study) -> list[dict[str, Any]]:

@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _b1_tables import hv_reference, hypervolume_2d, load_ground_truth
 
-from nasflow.search import load_study_file, zero_cost_front
+from nasflow.pipeline import zero_cost_front
+from nasflow.search import load_study_file
 from nasflow.space import Arch
 
 

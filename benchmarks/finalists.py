@@ -61,14 +61,14 @@ from scipy.stats import rankdata
 from suite_runs import beats, kept, table_test, val_samples
 
 from nasflow.cost._analytic import count_params
-from nasflow.search import (
+from nasflow.pipeline import (
     ANCHOR_MARGIN_SE,
     FineTuneResult,
-    load_study_file,
     retrain_arch,
     standard_error,
     validation_margin,
 )
+from nasflow.search import load_study_file
 from nasflow.space import Arch
 from nasflow.train.stack import Stack
 

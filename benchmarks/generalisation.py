@@ -49,7 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ranking import load_ground_truth, load_params, merge_ground_truth
 
-from nasflow.search import bootstrap_tau, load_study_file, spread_over_ranking
+from nasflow.pipeline import bootstrap_tau, spread_over_ranking
+from nasflow.search import load_study_file
 from nasflow.supernet import recalibrate_bn
 from nasflow.train import EpochTrainer, SupernetTrainer, evaluate
 

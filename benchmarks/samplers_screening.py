@@ -60,14 +60,9 @@ import torch
 from ground_truth import train_one
 from ranking import load_ground_truth, merge_ground_truth
 
+from nasflow.pipeline import BatchedScreening, StudyRunner
 from nasflow.record import ARCH_ATTR, RunFolder, sampler_constraints_kwargs
-from nasflow.search import (
-    BatchedScreening,
-    StudyRunner,
-    StudySpec,
-    load_study_file,
-    study_sampler,
-)
+from nasflow.search import StudySpec, load_study_file, study_sampler
 from nasflow.space import Arch
 
 ROOT = Path(__file__).resolve().parents[1]

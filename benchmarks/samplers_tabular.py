@@ -39,7 +39,7 @@ import optuna
 from optuna.trial import TrialState
 from samplers_screening import SAMPLERS, make_sampler
 
-from nasflow.search import SCREENING_REASKS as REASKS
+from nasflow.pipeline import SCREENING_REASKS as REASKS
 from nasflow.search import load_study_file
 from nasflow.tabular import TabularBenchmark
 

@@ -31,8 +31,9 @@ from pathlib import Path
 
 import torch
 
+from nasflow.pipeline import StudyRunner, read_baseline
 from nasflow.record import RunFolder
-from nasflow.search import StudyRunner, load_study_file, read_baseline
+from nasflow.search import load_study_file
 from nasflow.train import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -42,8 +42,9 @@ from typing import Any
 
 import torch
 
+from nasflow.pipeline import StudyRunner
 from nasflow.record import RunFolder, TrialRecord
-from nasflow.search import StudyRunner, load_study_file
+from nasflow.search import load_study_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

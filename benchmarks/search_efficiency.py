@@ -78,16 +78,9 @@ import optuna
 import torch
 
 from nasflow.data import DataBundle
+from nasflow.pipeline import FineTuneResult, StudyRunner, recipe_for
 from nasflow.record import ANCHORS_KEY, FINETUNED_KEY
-from nasflow.search import (
-    Anchors,
-    FineTuneResult,
-    StudyRunner,
-    StudySpec,
-    load_study_file,
-    non_dominated_sort,
-    recipe_for,
-)
+from nasflow.search import Anchors, StudySpec, load_study_file, non_dominated_sort
 from nasflow.space import Arch
 from nasflow.train import EpochTrainer, TrainConfig, evaluate
 

@@ -43,19 +43,17 @@ from _trained import kept_model, trained_models
 from ranking import load_ground_truth, merge_ground_truth
 
 from nasflow.export._study import load_supernet
-from nasflow.record import ANCHORS_KEY, FINETUNED_KEY, KEPT_KEY, MULTIPLIERS_KEY, TRUST_KEY
-from nasflow.search import (
+from nasflow.pipeline import (
     ANCHOR_MARGIN_SE,
     KEPT_MARGIN_SE,
-    Anchors,
     FineTuneResult,
     StudyRunner,
-    StudySpec,
     kept_weights,
-    load_study_file,
     standard_error,
     validation_margin,
 )
+from nasflow.record import ANCHORS_KEY, FINETUNED_KEY, KEPT_KEY, MULTIPLIERS_KEY, TRUST_KEY
+from nasflow.search import Anchors, StudySpec, load_study_file
 from nasflow.supernet import recalibrate_bn
 from nasflow.train import evaluate
 from nasflow.train.stack import Stack

@@ -36,7 +36,8 @@ from pathlib import Path
 
 import optuna
 
-from nasflow.search import StudyRunner, StudySpec, load_study_file
+from nasflow.pipeline import StudyRunner
+from nasflow.search import StudySpec, load_study_file
 from nasflow.tabular import TabularBenchmark, tabular_outcome
 
 ROOT = Path(__file__).resolve().parents[1]

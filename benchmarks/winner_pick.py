@@ -27,7 +27,8 @@ from pathlib import Path
 
 import torch
 
-from nasflow.search import StudyRunner, load_study_file, read_baseline
+from nasflow.pipeline import StudyRunner, read_baseline
+from nasflow.search import load_study_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

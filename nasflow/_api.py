@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     import optuna
 
     from nasflow.export import ExportInfo
-    from nasflow.search import RunResult, StudySpec
+    from nasflow.pipeline import RunResult
+    from nasflow.search import StudySpec
 
 
 def optimize(
@@ -61,7 +62,8 @@ def optimize(
         ``.pareto`` (its Pareto trials), ``.winners`` (retrained test accuracy, measured
         training time, where the weights are) and ``.spec``.
     """
-    from nasflow.search import StudyFileError, StudyRunner, StudySpec
+    from nasflow.pipeline import StudyRunner
+    from nasflow.search import StudyFileError, StudySpec
 
     if not isinstance(spec, StudySpec):
         raise StudyFileError(
@@ -107,7 +109,7 @@ def _check_run_arguments(n_trials: object, timeout: object, device: object) -> N
 def _check_result(result: object, what: str) -> None:
     """Refuse anything but the ``RunResult`` of :func:`optimize`, in one line."""
     from nasflow.export import ExportError
-    from nasflow.search import RunResult
+    from nasflow.pipeline import RunResult
 
     if not isinstance(result, RunResult):
         raise ExportError(

@@ -215,7 +215,8 @@ def _add_deterministic(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_search(args: argparse.Namespace, worker: bool) -> int:
-    from nasflow.search import StudyFileError, StudyRunner, load_study_file, summary_table
+    from nasflow.pipeline import StudyRunner, summary_table
+    from nasflow.search import StudyFileError, load_study_file
     from nasflow.train import TrainingInterrupted
 
     path = _study_path(args.study)
@@ -291,8 +292,8 @@ def _show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
     """
     import json
 
+    from nasflow.pipeline import pareto_trials
     from nasflow.record import RunFolder, TrialRecord, retrain_key, study_objectives
-    from nasflow.search import pareto_trials
 
     attrs = study.user_attrs
     names = study_objectives(study)
@@ -454,11 +455,7 @@ def _add_export_parsers(sub: argparse._SubParsersAction) -> None:
 
 def _add_measure_stack_parser(sub: argparse._SubParsersAction) -> None:
     p = _one_line_errors(
-        sub.add_parser(
-            "measure-stack",
-            aliases=["bench-stack"],
-            help="measure each speedup-stack layer on a candidate (bench-stack: deprecated name)",
-        )
+        sub.add_parser("measure-stack", help="measure each speedup-stack layer on a candidate")
     )
     p.add_argument("--arch", help="candidate as JSON (default: a mid-sized mnist1d candidate)")
     p.add_argument("--quick", action="store_true", help="a seconds-long smoke run")
@@ -475,11 +472,6 @@ def _add_measure_stack_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--figure", help="write the waterfall as an offline HTML file here")
     p.add_argument("--overhead", action="store_true", help="also time the trainer overhead")
     p.add_argument("--auto", action="store_true", help="run the stack='auto' calibration")
-
-
-def _deprecated_command(old: str, new: str) -> None:
-    """Say on stderr that command ``old`` is a deprecated name of ``new`` (it still runs)."""
-    print(f"nasflow: {old!r} is a deprecated name of {new!r}; use {new!r}", file=sys.stderr)
 
 
 def _measure_stack_layers(args: argparse.Namespace, device: Any) -> list[str]:
@@ -765,9 +757,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "export": lambda: _cmd_export(args),
         "retrain": lambda: _cmd_retrain(args),
         "measure-stack": lambda: _cmd_measure_stack(args),
-        "bench-stack": lambda: (
-            _deprecated_command("bench-stack", "measure-stack") or _cmd_measure_stack(args)
-        ),
         "bench": lambda: _cmd_bench(args),
         "spaces": lambda: _cmd_spaces(args),
     }

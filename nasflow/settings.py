@@ -15,6 +15,8 @@ The variables (all optional):
 - ``NASFLOW_HEARTBEAT_INTERVAL``, ``NASFLOW_GRACE_PERIOD``: trial heartbeat settings
   (validated by ``nasflow.search``'s recovery module).
 - ``WORLD_SIZE``: set by ``torchrun`` (how many processes a DDP run has).
+- ``CUBLAS_WORKSPACE_CONFIG``: cuBLAS's workspace; a deterministic study sets it where the
+  user did not (:func:`fix_cublas_workspace`), as PyTorch's notes on reproducibility ask.
 
 The functions read the environment when called (no value is frozen at import, so a test or
 a notebook that sets a variable sees it at once); :func:`current` reads them all at once
@@ -25,7 +27,7 @@ variables for child processes (the DDP launcher) writes it directly.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +64,23 @@ def flag(name: str, environ: Mapping[str, str] | None = None) -> bool:
 def raw(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     """The value of ``name`` as set (``None`` when unset)."""
     return _env(environ).get(name)
+
+
+#: cuBLAS needs a fixed workspace for deterministic matrix products.
+CUBLAS_ENV, CUBLAS_WORKSPACE = "CUBLAS_WORKSPACE_CONFIG", ":4096:8"
+
+
+def fix_cublas_workspace() -> Callable[[], None]:
+    """Set ``CUBLAS_WORKSPACE_CONFIG`` for deterministic cuBLAS products where it is unset;
+    returns the function that unsets it again (nothing where the user had set it)."""
+    if os.environ.get(CUBLAS_ENV) is not None:
+        return lambda: None
+    os.environ[CUBLAS_ENV] = CUBLAS_WORKSPACE
+
+    def unset() -> None:
+        os.environ.pop(CUBLAS_ENV, None)
+
+    return unset
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:

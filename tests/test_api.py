@@ -6,12 +6,8 @@ import optuna
 import pytest
 
 import nasflow
-from nasflow.search import (
-    ParetoSuccessiveHalvingPruner,
-    StudyFileError,
-    StudyMismatchError,
-    load_study_file,
-)
+from nasflow.record import StudyMismatchError
+from nasflow.search import ParetoSuccessiveHalvingPruner, StudyFileError, load_study_file
 from nasflow.train import Batches, evaluate
 from tests._study_template import write_study
 

@@ -1,5 +1,4 @@
-"""Renamed public names that the README documented keep working, with a
-``DeprecationWarning``; undocumented old names are gone."""
+"""No deprecation shims in an unreleased package: the old names are gone, not aliased."""
 
 from __future__ import annotations
 
@@ -7,19 +6,14 @@ import pytest
 
 import nasflow.calibrate
 import nasflow.search
+from nasflow.cli import build_parser
 
 
-def test_search_report_is_a_deprecated_alias_of_report_values() -> None:
-    with pytest.warns(DeprecationWarning, match="report_values"):
-        old = nasflow.search.report
-    assert old is nasflow.search.report_values
-    assert "report" not in vars(nasflow.search)["__all__"]
-
-
-def test_calibrate_bench_stack_is_a_deprecated_alias_of_measure_stack() -> None:
-    with pytest.warns(DeprecationWarning, match="measure_stack"):
-        old = nasflow.calibrate.bench_stack
-    assert old is nasflow.calibrate.measure_stack
+def test_the_renamed_names_are_gone() -> None:
+    assert not hasattr(nasflow.search, "report")  # report_values
+    assert not hasattr(nasflow.calibrate, "bench_stack")  # measure_stack
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert "bench-stack" not in sub.choices and "measure-stack" in sub.choices
 
 
 def test_storage_names_live_in_nasflow_storage_only() -> None:

@@ -134,8 +134,6 @@ def test_the_cli_reference_covers_every_command() -> None:
     parser = build_parser()
     (sub,) = (a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     for name, command in sub.choices.items():
-        if name == "bench-stack":  # the deprecated alias of measure-stack
-            continue
         assert f"## `nasflow {name}`" in reference, name
         for action in command._actions:
             for option in action.option_strings:

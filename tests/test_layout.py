@@ -7,15 +7,14 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "nasflow" / "record" / "_keys.py"
 
 #: A key: ``nasflow:`` followed by a key name, or ending the literal (a bare prefix).
 #: Prose ("nasflow: error: ...") has a space after the colon.
 _KEY = re.compile(r"(?<![\w.-])nasflow:(?=[A-Za-z_{]|$)")
-#: A private module of nasflow.search, in an import statement or a string (a subprocess
-#: script, ``importlib.import_module``).
-_PRIVATE_SEARCH = re.compile(r"\bnasflow\.search\._\w+")
 
 
 def _sources(*folders: str) -> list[Path]:
@@ -74,24 +73,38 @@ def test_every_nasflow_key_is_defined_in_the_record_module() -> None:
     assert not outside, f"nasflow:* keys outside nasflow/record/_keys.py: {outside}"
 
 
-def test_no_private_search_module_is_imported_from_outside_search() -> None:
-    search, tests_search = ROOT / "nasflow" / "search", ROOT / "tests" / "search"
+@pytest.mark.parametrize("package", ["search", "pipeline"])
+def test_no_private_module_of_search_or_pipeline_is_imported_from_outside(package: str) -> None:
+    inside, tests_inside = ROOT / "nasflow" / package, ROOT / "tests" / package
+    private = re.compile(rf"\bnasflow\.{package}\._\w+")
     outside = {}
     for path in _sources("nasflow", "benchmarks", "tests"):
-        if search in path.parents or tests_search in path.parents or path == Path(__file__):
+        if inside in path.parents or tests_inside in path.parents or path == Path(__file__):
             continue
         text = path.read_text(encoding="utf-8")
-        hits = _PRIVATE_SEARCH.findall(text)
+        hits = private.findall(text)
         tree = ast.parse(text)
-        for node in ast.walk(tree):  # from nasflow.search import _runner
-            if isinstance(node, ast.ImportFrom) and node.module == "nasflow.search":
-                hits += [f"nasflow.search.{a.name}" for a in node.names if a.name[0] == "_"]
-            if isinstance(node, ast.ImportFrom) and node.module == "tests.search":
-                hits += [f"tests.search.{a.name}" for a in node.names if a.name[0] == "_"]
-        hits += re.findall(r"\btests\.search\._\w+", text)
+        for node in ast.walk(tree):  # from nasflow.pipeline import _runner
+            if isinstance(node, ast.ImportFrom) and node.module == f"nasflow.{package}":
+                hits += [f"nasflow.{package}.{a.name}" for a in node.names if a.name[0] == "_"]
+            if isinstance(node, ast.ImportFrom) and node.module == f"tests.{package}":
+                hits += [f"tests.{package}.{a.name}" for a in node.names if a.name[0] == "_"]
+        hits += re.findall(rf"\btests\.{package}\._\w+", text)
         if hits:
             outside[str(path.relative_to(ROOT))] = sorted(set(hits))
-    assert not outside, f"private nasflow.search modules imported outside it: {outside}"
+    assert not outside, f"private nasflow.{package} modules imported outside it: {outside}"
+
+
+def test_what_a_study_is_never_imports_how_it_runs() -> None:
+    """``nasflow.search`` (spec, budgets, phase settings, samplers, pruners) knows nothing
+    of ``nasflow.pipeline`` (the runner, its phases, the kept model, the summary)."""
+    found = {
+        str(path.relative_to(ROOT)): line.strip()
+        for path in _sources("nasflow/search")
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if re.match(r"\s*(from|import) nasflow\.pipeline\b", line)
+    }
+    assert not found, f"nasflow.search imports nasflow.pipeline: {found}"
 
 
 def _is_user_attrs(node: ast.AST) -> bool:

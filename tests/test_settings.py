@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -59,3 +60,16 @@ def test_only_the_settings_module_reads_the_environment() -> None:
         if reads.search(line)
     ]
     assert not outside, f"environment read outside nasflow/settings.py: {outside}"
+
+
+def test_the_cublas_workspace_is_set_for_a_deterministic_run_and_unset_after(
+    monkeypatch,
+) -> None:
+    monkeypatch.delenv(settings.CUBLAS_ENV, raising=False)
+    unset = settings.fix_cublas_workspace()
+    assert os.environ[settings.CUBLAS_ENV] == settings.CUBLAS_WORKSPACE
+    unset()
+    assert settings.CUBLAS_ENV not in os.environ
+    monkeypatch.setenv(settings.CUBLAS_ENV, ":16:8")  # the user's own setting stays
+    settings.fix_cublas_workspace()()
+    assert os.environ[settings.CUBLAS_ENV] == ":16:8"

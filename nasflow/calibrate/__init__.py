@@ -14,9 +14,6 @@ imports it: the engine below, its measurement above.
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
-
 from nasflow.calibrate._auto import (
     AUTO_LAYERS,
     AutoResult,
@@ -57,16 +54,3 @@ __all__ = [
     "run_measure_stack",
     "trainer_overhead",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # ``bench_stack`` was the name of ``measure_stack`` (documented in the README until
-    # 0.1): a deprecated alias, not in ``__all__``.
-    if name == "bench_stack":
-        warnings.warn(
-            "nasflow.calibrate.bench_stack is deprecated; use nasflow.calibrate.measure_stack",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return measure_stack
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -159,10 +159,10 @@ def resolve_url(url: str | os.PathLike | None) -> str:
         )
     if text in _UNUSABLE:
         return MEMORY_URL
-    path = text[len("sqlite:///") :] if text.startswith("sqlite:///") else ""
-    if scheme == "sqlite" and path and not path.startswith("file:"):  # (not a URI filename)
+    file = text[len("sqlite:///") :] if text.startswith("sqlite:///") else ""
+    if scheme == "sqlite" and file and not file.startswith("file:"):  # (not a URI filename)
         with contextlib.suppress(OSError):  # (a folder this user cannot write: see check_cache)
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(file).parent.mkdir(parents=True, exist_ok=True)
     return text
 
 
@@ -205,7 +205,8 @@ def cache_problem(url: str) -> tuple[str, str] | None:
                 finally:
                     probe.rollback()
     except sa.exc.SQLAlchemyError as e:
-        first = redact((str(e.orig) if getattr(e, "orig", None) else str(e)).split("\n")[0], url)
+        orig = getattr(e, "orig", None)  # (the DBAPI's error, where SQLAlchemy wraps one)
+        first = redact(str(orig or e).split("\n")[0], url)
         if write_error(url, e) is not None:
             return (
                 f"cannot be written ({first})",

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     import optuna
     from torch import nn
 
-    from nasflow.search import FineTuned, StudySpec
+    from nasflow.pipeline import FineTuned
+    from nasflow.search import StudySpec
 
 #: How the fine-tuning phase leaves batch norm in a ready model.
 READY_BATCH_NORM = (
@@ -42,7 +43,7 @@ def ready_models(study: optuna.Study) -> list[FineTuned]:
     Raises:
         ExportError: The study's record of its fine-tuning phase is malformed.
     """
-    from nasflow.search import FineTuneResult, ReadyModelError
+    from nasflow.pipeline import FineTuneResult, ReadyModelError
 
     record = study.user_attrs.get(FINETUNED_KEY)
     if record is None:
@@ -171,7 +172,7 @@ def _prepare_ready(
 ) -> tuple[nn.Module, ExportInfo]:
     """The network of the ready model in ``folder`` with its saved weights, and its record,
     after checking that the folder holds the ready model the study recorded."""
-    from nasflow.search import ReadyModelError, WinnerError, load_winner_weights, read_ready
+    from nasflow.pipeline import ReadyModelError, WinnerError, load_winner_weights, read_ready
 
     name, n = study.study_name, chosen.trial
     what = f"the ready model of trial {n} of study {name!r}"

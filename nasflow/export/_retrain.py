@@ -80,7 +80,7 @@ def retrain_exported(
         ExportError: A bad export, no study found, or a study of another space or input.
     """
     from nasflow.data import data_fingerprint
-    from nasflow.search import retrain_arch
+    from nasflow.pipeline import retrain_arch
 
     if epochs is not None and (
         isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1

@@ -101,7 +101,7 @@ def select_trials(study: optuna.Study, which: str | int) -> list[optuna.trial.Fr
     """
     from optuna.trial import TrialState
 
-    from nasflow.search import pareto_trials
+    from nasflow.pipeline import pareto_trials
 
     if isinstance(which, int) and not isinstance(which, bool):
         trials = {t.number: t for t in study.get_trials(deepcopy=False)}
@@ -148,7 +148,7 @@ def retrained_winner(
     Raises:
         ExportError: A saved winner that is corrupt, or of another space or architecture.
     """
-    from nasflow.search import WINNER_RECORD_FILE, WinnerError, read_winner
+    from nasflow.pipeline import WINNER_RECORD_FILE, WinnerError, read_winner
 
     folder = RunFolder.of(runs, name).winner(trial.number)
     if not (folder / WINNER_RECORD_FILE).exists():
@@ -460,7 +460,7 @@ def _prepare_winner(
     input_shape: tuple[int, ...] | None = None,
 ) -> tuple[int, Any, ExportInfo]:
     """The retrained network of trial ``t`` and its record, from phase 3's saved winner."""
-    from nasflow.search import WinnerError, load_winner_weights
+    from nasflow.pipeline import WinnerError, load_winner_weights
 
     try:
         state = load_winner_weights(folder, record)

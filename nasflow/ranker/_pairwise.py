@@ -107,7 +107,7 @@ def pairs_of(
 
 def fit_pairwise(
     z: np.ndarray,
-    labels: Sequence[float],
+    labels: Sequence[float] | np.ndarray,
     groups: Sequence[object],
     c: float = 1.0,
     min_gap: float = 0.0,
@@ -135,7 +135,9 @@ def fit_pairwise(
 
 
 def concordance(
-    scores: Sequence[float], labels: Sequence[float], groups: Sequence[object]
+    scores: Sequence[float] | np.ndarray,
+    labels: Sequence[float] | np.ndarray,
+    groups: Sequence[object],
 ) -> float:
     """Share of the pairs of one group with different labels that ``scores`` orders like
     the labels (ties in ``scores`` count half); NaN without such a pair."""

@@ -15,12 +15,12 @@ import nasflow
 from nasflow import names, record
 from nasflow._files import atomic_write
 from nasflow.errors import ConfigError
+from nasflow.pipeline import Headline, baseline_words
 from nasflow.report._records import ReadyModels
 from nasflow.report._report import ReportData, ReportFigure, report_data, report_figures
 from nasflow.report._study import generic_summary, summarizer
 from nasflow.report._tables import TRAINED_AS, ready_cells, table_cells, table_note
 from nasflow.report._trials import ParetoTable
-from nasflow.search import Headline, baseline_words
 from nasflow.space import SearchSpace
 
 #: The page may run its own inline scripts and styles and nothing else: no request leaves it.

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import optuna
 
 from nasflow.errors import ConfigError
+from nasflow.pipeline import MULTIPLIER_TITLES, FineTuneResult, ReadyModelError, multiplier_basis
 from nasflow.record import (
     ANCHORS_KEY,
     FINETUNED_KEY,
@@ -26,12 +27,6 @@ from nasflow.record import (
     retrain_records,
 )
 from nasflow.report._study import Summarizer, generic_summary
-from nasflow.search import (
-    MULTIPLIER_TITLES,
-    FineTuneResult,
-    ReadyModelError,
-    multiplier_basis,
-)
 
 
 # ---------------------------------------------------------------------- fairness

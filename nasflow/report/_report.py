@@ -8,6 +8,7 @@ from typing import NamedTuple
 import optuna
 import plotly.graph_objects as go
 
+from nasflow.pipeline import Headline, headline
 from nasflow.record import PARAMS_ATTR, TRAIN_COST_ATTR
 from nasflow.report._figures import (
     plot_budget,
@@ -45,7 +46,6 @@ from nasflow.report._trials import (
     pareto_table,
     tradeoff_data,
 )
-from nasflow.search import Headline, headline
 from nasflow.space import SearchSpace
 
 

@@ -8,7 +8,7 @@ import optuna
 
 from nasflow import record
 from nasflow.errors import NasflowError
-from nasflow.search import arch_summary
+from nasflow.pipeline import arch_summary
 from nasflow.space import Arch, SearchSpace
 
 #: ``summarize(arch_json) -> str``: the one-line view of an architecture shown on hover.

@@ -15,6 +15,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from nasflow import names
 from nasflow._checks import check_choice
+from nasflow.pipeline import FineTuneResult, ReadyModelError, pareto_trials
 from nasflow.record import (
     FINETUNED_KEY,
     PARAMS_ATTR,
@@ -30,7 +31,7 @@ from nasflow.record import (
 )
 from nasflow.report._records import anchor_models, ready_models
 from nasflow.report._study import Summarizer, generic_summary
-from nasflow.search import FineTuneResult, ReadyModelError, non_dominated_sort, pareto_trials
+from nasflow.search import non_dominated_sort
 
 #: Point statuses of a trade-off figure.
 FRONT, DOMINATED, INFEASIBLE, OVER_BUDGET = "front", "dominated", "infeasible", "over budget"

@@ -17,10 +17,7 @@ import optuna
 from nasflow._checks import check_fraction, check_int
 from nasflow.data import DataBundle
 from nasflow.errors import ConfigError, NasflowError
-from nasflow.search._anchors import Anchors
-from nasflow.search._cost import COST_ESTIMATORS
-from nasflow.search._finetune import FineTuning
-from nasflow.search._trust import TrustProbe
+from nasflow.search._phases import Anchors, FineTuning, TrustProbe
 from nasflow.space import SearchSpace
 from nasflow.tabular import TabularBenchmark
 from nasflow.train import SupernetConfig, TrainConfig
@@ -38,7 +35,9 @@ PRUNERS = ("auto", "hyperband", "asha", "pareto", "none")
 SAMPLERS = ("auto", "tpe", "nsga2", "random", "evolution")
 #: Hyper-parameter labels that override the training recipe when a space declares them.
 RECIPE_KEYS = ("lr", "weight_decay", "batch_size")
-COSTS = tuple(COST_ESTIMATORS)
+#: How a candidate's training cost is estimated (``nasflow.pipeline``'s cost estimators:
+#: ``"model"`` predicts it from the cost model's op table, ``"measure"`` times steps).
+COSTS = ("model", "measure")
 #: ``StudySpec`` arguments that were removed -> what to write instead.
 REMOVED_KEYS = {
     "finetune_epochs": "StudySpec(finetune_epochs=...) was removed: the fine-tuning recipe "

@@ -14,10 +14,10 @@ from nasflow.train._distill import Distillation
 from nasflow.train._errors import CheckpointError, NonFiniteLossError, TrainingInterrupted
 from nasflow.train._loop import evaluate, make_optimizer, warmup_cosine
 from nasflow.train._recipe import Recipe, SupernetConfig, TrainConfig
-from nasflow.train._resume import train_epochs
 from nasflow.train._standalone import (
     EpochTrainer,
     TrainResult,
+    train_epochs,
     train_standalone,
 )
 from nasflow.train._supernet import (

@@ -16,8 +16,8 @@ import numpy as np
 import optuna
 import pytest
 
+from nasflow.pipeline import FineTuned
 from nasflow.search import Anchors, load_study_file
-from nasflow.search._finetune import FineTuned
 from nasflow.space import Arch
 from nasflow.train.stack import Stack
 from tests._spaces import CellSpace, tiny_mnist1d

@@ -14,7 +14,8 @@ import pytest
 
 from nasflow.cost import LatencyTable, check_cache
 from nasflow.cost._store import MEMORY_URL, cache_problem, resolve_url
-from nasflow.search import StudyRunner, load_study_file
+from nasflow.pipeline import StudyRunner
+from nasflow.search import load_study_file
 from tests._study_template import write_study
 
 WARNING = "nasflow: warning: the cost cache "

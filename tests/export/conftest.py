@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from nasflow.cli import main
-from nasflow.search import StudyRunner, StudySpec, load_study_file, summary_table
+from nasflow.pipeline import StudyRunner, summary_table
+from nasflow.search import StudySpec, load_study_file
 from tests._study_template import write_study
 
 

@@ -16,7 +16,7 @@ from torch import nn
 
 from nasflow.cli import main
 from nasflow.export import ExportError, ExportInfo, export_arch, load_exported
-from nasflow.search import pareto_trials
+from nasflow.pipeline import pareto_trials
 from nasflow.space import Arch, SearchSpace, op_choice
 from nasflow.supernet import LayerChoice, Supernet, SuperSequential, recalibrate_bn
 from nasflow.train import load_latest

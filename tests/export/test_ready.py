@@ -16,8 +16,8 @@ import torch
 import nasflow
 from nasflow.cli import main
 from nasflow.export import ExportError, ExportInfo, export_ready, load_exported
+from nasflow.pipeline import read_ready
 from nasflow.record import FINETUNED_KEY, open_stored_study
-from nasflow.search import read_ready
 from nasflow.space import Arch
 from nasflow.train import evaluate
 from tests.export.conftest import TinyRun, deadline, export_args

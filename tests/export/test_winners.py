@@ -15,7 +15,7 @@ import pytest
 import nasflow
 from nasflow.cli import main
 from nasflow.export import ExportInfo
-from nasflow.search import StudyRunner, read_winner, summary_table
+from nasflow.pipeline import StudyRunner, read_winner, summary_table
 from nasflow.train import Batches, evaluate
 from tests.export.conftest import TinyRun
 

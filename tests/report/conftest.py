@@ -10,7 +10,8 @@ from typing import NamedTuple
 
 import pytest
 
-from nasflow.search import StudyRunner, load_study_file, summary_table
+from nasflow.pipeline import StudyRunner, summary_table
+from nasflow.search import load_study_file
 from tests._study_template import write_study
 
 

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from nasflow.pipeline import arch_summary
 from nasflow.record import open_stored_study
 from nasflow.report import (
     ReportError,
@@ -35,7 +36,6 @@ from nasflow.report._trials import (
     SKIPPED,
 )
 from nasflow.sampling import FairSampler, UniformSampler
-from nasflow.search import arch_summary
 from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.space import Arch
 from nasflow.train._supernet import OpCounter

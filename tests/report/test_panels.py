@@ -10,6 +10,7 @@ import math
 import optuna
 import pytest
 
+from nasflow.pipeline import FineTuneResult
 from nasflow.record import (
     COST_TABLE_KEY,
     FINETUNED_KEY,
@@ -32,7 +33,6 @@ from nasflow.report import (
     report_figures,
     write_report,
 )
-from nasflow.search import FineTuneResult
 from tests.report._studies import make_study, mixed_study
 
 TITLES = ["one-shot", "early stopping", "cost-model gate", "training stack", "DDP"]

@@ -9,6 +9,7 @@ import html
 import pytest
 
 from nasflow.cli import main
+from nasflow.pipeline import FineTuneResult, headline
 from nasflow.record import (
     ANCHORS_KEY,
     FINETUNED_KEY,
@@ -19,7 +20,6 @@ from nasflow.record import (
     retrain_records,
 )
 from nasflow.report import report_data, report_figures, table_cells, write_report
-from nasflow.search import FineTuneResult, headline
 from tests.report.conftest import BASELINE_ACCURACIES
 
 pytestmark = pytest.mark.slow  # every test here reads a study a real run wrote

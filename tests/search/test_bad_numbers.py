@@ -12,7 +12,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from nasflow.search import StudyRunner, load_study_file
+from nasflow.pipeline import StudyRunner
+from nasflow.search import load_study_file
 
 #: A study file whose space is user code: a shared linear head whose stand-alone form
 #: depends on the "head" choice ("huge" carries an 8 GiB scratch buffer, "bug" raises in

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from optuna.study import StudyDirection
 
+from nasflow.pipeline import pareto_trials
 from nasflow.record import DUPLICATE_KEY
-from nasflow.search import pareto_trials
 from nasflow.search._pareto import crowding_distance, non_dominated_sort, to_minimization
 
 _DIRECTION_TOKENS = ["minimize", "maximize", StudyDirection.MINIMIZE, StudyDirection.MAXIMIZE]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nasflow.search import StudyRunner, load_study_file
+from nasflow.pipeline import StudyRunner
+from nasflow.search import load_study_file
 from nasflow.storage import SQLiteLock, StorageError
 from tests._study_template import write_study
 

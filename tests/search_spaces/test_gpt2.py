@@ -204,7 +204,8 @@ def test_a_study_searches_it_on_a_slice_of_tinyshakespeare(shared_data_file, tmp
     winner exports with its Hugging Face directory."""
     from nasflow.data import CharVocab, load_text
     from nasflow.export import export_study
-    from nasflow.search import StudyRunner, StudySpec
+    from nasflow.pipeline import StudyRunner
+    from nasflow.search import StudySpec
     from nasflow.train import SupernetConfig, TrainConfig
 
     text = shared_data_file("tinyshakespeare.txt").read_text(encoding="utf-8")[:6000]

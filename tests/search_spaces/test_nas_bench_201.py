@@ -202,7 +202,8 @@ def test_a_study_searches_it_on_a_cifar10_subset(shared_data_file, tmp_path) -> 
     """Phase 1 trains the supernet on CIFAR-10 images read from the zip, phase 2 scores
     cells from it, phase 3 retrains the winner built from its genotype."""
     from nasflow.data import load_cifar10
-    from nasflow.search import StudyRunner, StudySpec
+    from nasflow.pipeline import StudyRunner
+    from nasflow.search import StudySpec
     from nasflow.train import SupernetConfig, TrainConfig
 
     zip_path = shared_data_file("cifar10-jpg.zip")

@@ -8,7 +8,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from nasflow.search import StudyRunner, StudySpec, summary_table
+from nasflow.pipeline import StudyRunner, summary_table
+from nasflow.search import StudySpec
 from nasflow.search_spaces.nas_bench_201 import NASBench201Space
 from nasflow.tabular import (
     TabularBenchmark,
@@ -16,7 +17,7 @@ from nasflow.tabular import (
     tabular_outcome,
     tabular_summary,
 )
-from tests.search.test_batched_screening import Stuck
+from tests.pipeline.test_batched_screening import Stuck
 
 METRIC = "cifar10_test_acc_200ep"
 

@@ -9,7 +9,8 @@ import pytest
 from optuna.trial import TrialState
 
 from nasflow.cli import main as cli_main
-from nasflow.search import StudyFileError, StudyRunner, StudySpec, load_study_file
+from nasflow.pipeline import StudyRunner
+from nasflow.search import StudyFileError, StudySpec, load_study_file
 from nasflow.search_spaces.nas_bench_201 import NASBench201Space
 from nasflow.tabular import TabularBenchmark, tabular_outcome
 from nasflow.train import TrainConfig

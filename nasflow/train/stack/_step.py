@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch import nn
@@ -16,13 +16,28 @@ from nasflow.space import Arch
 from nasflow.supernet import SuperModule
 from nasflow.train._errors import NonFiniteLossError
 from nasflow.train.stack._accumulation import Schedule, make_accumulation
+from nasflow.train.stack._base import StackLayer
 from nasflow.train.stack._compile import Compile
 from nasflow.train.stack._precision import MixedPrecision
 
 if TYPE_CHECKING:
     from nasflow.train._distill import Distillation
-    from nasflow.train.stack._config import Stack
     from nasflow.train.stack._ddp import GradReducer
+
+
+class StackSettings(Protocol):
+    """What a :class:`StackStep` reads of its ``Stack`` (``nasflow.train.stack.Stack``
+    builds steps through ``Stack.build``; the step does not import it back)."""
+
+    accumulation: int | str
+    compile: bool
+    checkpointing: bool
+    clip_norm: float | None
+    k_max: int
+    noise_target: float
+    micro_batch: int | None
+
+    def layers(self) -> list[StackLayer]: ...
 
 
 def _chunks(x: torch.Tensor, y: torch.Tensor, size: int) -> list[tuple[torch.Tensor, ...]]:
@@ -62,7 +77,7 @@ class StackStep:
 
     def __init__(
         self,
-        stack: Stack,
+        stack: StackSettings,
         model: nn.Module,
         optimizer: torch.optim.Optimizer,
         device: torch.device | str,

@@ -1,0 +1,101 @@
+"""How a study runs: the runner and its phases, the kept model, the ready models, the
+summary.
+
+``StudyRunner(spec).run()`` opens the study (``nasflow.search.StudySpec``) and runs the
+phases in order, each a module with one entry point: the zero-cost anchors
+(``_anchors``), the supernet (``_supernet``), the screening (``_screening``, scored by
+``_scoring``), the trust probe (``_trust``), the fine-tuning of the finalists
+(``_finetune``, ready models: ``_ready``), the retrains (``_retrain``); which model is kept
+is ``_kept``, one training of one architecture is ``_training``, and what the run prints
+is ``_headline`` and ``_summary``.
+"""
+
+from __future__ import annotations
+
+from nasflow.pipeline._baseline import read_baseline
+from nasflow.pipeline._kept import (
+    ANCHOR_MARGIN_SE,
+    KEPT_MARGIN_SE,
+    KeptWeights,
+    kept_anchor,
+    kept_weights,
+    standard_error,
+    validation_margin,
+)
+from nasflow.pipeline._multipliers import MULTIPLIER_TITLES, multiplier_basis
+from nasflow.pipeline._phases._anchors import Anchor, zero_cost_front
+from nasflow.pipeline._phases._ready import (
+    FineTuned,
+    FineTuneResult,
+    ReadyModelError,
+    read_ready,
+    weights_label,
+)
+from nasflow.pipeline._phases._scoring import CandidateError, arch_summary
+from nasflow.pipeline._phases._screening import REASKS as SCREENING_REASKS
+from nasflow.pipeline._phases._screening import BatchedScreening
+from nasflow.pipeline._phases._trust import (
+    TrustResult,
+    bootstrap_tau,
+    run_trust_probe,
+    spread_over_ranking,
+)
+from nasflow.pipeline._reproducibility import reproducibility_line, reproducibility_record
+from nasflow.pipeline._result._headline import (
+    Headline,
+    baseline_words,
+    headline,
+    headline_lines,
+    study_location,
+)
+from nasflow.pipeline._result._summary import summary_table
+from nasflow.pipeline._runner import RunResult, StudyRunner, Winner, pareto_trials
+from nasflow.pipeline._training import recipe_for, retrain_arch
+from nasflow.pipeline._winners import RECORD_FILE as WINNER_RECORD_FILE
+from nasflow.pipeline._winners import WinnerError, load_winner_weights, read_winner
+
+__all__ = [
+    "ANCHOR_MARGIN_SE",
+    "KEPT_MARGIN_SE",
+    "MULTIPLIER_TITLES",
+    "SCREENING_REASKS",
+    "WINNER_RECORD_FILE",
+    "Anchor",
+    "BatchedScreening",
+    "CandidateError",
+    "FineTuneResult",
+    "FineTuned",
+    "Headline",
+    "KeptWeights",
+    "ReadyModelError",
+    "RunResult",
+    "StudyRunner",
+    "TrustResult",
+    "Winner",
+    "WinnerError",
+    "arch_summary",
+    "baseline_words",
+    "bootstrap_tau",
+    "headline",
+    "headline_lines",
+    "kept_anchor",
+    "kept_weights",
+    "load_winner_weights",
+    "multiplier_basis",
+    "pareto_trials",
+    "read_baseline",
+    "read_ready",
+    "read_winner",
+    "recipe_for",
+    "reproducibility_line",
+    "reproducibility_record",
+    "retrain_arch",
+    "run_trust_probe",
+    "spread_over_ranking",
+    "standard_error",
+    "study_location",
+    "summary_table",
+    "validation_margin",
+    "weights_label",
+    "zero_cost_front",
+]

@@ -1,0 +1,233 @@
+"""The state a study run's phases share (:class:`RunContext`) and what each returns.
+
+The study runner (``nasflow.pipeline._runner``) builds one :class:`RunContext` and hands it
+to each phase in turn; a phase is a module with one entry point ``run_<phase>(ctx)`` that
+returns its result record (a frozen dataclass below). Phases so far:
+
+- ``_anchors.run_anchors``: zero-cost anchors trained from scratch first, through
+  the stack ``_supernet.resolve_stack`` resolved just before (0);
+- ``_supernet.run_supernet``: resolve the speedup stack, train the supernet (1);
+- ``_screening.run_screening``: the Optuna study proposing and scoring candidates (2);
+- ``_trust.run_trust``: how far the supernet's ranking can be trusted (2b);
+- ``_finetune.run_finetune``: the finalists fine-tuned into ready models (2c);
+- ``_retrain.run_winners``: retrain the best Pareto trials from scratch (3).
+
+A new phase (fine-tuning, a trust verdict) adds a module with its ``run_<phase>(ctx)`` and
+result record here, and one line in ``StudyRunner.run``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import optuna
+
+from nasflow.data import DataBundle
+from nasflow.record import RunFolder
+from nasflow.space import Arch
+from nasflow.storage import StorageSpec
+from nasflow.train import TrainingInterrupted
+from nasflow.train.stack import Stack
+
+if TYPE_CHECKING:
+    from nasflow.pipeline._phases._ready import FineTuneResult
+    from nasflow.search import StudySpec
+    from nasflow.supernet import Supernet
+
+
+def tables_url_of(storage: StorageSpec) -> str | None:
+    """The database holding the cost model's and the stack's tables beside a study in
+    ``storage`` (``None``: the per-user cache; journal files and in-memory studies have
+    none)."""
+    return storage.url if storage.kind != "journal" and storage.url else None
+
+
+@dataclass
+class RunContext:
+    """What every phase of one run reads, and the state the runner passes between them.
+
+    Attributes:
+        spec: The study.
+        folder: The run's folder (checkpoints, winners, locks).
+        storage: Where the study lives.
+        study: The opened study.
+        device: Training device.
+        log: Line logger.
+        progress: Show progress bars (then per-step lines are quiet).
+        stop: Set to stop gracefully (see ``StudyRunner``).
+        checkpoint_every: Supernet checkpoints every this many steps inside an epoch.
+        worker: A worker process (skips the study-level records and phase 3).
+        n_trials: Total finished trials wanted (``None``: the spec's).
+        timeout: Seconds the search may take.
+        data: The study's data (``None`` in tabular mode).
+        stack: The speedup stack every phase trains with (``"auto"`` resolved by phase 1).
+        supernet: Phase 1's supernet (``None`` in tabular mode).
+        ran_trials: Numbers of the trials this process ran (phase 2 appends).
+        finetuned: The fine-tuning phase's result (``None``: it did not run).
+        data_fingerprint: The data's fingerprint (part of the study's identity; supernet
+            checkpoints carry it).
+        budget_said: Whether the screening already said that the budget excludes what
+            is proposed.
+        started: ``time.perf_counter()`` when the run started (what "ready N seconds
+            into the run" counts from).
+        started_cpu: ``time.process_time()`` then (the process's CPU-seconds, all its
+            threads).
+    """
+
+    spec: StudySpec
+    folder: RunFolder
+    storage: StorageSpec
+    study: optuna.Study
+    device: str
+    log: Callable[[str], None]
+    progress: bool
+    stop: threading.Event
+    checkpoint_every: int = 0
+    worker: bool = False
+    n_trials: int | None = None
+    timeout: float | None = None
+    data: DataBundle | None = None
+    stack: Stack | None = None
+    supernet: Supernet | None = None
+    ran_trials: list[int] = field(default_factory=list)
+    finetuned: FineTuneResult | None = None
+    data_fingerprint: str | None = None
+    budget_said: bool = False
+    started: float = field(default_factory=time.perf_counter)
+    started_cpu: float = field(default_factory=time.process_time)
+
+    @property
+    def out(self) -> Path:
+        """The run's folder (``RUNS/NAME``)."""
+        return self.folder.root
+
+    @property
+    def tables_url(self) -> str | None:
+        """The database holding the cost model's and the stack's tables beside the study
+        (see :func:`tables_url_of`)."""
+        return tables_url_of(self.storage)
+
+    def check_stop(self, where: str) -> None:
+        """Raise ``TrainingInterrupted`` (naming ``where``) if a stop was requested: the
+        phases call it between their steps, where nothing is in flight."""
+        if self.stop.is_set():
+            raise TrainingInterrupted(where)
+
+    # ------------------------------------------------------------------ progress
+    def quiet_log(self, msg: str) -> None:
+        """Log ``msg`` unless progress bars are shown."""
+        if not self.progress:
+            self.log(msg)
+
+    def bar(self, total: int, desc: str, unit: str = "epoch") -> Any:
+        """A progress bar of ``total`` units, labelled with its phase (``None`` without
+        progress bars)."""
+        if not self.progress:
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=desc, unit=unit, leave=True)
+
+    @staticmethod
+    def advance(bar: Any, epoch: int, loss: float) -> None:
+        if bar is not None:
+            bar.n = epoch
+            bar.set_postfix(loss=f"{loss:.3f}")
+            bar.refresh()
+
+    @staticmethod
+    def close_bar(bar: Any) -> None:
+        if bar is not None:
+            bar.close()
+
+
+@dataclass(frozen=True)
+class AnchorsPhaseResult:
+    """Phase 0: the zero-cost anchors' trial numbers (none: the phase did not add any), and
+    how long it took."""
+
+    trials: tuple[int, ...]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class SupernetPhaseResult:
+    """Phase 1: the stack resolved and the supernet trained.
+
+    Attributes:
+        stack: The speedup stack every phase trains with.
+        supernet: The trained supernet.
+        info: The supernet record (``nasflow:supernet``).
+        calibration_seconds: Seconds spent calibrating the stack (0: none ran).
+        seconds: Seconds training the supernet took (calibration excluded).
+    """
+
+    stack: Stack | None
+    supernet: Supernet
+    info: dict[str, Any]
+    calibration_seconds: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ScreeningPhaseResult:
+    """Phase 2: the trials this process ran, and how long the search took."""
+
+    ran_trials: tuple[int, ...]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class FineTunePhaseResult:
+    """The fine-tuning phase: every fine-tuned finalist, and how long it took."""
+
+    result: FineTuneResult
+    seconds: float
+
+
+@dataclass(frozen=True)
+class TrustPhaseResult:
+    """Phase 2b: whether the probe ran (a stored record is kept) and how long it took."""
+
+    ran: bool
+    seconds: float
+
+
+@dataclass
+class Winner:
+    """A retrained winner (phase 3): trial ``number``'s architecture trained from scratch.
+
+    Attributes:
+        number: The trial.
+        arch: Its architecture.
+        val_accuracy: Accuracy of the retrained weights on the validation split.
+        test_accuracy: Accuracy of the retrained weights on the test split.
+        predicted_train_cost: The cost model's predicted training seconds (search).
+        measured_train_cost: Measured seconds of the from-scratch training.
+        params: Parameter count.
+        weights: The folder holding the retrained weights and their record
+            (``OUT/NAME/winners/trial-N``), or ``None`` when they were not saved.
+        reused: Taken from an earlier run's saved winner instead of retrained now.
+    """
+
+    number: int
+    arch: Arch
+    val_accuracy: float
+    test_accuracy: float
+    predicted_train_cost: float
+    measured_train_cost: float
+    params: int
+    weights: Path | None = None
+    reused: bool = False
+
+
+@dataclass(frozen=True)
+class WinnersPhaseResult:
+    """Phase 3: the retrained (or reused) winners, and how long it took."""
+
+    winners: tuple[Winner, ...]
+    seconds: float

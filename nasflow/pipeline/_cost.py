@@ -1,0 +1,145 @@
+"""A candidate's training cost before it trains: predicted by the cost model, or measured.
+
+``StudySpec.cost`` names one ``CostEstimator`` (``COST_ESTIMATORS``): ``"model"``
+(``PredictedCost``) or ``"measure"`` (``MeasuredCost``). Both estimate one training step
+of the study's speedup stack at its precision; the scorer multiplies it by the recipe's
+number of steps."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import optuna
+import torch
+
+from nasflow.cost import CostModel
+from nasflow.pipeline._costtable import format_cost_table
+from nasflow.record import COST_TABLE_KEY, CalibrationStep, CostCalibration
+from nasflow.space import Arch, SearchSpace
+from nasflow.supernet import Supernet
+from nasflow.train import measure_step_time
+from nasflow.train.stack import Stack
+
+
+@dataclass
+class CostEstimator(abc.ABC):
+    """Seconds of one training step of a candidate, and its parameter count.
+
+    Attributes:
+        space: The search space.
+        supernet: The trained supernet (candidates are extracted copies).
+        batch: A training batch ``(x, y)`` on ``device``: the input shape and dtype, and
+            the samples a measured step trains on.
+        device: Where candidates train.
+        stack: The study's speedup stack (``None``: plain fp32 eager).
+        storage: The cost model's table (see ``CandidateScorer.cost_storage``).
+        remeasure: Measure the cost table again (see ``CandidateScorer.remeasure_costs``;
+            the scorer folds ``$NASFLOW_REMEASURE_COSTS`` in once, at its construction).
+        log: Line logger.
+        keep_stored: Take the stored cost table as it is, even one measured on a loaded
+            machine (``StudySpec.deterministic``; ``CostModel.keep_loaded``).
+    """
+
+    #: The ``StudySpec.cost`` name that selects the estimator.
+    kind: ClassVar[str]
+
+    space: SearchSpace
+    supernet: Supernet
+    batch: tuple[torch.Tensor, torch.Tensor]
+    device: torch.device | str
+    stack: Stack | None
+    storage: str | None = None
+    remeasure: bool = False
+    log: Callable[[str], None] = lambda _m: None
+    keep_stored: bool = False
+
+    def prepare(self, study: optuna.Study, batch_size: int) -> None:  # noqa: B027
+        """Set-up for estimates at ``batch_size`` in ``study``: called once per study and
+        batch size, before its first estimate (nothing by default)."""
+
+    @abc.abstractmethod
+    def step(self, arch: Arch, batch_size: int, path: Arch | None = None) -> tuple[float, int]:
+        """``(seconds of one training step of batch_size samples, parameter count)``;
+        ``path`` is ``arch``'s supernet path where the caller has it already."""
+
+
+@dataclass
+class PredictedCost(CostEstimator):
+    """The hardware-aware cost model (``nasflow.cost.CostModel``), one per batch size, for
+    the stack's precision; nothing runs on the device once its table exists."""
+
+    kind = "model"
+    models: dict[int, CostModel] = field(default_factory=dict, init=False)
+
+    def model(self, batch_size: int, *, remeasure: bool = False) -> CostModel:
+        """The fitted cost model for ``batch_size`` (measures only what neither the
+        study's nor the shared table has, or everything with ``remeasure``)."""
+        if batch_size not in self.models:
+            x = self.batch[0]
+            model = CostModel.for_space(
+                self.space,
+                input_shape=tuple(x.shape[1:]),
+                batch_size=batch_size,
+                storage_url=self.storage,
+                device=self.device,
+                precision=self.stack.amp if self.stack and self.stack.amp else "fp32",
+                input_dtype=x.dtype,
+            )
+            model.keep_loaded = self.keep_stored
+            self.models[batch_size] = model.fit(remeasure=remeasure)
+        return self.models[batch_size]
+
+    def prepare(self, study: optuna.Study, batch_size: int) -> None:
+        """Fit the cost model of ``batch_size`` at its first use and record how stable
+        its table is, and the measured steps its line was fitted on (``CostCalibration``),
+        in the study (the first record only: a resumed study keeps its table, and is not
+        re-measured)."""
+        if batch_size in self.models:
+            return
+        stored = study.user_attrs.get(COST_TABLE_KEY)
+        wanted = self.remeasure
+        if wanted and isinstance(stored, dict):
+            self.log("cost table: not re-measured (a study keeps the table it started with)")
+        model = self.model(batch_size, remeasure=wanted and not isinstance(stored, dict))
+        record = {**(model.stability or {}), "batch_size": batch_size}
+        if model.calibration is not None:  # what the report draws the fit's points from
+            cal = model.calibration
+            steps = tuple(
+                CalibrationStep(float(p["ops"]), float(p["measured"]), str(p.get("arch", "")))
+                for p in cal.points
+            )
+            record["calibration"] = CostCalibration(
+                float(cal.slope), float(cal.intercept), steps, batch_size
+            ).to_dict()
+        if not isinstance(stored, dict):
+            study.set_user_attr(COST_TABLE_KEY, record)
+        for line in format_cost_table(record):
+            self.log(line)
+
+    def step(self, arch: Arch, batch_size: int, path: Arch | None = None) -> tuple[float, int]:
+        model = self.model(batch_size)
+        path = self.space.path(arch) if path is None else path
+        return model.predict_step_seconds(path), model.params(path)
+
+
+class MeasuredCost(CostEstimator):
+    """The extracted candidate's median training step through the stack, timed now
+    (``measure_step_time``: 2 warm-up and 5 timed steps)."""
+
+    kind = "measure"
+
+    def step(self, arch: Arch, batch_size: int, path: Arch | None = None) -> tuple[float, int]:
+        path = self.space.path(arch) if path is None else path
+        net = self.supernet.extract(path).to(self.device)
+        x, y = self.batch
+        seconds = measure_step_time(net, x[:batch_size], y[:batch_size], stack=self.stack)
+        return seconds, sum(p.numel() for p in net.parameters())
+
+
+#: ``StudySpec.cost`` name -> estimator.
+COST_ESTIMATORS: dict[str, type[CostEstimator]] = {
+    c.kind: c for c in (PredictedCost, MeasuredCost)
+}

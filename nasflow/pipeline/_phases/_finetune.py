@@ -1,0 +1,140 @@
+"""Fine-tuning phase: the screened front and the best-scored candidates become ready models
+(entry point :func:`run_finetune`; the engine is ``nasflow.pipeline._phases._ready``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+
+import optuna
+from optuna.trial import FrozenTrial
+from scipy.stats import rankdata
+
+from nasflow.pipeline._context import FineTunePhaseResult, RunContext
+from nasflow.pipeline._phases._ready import Finalist, run_finetuning, summary_line
+from nasflow.record import DUPLICATE_KEY, FINETUNED_KEY, TrialRecord
+from nasflow.space import Arch
+
+
+def by_score(trials: Sequence[FrozenTrial], rank_by: str = "accuracy") -> list[FrozenTrial]:
+    """Screened ``trials`` (with a supernet accuracy), best supernet score first.
+
+    ``rank_by="accuracy"``: by the supernet accuracy. ``"rank_sum"``: by the sum of each
+    trial's rank by accuracy (higher first) and by supernet validation cross-entropy
+    (lower first), ties broken by the accuracy. Where a screened trial has no recorded
+    cross-entropy (a study screened before it was recorded, or a non-finite loss, which
+    the storage cannot keep) all are ranked by accuracy alone, the screening score they
+    were built on, rather than by ranks some of them lack.
+    """
+    recs = [(t, TrialRecord.from_trial(t)) for t in trials]
+    recs = [(t, r) for t, r in recs if r.supernet_accuracy is not None]
+    acc = [float(r.supernet_accuracy) for _, r in recs]  # type: ignore[arg-type]
+    losses = [r.supernet_loss for _, r in recs]
+    if rank_by == "accuracy" or any(v is None for v in losses):
+        key = [(-a, 0.0) for a in acc]
+    else:
+        acc_rank = rankdata([-a for a in acc])  # 1 = the most accurate; ties share a mean
+        loss_rank = rankdata([float(v) for v in losses])  # type: ignore[arg-type]
+        key = [(float(a + b), -c) for a, b, c in zip(acc_rank, loss_rank, acc, strict=True)]
+    order = sorted(range(len(recs)), key=lambda i: key[i])
+    return [recs[i][0] for i in order]
+
+
+def select_finalists(
+    study: optuna.Study, n: int, top: int = 0, rank_by: str = "accuracy"
+) -> list[Finalist]:
+    """Up to ``n`` distinct screened architectures: the ``top`` best supernet scores
+    (protected: fine-tuned through every rung; "best" as :func:`by_score` orders them),
+    then the screened Pareto set (best supernet accuracy first), then the next best
+    scores."""
+    seen: dict[Arch, Finalist] = {}
+    front = [t for t in study.best_trials if DUPLICATE_KEY not in t.user_attrs]
+    finished = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
+    # Duplicates carry their original's numbers: ranked among the others they would
+    # share its rank; only original trials enter the ranking.
+    rest = by_score([t for t in finished if DUPLICATE_KEY not in t.user_attrs], rank_by)
+    best = [(t, True) for t in rest]
+    others = [(t, False) for t in sorted(front, key=lambda t: -t.values[0]) + rest]
+    for t, protect in best + others:
+        if protect and sum(f.protected for f in seen.values()) >= top:
+            continue
+        rec = TrialRecord.from_trial(t)
+        if not rec.screened or rec.supernet_accuracy is None:
+            continue
+        arch = rec.get_arch()
+        if arch not in seen:
+            seen[arch] = Finalist(t.number, arch, float(rec.supernet_accuracy), protect)
+        if len(seen) == n:
+            break
+    return list(seen.values())
+
+
+def predicted_costs(study: optuna.Study, finalists: Sequence[Finalist]) -> dict[int, float]:
+    """Each finalist's predicted training cost (its screening trial's ``train_cost``): what
+    a deterministic study promotes by instead of measured epoch seconds."""
+    trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+    out = {}
+    for f in finalists:
+        cost = TrialRecord.from_trial(trials[f.trial]).train_cost
+        out[f.trial] = float(cost) if cost is not None else float("inf")
+    return out
+
+
+def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
+    """Fine-tune the finalists from their inherited supernet weights under successive
+    halving; record every fine-tuned candidate in the study."""
+    ctx.check_stop("before fine-tuning")
+    t0 = time.perf_counter()
+    spec, study = ctx.spec, ctx.study
+    assert ctx.data is not None and ctx.supernet is not None and spec.finetuning is not None
+    tuning = spec.finetuning
+    finalists = select_finalists(study, tuning.finalists, tuning.top or 0, tuning.rank_by)
+    total = sum(
+        len(finalists) for _ in spec.finetuning.rungs
+    )  # an upper bound of the epochs: the bar is a guide
+    bar = ctx.bar(total, "fine-tuning")
+    done = [0]
+
+    def tick() -> None:
+        done[0] += 1
+        if bar is not None:
+            bar.n = done[0]
+            bar.refresh()
+
+    try:
+        result = run_finetuning(
+            finalists,
+            ctx.supernet,
+            spec.space,
+            ctx.data,
+            spec.train,
+            spec.finetuning,
+            spec.bn_batches,
+            ctx.folder.ready,
+            stack=ctx.stack,
+            multi_objective=len(spec.objectives) > 1,
+            device=ctx.device,
+            seed=spec.seed,
+            log=ctx.quiet_log,
+            on_epoch=tick,
+            clock=lambda: time.process_time() - ctx.started_cpu,
+            should_stop=ctx.stop.is_set,
+            costs=predicted_costs(study, finalists) if spec.deterministic else None,
+        )
+    finally:
+        ctx.close_bar(bar)
+    seconds = time.perf_counter() - t0
+    mult, spent, full = result.early_stopping_multiplier()
+    study.set_user_attr(
+        FINETUNED_KEY,
+        {
+            "candidates": [asdict(c) for c in result.candidates],
+            "rungs": list(spec.finetuning.rungs),
+            "val_samples": result.val_samples,
+            "early_stopping": {"multiplier": mult, "seconds": spent, "full_seconds": full},
+            "seconds": seconds,
+        },
+    )
+    ctx.log(summary_line(result, seconds))
+    return FineTunePhaseResult(result, seconds)

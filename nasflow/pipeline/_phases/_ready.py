@@ -1,0 +1,484 @@
+"""Fine-tuning phase: ready models along the front, from inherited supernet weights.
+
+After screening, the finalists (the screened Pareto set and the best-scored candidates) are
+extracted from the supernet with their inherited weights, their batch-norm statistics
+re-estimated, and fine-tuned through the study's speedup stack a rung of epochs at a time
+under successive halving: after each rung only the best ``keep`` share goes on — by
+validation accuracy with one objective, by non-dominated rank (validation accuracy up,
+measured training time down) and then validation accuracy with several, as the Pareto
+successive-halving pruner promotes. The learning-rate schedule spans the last rung, as in
+ASHA, so a candidate stopped early trained exactly the first epochs of the full schedule.
+
+Every fine-tuned candidate is a ready model: its weights (``model.safetensors``) and a
+record (``record.json``: validation accuracy after every epoch, test accuracy of the final
+weights, every epoch's measured training seconds, and what trained it: space, fingerprint,
+recipe, seed, speedup stack, device) are saved under ``RUNS/NAME/ready/trial-N/`` in the
+format of phase 3's winners (:func:`read_ready` reads one back, checked).
+Progress is checkpointed after every epoch, so a killed study loses at most the epoch in
+flight, and a resumed one never fine-tunes a candidate twice. A candidate whose loss turns
+NaN or infinite is dropped (recorded as diverged) and the phase goes on."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import torch
+
+from nasflow import names
+from nasflow._files import atomic_write
+from nasflow.data import DataBundle
+from nasflow.errors import NasflowError
+from nasflow.pipeline._winners import read_winner, save_winner
+from nasflow.search import FineTuning, non_dominated_sort
+from nasflow.space import Arch, SearchSpace
+from nasflow.supernet import Supernet, recalibrate_bn
+from nasflow.train import (
+    EpochTrainer,
+    NonFiniteLossError,
+    Progress,
+    TrainConfig,
+    TrainingInterrupted,
+    evaluate,
+    list_checkpoints,
+    load_latest,
+    save_checkpoint,
+)
+from nasflow.train.stack import Stack
+
+PROGRESS_FILE = "progress.json"
+
+
+#: A candidate's ``status`` values (see :class:`FineTuned`).
+STATUSES = ("running", "ready", "stopped", "diverged")
+
+
+class ReadyModelError(NasflowError, ValueError):
+    """A fine-tuned candidate's record (in the study or beside its weights) is malformed,
+    or is not a ready model."""
+
+
+@dataclass(frozen=True)
+class Finalist:
+    """A screened candidate chosen for fine-tuning; ``protected`` ones (``FineTuning.top``)
+    go through every rung."""
+
+    trial: int
+    arch: Arch
+    supernet_accuracy: float
+    protected: bool = False
+
+
+@dataclass
+class FineTuned:
+    """One fine-tuned candidate: what it scored after each epoch and what it cost.
+
+    Attributes:
+        trial: The screening trial it came from.
+        arch: Its architecture (JSON).
+        supernet_accuracy: Its screening score (supernet weights, validation split).
+        val_curve: Validation accuracy of the fine-tuned weights after each epoch.
+        epoch_seconds: Measured training seconds of each epoch (device-synchronised clock).
+        test_accuracy: Test accuracy of the final weights (reported, never used to choose).
+        status: ``"ready"`` (reached the last rung), ``"stopped"`` (not promoted; its
+            weights are still a ready model of fewer epochs) or ``"diverged"``.
+        trained_cpu_seconds: The process's CPU-seconds into the study run when its last
+            epoch ended, so when its weights were final (``None``: not recorded; a resumed
+            run's clock restarts).
+    """
+
+    trial: int
+    arch: str
+    supernet_accuracy: float
+    val_curve: list[float] = field(default_factory=list)
+    epoch_seconds: list[float] = field(default_factory=list)
+    test_accuracy: float | None = None
+    status: str = "running"
+    trained_cpu_seconds: float | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "fine-tuning record") -> FineTuned:
+        """From a stored record (``asdict`` of one; other keys are ignored), every field
+        checked.
+
+        Raises:
+            ReadyModelError: Not a mapping, or a field missing or of the wrong type,
+                naming it and ``where`` the record was read from.
+        """
+        if not isinstance(data, Mapping):
+            raise ReadyModelError(f"{where} is not a JSON object: {data!r:.80}")
+
+        def bad(key: str, what: str) -> ReadyModelError:
+            return ReadyModelError(f"{where}: {key} is {data.get(key)!r:.80}, not {what}")
+
+        def number(v: Any) -> bool:
+            return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+        trial, arch, status = data.get("trial"), data.get("arch"), data.get("status")
+        if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
+            raise bad("trial", "a trial number")
+        if not isinstance(arch, str):
+            raise bad("arch", "an architecture's JSON")
+        if not number(data.get("supernet_accuracy")):
+            raise bad("supernet_accuracy", "a number")
+        curve, seconds = data.get("val_curve"), data.get("epoch_seconds")
+        if not isinstance(curve, list) or not all(number(v) for v in curve):
+            raise bad("val_curve", "a list of numbers")
+        if (
+            not isinstance(seconds, list)
+            or len(seconds) != len(curve)
+            or not all(number(v) and v >= 0 for v in seconds)
+        ):
+            raise bad("epoch_seconds", f"{len(curve)} non-negative numbers (one per epoch)")
+        test = data.get("test_accuracy")
+        if test is not None and not number(test):
+            raise bad("test_accuracy", "a number")
+        if status not in STATUSES:
+            raise bad("status", f"one of {list(STATUSES)}")
+        cpu = data.get("trained_cpu_seconds")
+        if cpu is not None and not (number(cpu) and cpu >= 0):
+            raise bad("trained_cpu_seconds", "a non-negative number")
+        return cls(
+            trial,
+            arch,
+            float(data["supernet_accuracy"]),
+            [float(v) for v in curve],
+            [float(v) for v in seconds],
+            None if test is None else float(test),
+            status,
+            None if cpu is None else float(cpu),
+        )
+
+    @property
+    def epochs(self) -> int:
+        return len(self.val_curve)
+
+    @property
+    def val_accuracy(self) -> float:
+        return self.val_curve[-1] if self.val_curve else float("nan")
+
+    @property
+    def train_seconds(self) -> float:
+        return float(sum(self.epoch_seconds))
+
+
+@dataclass
+class FineTuneResult:
+    """The phase's outcome: every candidate, and what the early stopping saved."""
+
+    candidates: list[FineTuned]
+    full_epochs: int
+    #: Samples in the validation split the accuracies were measured on (``None``: a
+    #: record written before it was kept).
+    val_samples: int | None = None
+
+    @classmethod
+    def from_record(cls, record: Any, where: str = "the fine-tuning record") -> FineTuneResult:
+        """From the study's record of the phase (``nasflow.record.FINETUNED_KEY``).
+
+        Raises:
+            ReadyModelError: A malformed record, naming what is wrong.
+        """
+        if not isinstance(record, Mapping) or not isinstance(record.get("candidates"), list):
+            raise ReadyModelError(f"{where} lists no candidates: {record!r:.80}")
+        rungs = record.get("rungs")
+        if not (isinstance(rungs, list) and rungs and all(isinstance(r, int) for r in rungs)):
+            raise ReadyModelError(f"{where}: rungs is {rungs!r:.80}, not a list of epochs")
+        cands = [
+            FineTuned.from_dict(c, f"{where}, candidate {i}")
+            for i, c in enumerate(record["candidates"])
+        ]
+        n = record.get("val_samples")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ReadyModelError(f"{where}: val_samples is {n!r:.80}, not a positive count")
+        return cls(cands, int(rungs[-1]), n)
+
+    @property
+    def ready(self) -> list[FineTuned]:
+        """Candidates with weights (every one that did not diverge)."""
+        return [c for c in self.candidates if c.status != "diverged" and c.val_curve]
+
+    def best(self) -> FineTuned | None:
+        """The most accurate on validation among those trained the most epochs."""
+        ready = self.ready
+        if not ready:
+            return None
+        most = max(c.epochs for c in ready)
+        return max((c for c in ready if c.epochs == most), key=lambda c: c.val_accuracy)
+
+    def early_stopping_multiplier(self) -> tuple[float, float, float]:
+        """``(multiplier, seconds spent, seconds at full rungs)``: what fine-tuning every
+        finalist for every epoch would have taken (each candidate's untrained epochs at its
+        own measured epoch time) over the seconds measured."""
+        spent = sum(c.train_seconds for c in self.candidates)
+        full = sum(
+            c.train_seconds + (self.full_epochs - c.epochs) * np.mean(c.epoch_seconds)
+            for c in self.candidates
+            if c.epoch_seconds
+        )
+        return (float(full / spent) if spent > 0 else float("nan")), float(spent), float(full)
+
+
+def weights_label(rec: FineTuned) -> str:
+    """What a fine-tuned candidate's weights are, in words (the ready model's record and
+    its export say it)."""
+    return names.finetuned_weights(rec.epochs)
+
+
+def read_ready(folder: os.PathLike | str) -> tuple[FineTuned, dict[str, Any]]:
+    """The ready model saved in ``folder`` (``RUNS/NAME/ready/trial-N``): its typed record
+    and the record as stored, after checking that both files are regular files and the
+    weights match the record's SHA-256.
+
+    Raises:
+        WinnerError: A missing or unreadable record, a link or FIFO in place of a file,
+            or weights that are missing or do not match their checksum.
+        ReadyModelError: A record that is not a fine-tuned candidate with weights.
+    """
+    record = read_winner(folder, numbers=("test_accuracy",))
+    where = str(Path(folder) / "record.json")
+    rec = FineTuned.from_dict(record, where)
+    if not rec.val_curve or rec.status == "diverged":
+        raise ReadyModelError(f"{where} is of a candidate that {rec.status} without weights")
+    return rec, record
+
+
+def _load_progress(folder: Path) -> FineTuned | None:
+    path = folder / PROGRESS_FILE
+    if not path.is_file():
+        return None
+    try:
+        return FineTuned.from_dict(json.loads(path.read_text()))
+    except ValueError:  # (ReadyModelError and JSONDecodeError are ValueErrors)
+        return None  # a foreign or damaged file: fine-tune this candidate again
+
+
+def _write(f: IO[str], text: str) -> None:
+    f.write(text)
+
+
+def _save_progress(folder: Path, rec: FineTuned) -> None:
+    text = json.dumps(asdict(rec), indent=1) + "\n"
+    atomic_write(folder / PROGRESS_FILE, lambda f: _write(f, text), mode="w")
+
+
+@dataclass
+class _Candidate:
+    finalist: Finalist
+    record: FineTuned
+    folder: Path
+    trainer: EpochTrainer | None = None
+
+
+def _checkpoint(c: _Candidate, tr: EpochTrainer) -> Path:
+    """Checkpoint a candidate's trainer and record (the newest two files are kept)."""
+    state: dict[str, Any] = {
+        "arch": c.record.arch,
+        "record": json.dumps(asdict(c.record)),
+        "trainer": tr.state_dict(),
+    }
+    path = save_checkpoint(c.folder / Progress(tr.epoch, tr.batch).filename(), state)
+    for _, old in list_checkpoints(c.folder)[2:]:
+        old.unlink(missing_ok=True)
+    return path
+
+
+def promote(
+    candidates: Sequence[FineTuned],
+    keep: float,
+    multi_objective: bool,
+    epochs: int | None = None,
+    costs: Mapping[int, float] | None = None,
+) -> list[FineTuned]:
+    """The ``ceil(keep * n)`` candidates that go on: by validation accuracy, or with
+    several objectives by non-dominated rank of (validation accuracy up, measured epoch
+    time down) and then validation accuracy; each judged after ``epochs`` epochs (the
+    rung's; ``None``: their last), so a resumed phase decides as the first run did even
+    for candidates it has trained further since. ``costs`` (trial -> a cost fixed before
+    training, such as its predicted training seconds) replaces the measured epoch time,
+    so that no clock decides (a deterministic study)."""
+
+    def at(c: FineTuned) -> tuple[float, float]:
+        n = len(c.val_curve) if epochs is None else min(epochs, len(c.val_curve))
+        if costs is not None:
+            return c.val_curve[n - 1], float(costs[c.trial])
+        return c.val_curve[n - 1], float(np.mean(c.epoch_seconds[:n]))
+
+    n = max(1, math.ceil(keep * len(candidates)))
+    if not multi_objective:
+        return sorted(candidates, key=lambda c: -at(c)[0])[:n]
+    points = [list(at(c)) for c in candidates]
+    ranks = non_dominated_sort(points, ["maximize", "minimize"])
+    order = sorted(range(len(candidates)), key=lambda i: (ranks[i], -points[i][0]))
+    return [candidates[i] for i in order[:n]]
+
+
+def run_finetuning(
+    finalists: Sequence[Finalist],
+    supernet: Supernet,
+    space: SearchSpace,
+    data: DataBundle,
+    recipe: TrainConfig,
+    config: FineTuning,
+    bn_batches: int,
+    folder: Path,
+    stack: Stack | None = None,
+    multi_objective: bool = True,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+    log: Callable[[str], None] | None = None,
+    on_epoch: Callable[[], None] | None = None,
+    clock: Callable[[], float] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    costs: Mapping[int, float] | None = None,
+) -> FineTuneResult:
+    """Fine-tune ``finalists`` from their inherited weights under successive halving.
+
+    Args:
+        finalists: The screened candidates to fine-tune (order breaks ties).
+        supernet: The trained supernet (never modified: candidates are extracted copies).
+        space: The study's space.
+        data: The study's data (training split trains, validation chooses, test reports).
+        recipe: The study's stand-alone recipe (batch size, weight decay, smoothing).
+        config: Finalists, rungs, promotion share, learning rate.
+        bn_batches: Training batches that re-estimate batch norm before the first epoch.
+        folder: ``RUNS/NAME/finetune``: one sub-folder per candidate.
+        stack: The speedup stack every epoch trains through.
+        multi_objective: Promote on (accuracy, time) fronts rather than accuracy alone.
+        device: Where to train.
+        seed: Seeds each candidate's batch order.
+        log: Line logger.
+        on_epoch: Called after every epoch trained (progress bars).
+        clock: The run's CPU-seconds so far; read after every epoch into the candidate's
+            ``trained_cpu_seconds``.
+        should_stop: Polled after every step and every epoch; when true the candidate in
+            training is checkpointed where it is (mid-epoch: the next run resumes there).
+        costs: Trial -> a cost fixed before training (the predicted training seconds),
+            promoting by it instead of the measured epoch time (see :func:`promote`).
+
+    Raises:
+        TrainingInterrupted: ``should_stop`` asked to stop (checkpointed).
+    """
+    say = log or (lambda _msg: None)
+    by = " by accuracy and cross-entropy" if config.rank_by == "rank_sum" else ""
+    ft_recipe = config.recipe(recipe)
+    trained_by = {  # what every ready model's record says trained it
+        "space": space.name,
+        "fingerprint": space.fingerprint(),
+        "recipe": asdict(ft_recipe),
+        "seed": seed,
+        "stack": (stack or Stack()).to_dict(),
+        "device": str(device),
+    }
+    val, test = data.batches("val"), data.batches("test")
+    alive: list[_Candidate] = []
+    for f in finalists:
+        sub = folder / f"trial-{f.trial}"
+        rec = _load_progress(sub)
+        if rec is None or rec.arch != f.arch.to_json():
+            rec = FineTuned(f.trial, f.arch.to_json(), f.supernet_accuracy)
+        alive.append(_Candidate(f, rec, sub))
+    every = list(alive)
+
+    def trainer_for(c: _Candidate) -> EpochTrainer:
+        """The candidate's trainer: from its newest checkpoint (which holds its record, so
+        a kill between the two writes loses nothing), else from the inherited weights."""
+        if c.trainer is not None:
+            return c.trainer
+        net = supernet.extract(space.path(c.finalist.arch))
+        batches = data.batches("train", ft_recipe.batch_size, seed * 1_000_003 + c.record.trial)
+        recalibrate_bn(net, batches.epoch(0), bn_batches, device=device)
+        c.trainer = EpochTrainer(net, batches, ft_recipe, device, stack)
+        found = load_latest(c.folder, on_bad=lambda e: say(f"fine-tuning: {e}"))
+        if found is not None and found[1].get("arch") == c.record.arch:
+            c.trainer.load_state_dict(found[1]["trainer"])
+            c.record = FineTuned.from_dict(json.loads(found[1]["record"]))
+            if found[0].batch:  # (a stop request's checkpoint, mid-epoch)
+                say(
+                    f"fine-tuning: trial {c.record.trial} resumed from its checkpoint at "
+                    f"epoch {found[0].epoch + 1}, batch {found[0].batch}"
+                )
+        else:
+            c.record.val_curve, c.record.epoch_seconds = [], []
+        return c.trainer
+
+    stop = should_stop or (lambda: False)
+    for r, epochs in enumerate(config.rungs):
+        for c in alive:
+            if c.record.status == "diverged":
+                continue
+            while c.record.epochs < epochs:
+                tr = trainer_for(c)
+                if c.record.epochs >= epochs:  # the checkpoint was ahead of progress.json
+                    break
+                before = tr.seconds
+                try:
+                    tr.run_epoch(stop)
+                except TrainingInterrupted:
+                    where = f"epoch {tr.epoch + 1}, batch {tr.batch}"
+                    raise TrainingInterrupted(
+                        f"fine-tuning trial {c.record.trial} at {where}", _checkpoint(c, tr)
+                    ) from None
+                except NonFiniteLossError as e:
+                    c.record.status = "diverged"
+                    _save_progress(c.folder, c.record)
+                    say(f"fine-tuning: trial {c.record.trial} diverged ({e}); dropped")
+                    break
+                acc, _ = evaluate(tr.model, val, device=device)
+                c.record.val_curve.append(acc)
+                c.record.epoch_seconds.append(tr.seconds - before)
+                if clock is not None:
+                    c.record.trained_cpu_seconds = clock()
+                path = _checkpoint(c, tr)
+                _save_progress(c.folder, c.record)
+                if on_epoch is not None:
+                    on_epoch()
+                if stop():
+                    raise TrainingInterrupted(
+                        f"fine-tuning, after trial {c.record.trial}'s epoch {tr.epoch}", path
+                    )
+        survivors = [c for c in alive if c.record.status != "diverged" and c.record.val_curve]
+        if r + 1 < len(config.rungs):
+            halved = [c.record for c in survivors if not c.finalist.protected]
+            promoted = (
+                promote(halved, config.keep, multi_objective, epochs, costs) if halved else []
+            )
+            kept = {id(rec) for rec in promoted}
+            kept |= {id(c.record) for c in survivors if c.finalist.protected}
+            for c in survivors:
+                if id(c.record) not in kept and c.record.status == "running":
+                    c.record.status = "stopped"
+            alive = [c for c in survivors if id(c.record) in kept]
+            protected = sum(c.finalist.protected for c in alive)
+            say(
+                f"fine-tuning rung {r + 1}/{len(config.rungs)} ({epochs} epochs): "
+                f"{len(alive)} of {len(survivors)} go on to {config.rungs[r + 1]} epochs"
+                + (f" ({protected} best supernet scores{by}, not halved)" if protected else "")
+            )
+    for c in every:
+        if c.record.status == "running" and c.record.val_curve:
+            c.record.status = "ready"
+        if c.record.status != "diverged" and c.record.val_curve and c.record.test_accuracy is None:
+            tr = trainer_for(c)
+            c.record.test_accuracy = evaluate(tr.model, test, device=device)[0]
+            origin = {"weights_origin": weights_label(c.record), **trained_by}
+            save_winner(c.folder, tr.model, {**origin, **asdict(c.record)})
+        _save_progress(c.folder, c.record)
+        c.trainer = None  # free the weights
+    val_samples = len(data.val)  # type: ignore[arg-type]
+    return FineTuneResult([c.record for c in every], config.rungs[-1], val_samples)
+
+
+def summary_line(result: FineTuneResult, seconds: float) -> str:
+    """The phase's closing log line."""
+    return (
+        f"fine-tuning: {len(result.candidates)} finalists fine-tuned from inherited supernet "
+        f"weights ({sum(c.epochs for c in result.candidates)} epochs in all, {seconds:.0f}s); "
+        f"{len(result.ready)} ready models"
+    )

@@ -1,0 +1,120 @@
+"""Phase 3: retrain the best Pareto trials from scratch, score them on the test split and
+measure their training cost (entry point :func:`run_winners`)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Any
+
+import optuna
+
+from nasflow.pipeline._context import RunContext, Winner, WinnersPhaseResult
+from nasflow.pipeline._training import train_winner, winner_identity
+from nasflow.pipeline._winners import WEIGHTS_FILE as WINNER_WEIGHTS
+from nasflow.pipeline._winners import find_winner
+from nasflow.record import DUPLICATE_KEY, TrialRecord, WinnerRecord, retrain_key
+from nasflow.space import Arch
+
+
+def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """The study's Pareto set, best accuracy first.
+
+    Optuna's ``study.best_trials`` (completed, feasible where trials carry constraints,
+    non-dominated) less the trials that reused an earlier trial's score
+    (``user_attrs["duplicate_of"]``): such a trial is the same architecture as its first
+    trial, which has the same values and constraints and so is in the set already.
+    """
+    front = [t for t in study.best_trials if DUPLICATE_KEY not in t.user_attrs]
+    return sorted(front, key=lambda t: -t.values[0])
+
+
+def winner_trials(ctx: RunContext) -> list[optuna.trial.FrozenTrial]:
+    """The trials phase 3 retrains, best first: after a fine-tuning phase its candidates
+    by fine-tuned validation accuracy (those fine-tuned the most epochs first), else the
+    screened Pareto set by supernet accuracy."""
+    if ctx.finetuned is None or not ctx.finetuned.ready:
+        return pareto_trials(ctx.study)
+    ranked = sorted(ctx.finetuned.ready, key=lambda c: (-c.epochs, -c.val_accuracy))
+    trials = ctx.study.get_trials(deepcopy=False)
+    by_number = {t.number: t for t in trials}
+    return [by_number[c.trial] for c in ranked if c.trial in by_number]
+
+
+def run_winners(ctx: RunContext) -> WinnersPhaseResult:
+    """Phase 3: retrain the best ``retrain_top`` trials from scratch (after fine-tuning:
+    the best fine-tuned finalists, else the Pareto set by supernet accuracy); test
+    accuracy + real cost. The winners come back best retrained validation accuracy first:
+    the first is the search's kept choice.
+
+    Each winner's weights and record (recipe, seed, test and validation accuracy,
+    measured training time) are saved in ``OUT/NAME/winners/trial-N/``, atomically and
+    checksummed. A winner saved there by an earlier run with the same space,
+    architecture, recipe, seed, speedup stack and data (name and split sizes) is
+    reused instead of retrained.
+    """
+    t0 = time.perf_counter()
+    spec, study, data = ctx.spec, ctx.study, ctx.data
+    assert data is not None, "phase 3 needs the study's data"
+    winners = []
+    for t in winner_trials(ctx)[: spec.retrain_top]:
+        ctx.check_stop("phase 3, between retrains")
+        trial = TrialRecord.from_trial(t)
+        arch = trial.get_arch()
+        folder = ctx.folder.winner(t.number)
+        identity = winner_identity(ctx, arch, ctx.stack)
+        saved, why = find_winner(folder, identity)
+        if saved is not None:
+            ctx.log(f"phase 3: trial {t.number} was retrained by an earlier run: {folder}")
+            record = WinnerRecord.from_dict(saved)
+            w = Winner(
+                t.number,
+                arch,
+                float(record.val_accuracy),  # type: ignore[arg-type]
+                float(record.test_accuracy),  # type: ignore[arg-type]
+                float(trial.train_cost),  # type: ignore[arg-type]
+                float(record.measured_train_cost),  # type: ignore[arg-type]
+                int(trial.params),  # type: ignore[arg-type]
+                folder,
+                reused=True,
+            )
+        else:
+            if why:
+                ctx.log(f"phase 3: retraining trial {t.number}: {why}")
+            w = _retrain_one(ctx, trial, arch, identity)
+        winners.append(w)
+        entry = {k: v for k, v in asdict(w).items() if k not in ("arch", "weights", "reused")}
+        if w.weights is not None:
+            entry["weights"] = str(w.weights.relative_to(ctx.out) / WINNER_WEIGHTS)
+        study.set_user_attr(retrain_key(t.number), entry)
+    # Several retrained: the kept choice is the best retrained validation accuracy (all
+    # trained with the same recipe from scratch, so comparable); ties keep the order in
+    # which they were chosen (fine-tuned validation accuracy, or supernet accuracy).
+    winners.sort(key=lambda w: -w.val_accuracy)
+    return WinnersPhaseResult(tuple(winners), time.perf_counter() - t0)
+
+
+def _retrain_one(
+    ctx: RunContext, trial: TrialRecord, arch: Arch, identity: dict[str, Any]
+) -> Winner:
+    """Train one winner from scratch, score it, and save its weights (rank 0)."""
+    res, saved = train_winner(
+        ctx,
+        trial.number,
+        arch,
+        ctx.stack,
+        identity,
+        f"phase 3: retrain trial {trial.number}",
+        float(trial.train_cost),  # type: ignore[arg-type]
+        int(trial.params),  # type: ignore[arg-type]
+    )
+    return Winner(
+        trial.number,
+        arch,
+        res.val_accuracy,
+        float(res.test_accuracy or 0.0),
+        float(trial.train_cost),  # type: ignore[arg-type]
+        res.seconds,
+        int(trial.params),  # type: ignore[arg-type]
+        saved,
+    )

@@ -1,0 +1,145 @@
+"""Phase 1: resolve the speedup stack and train the supernet (entry point
+:func:`run_supernet`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from nasflow._files import file_lock
+from nasflow.data import DataBundle
+from nasflow.pipeline._context import RunContext, SupernetPhaseResult
+from nasflow.pipeline._multipliers import stack_line
+from nasflow.record import STACK_KEY, SUPERNET_KEY, study_stack_dict
+from nasflow.settings import recalibration_requested
+from nasflow.train import SupernetTrainer
+from nasflow.train.stack import Stack, is_rank_zero
+
+
+def run_supernet(ctx: RunContext, calibrated: float | None = None) -> SupernetPhaseResult:
+    """Phase 1: resolve ``ctx``'s stack (``stack="auto"``; ``calibrated``: the seconds an
+    earlier :func:`resolve_stack` of this run took, which then is not repeated), then
+    train the supernet (resumable; concurrent workers wait for the one that trains) and
+    record it on the study (not from a worker)."""
+    data = ctx.data
+    assert data is not None, "phase 1 needs the study's data"
+    calibration = resolve_stack(ctx, data) if calibrated is None else calibrated
+    t = time.perf_counter()
+    spec = ctx.spec
+    stack, note = supernet_stack(spec.supernet.split, spec.stack, ctx.stack)
+    if note:
+        ctx.log(note)
+    bar = ctx.bar(spec.supernet.epochs, "phase 1: supernet")
+    with file_lock(ctx.folder.supernet_lock):
+        trainer = SupernetTrainer(
+            spec.space,
+            data.train,
+            spec.supernet_recipe,
+            ctx.folder.supernet,
+            ctx.device,
+            log=ctx.quiet_log,
+            checkpoint_every=ctx.checkpoint_every,
+            should_stop=ctx.stop.is_set,
+            stack=stack,
+            data_fingerprint=ctx.data_fingerprint,
+        )
+        result = trainer.fit(on_epoch=lambda e, loss: ctx.advance(bar, e, loss))
+    ctx.close_bar(bar)
+    info = {
+        "sampler": spec.supernet.sampler,
+        "epochs": result.epochs_done,
+        "paths_per_step": trainer.sampler.paths_per_step,
+        "seconds": result.seconds,
+        "resumed_from": result.resumed_from,
+        "losses": result.losses,
+        "op_counts": result.op_counts.as_rows(),
+        # Few-shot split (SupernetConfig.split): the label and the epoch it split at.
+        "split": spec.supernet.split,
+        "split_epoch": spec.supernet.split_epoch,
+        # Where the supernet trained through another stack than the study's (None: same).
+        "stack_note": note,
+    }
+    seconds = time.perf_counter() - t
+    if not ctx.worker:
+        ctx.study.set_user_attr(SUPERNET_KEY, info)
+    return SupernetPhaseResult(ctx.stack, result.supernet, info, calibration, seconds)
+
+
+def supernet_stack(
+    split: str | None, requested: Stack | str | None, stack: Stack | None
+) -> tuple[Stack | None, str | None]:
+    """The stack the supernet trains with, and a line to log where it differs from
+    ``stack`` (the one every other phase trains with).
+
+    A split supernet (``SupernetConfig.split``) trains without gradient accumulation when
+    the stack was chosen by the calibration (``requested == "auto"``): each of its
+    sub-supernets already gets one optimizer step in as many as there are parts, and
+    accumulation divides them again. Measured once, on one ground (the suite's
+    ``scarce``): the split supernet a calibration sent through adaptive accumulation
+    ranked the table at Kendall tau +0.263, the same study and seed through bf16 autocast
+    alone at +0.636 (benchmarks/RESULTS.md, "B6 with the split supernet"); the shared
+    supernet through accumulation ranked as well as in fp32 on four grounds ("The shared
+    supernet through adaptive accumulation"), so only the split drops it. A stack the
+    user fixed is kept as given.
+    """
+    if split is None or requested != "auto" or stack is None or stack.accumulation == 1:
+        return stack, None
+    kept = dataclasses.replace(stack, accumulation=1)
+    return kept, (
+        f"supernet: split on {split!r}, trained without the stack's gradient accumulation "
+        f"({stack.accumulation!r}): each sub-supernet already gets fewer optimizer steps"
+    )
+
+
+def resolve_stack(ctx: RunContext, data: DataBundle) -> float:
+    """Set ``ctx.stack`` from the spec. For ``"auto"``: keep the record stored on the
+    study (a resumed study trains on with the stack its checkpoints were written with),
+    else reuse this device's record from the database's stack calibration table (nothing
+    trains), else calibrate within ``spec.stack_budget`` and store the record there (rank
+    0); the record is copied to the study either way. Returns the seconds spent
+    calibrating (0 when nothing was calibrated or probed).
+
+    A fixed stack or ``None`` measures and stores nothing (the report says "not
+    measured"). Concurrent workers wait for the one that calibrates, then reuse its
+    choice, so every process (and the supernet checkpoints) trains with one stack.
+    """
+    spec, study = ctx.spec, ctx.study
+    if spec.stack != "auto":
+        return 0.0
+    from nasflow.calibrate import device_stack
+
+    refresh = spec.recalibrate_stack or recalibration_requested()
+    with file_lock(ctx.folder.stack_lock):
+        stored = study.user_attrs.get(STACK_KEY)
+        resumed = study_stack_dict(study)
+        if resumed is not None:
+            ctx.stack = Stack.from_dict(resumed)
+            again = " (not recalibrated: a study keeps the stack it started with)"
+            ctx.log(f"{stack_line(stored or resumed)}; stored with this study{again * refresh}")
+            return 0.0
+        if spec.deterministic:  # no timing may choose the layers
+            ctx.stack = None
+            ctx.log("speedup stack: plain fp32 eager ('auto' is not calibrated: deterministic)")
+            return 0.0
+        train = data.batches("train", spec.train.batch_size, spec.seed)
+        res = device_stack(
+            spec.space,
+            train,
+            data.batches("val"),
+            spec.train.lr,
+            spec.train.weight_decay,
+            planned_batches=spec.train.epochs * len(train),
+            storage_url=ctx.tables_url,
+            device=ctx.device,
+            seed=spec.seed,
+            budget=spec.stack_budget,
+            refresh=refresh,
+            store=is_rank_zero(),
+            log=ctx.quiet_log,
+            should_stop=ctx.stop.is_set,
+        )
+        ctx.stack = res.stack
+        if is_rank_zero():
+            study.set_user_attr(STACK_KEY, res.record)
+        ctx.log(stack_line(res.record))
+        return 0.0 if res.reused else res.seconds

@@ -1,0 +1,370 @@
+"""The result of a finished run, first: which model is kept, what it scores and on which
+split, what it beats, whether the supernet's ranking held here, and how to take it away.
+
+:func:`headline` reads it from the study's records once; the closing lines of
+``nasflow search`` (:func:`headline_lines`) and the top of the HTML report both show it,
+so the two never say different things."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import optuna
+
+from nasflow import names
+from nasflow.pipeline._kept import ANCHOR_MARGIN_SE, kept_anchor, kept_weights
+from nasflow.pipeline._phases._ready import FineTuneResult, ReadyModelError
+from nasflow.pipeline._phases._retrain import pareto_trials
+from nasflow.pipeline._phases._trust import TrustResult
+from nasflow.record import (
+    ANCHORS_KEY,
+    FINETUNED_KEY,
+    TRUST_KEY,
+    BaselineRecord,
+    KeptRecord,
+    TrialRecord,
+    WinnerRecord,
+    kept_record,
+    retrain_records,
+    study_metric_names,
+)
+from nasflow.storage import StorageSpec
+
+#: What the measured seconds of a from-scratch training are (the trainer's clock).
+FROM_SCRATCH_SECONDS = "wall time of its training steps"
+
+
+#: What the measured seconds of a ready model are.
+FINETUNE_SECONDS = (
+    "wall time of its fine-tuning epochs; the supernet its weights came from not counted"
+)
+
+
+class Headline(NamedTuple):
+    """A finished run's result, as its report and its summary state it.
+
+    Attributes:
+        study: The study's name.
+        kept: The kept model's record (``None``: the run keeps none; ``why_none`` says why).
+        trial: The kept trial, else the most accurate Pareto trial (``None``: no trial).
+        weights: Which weights, in words (the kept model's), or what the trial's number
+            is when nothing is kept.
+        arch: The trial's architecture as ``Arch.to_json()`` (``None``: not recorded).
+        test_accuracy: The kept weights' accuracy on the test split (never used to choose).
+        val_accuracy: The same weights' validation accuracy (what chose them).
+        seconds: The kept weights' measured training seconds; ``seconds_what`` says what
+            they cover.
+        seconds_what: What ``seconds`` is.
+        params: Parameter count.
+        baseline: The study's table of random architectures (``None``: none recorded).
+        anchors: The zero-cost anchors' verdict in words (empty: no anchor trained).
+        trust: The trust probe's verdict in words (empty: no probe ran).
+        export: The command that exports the kept model (or the best trial).
+        why_none: Why no model is kept (empty when one is).
+        score: ``(metric, value)``: the trial's first objective when nothing is kept.
+    """
+
+    study: str
+    kept: KeptRecord | None
+    trial: int | None
+    weights: str
+    arch: str | None
+    test_accuracy: float | None
+    val_accuracy: float | None
+    seconds: float | None
+    seconds_what: str
+    params: int | None
+    baseline: BaselineRecord | None
+    anchors: str
+    trust: str
+    export: str
+    why_none: str = ""
+    score: tuple[str, float] | None = None
+
+    @property
+    def beaten(self) -> float | None:
+        """The share of the baseline's random architectures the kept model's test
+        accuracy beats (``None``: no table, or no test accuracy)."""
+        if self.baseline is None or not self.baseline.test_accuracies:
+            return None
+        if self.test_accuracy is None:
+            return None
+        return self.baseline.beaten(self.test_accuracy)
+
+
+def study_location(out_dir: Path, storage: StorageSpec) -> tuple[str, ...]:
+    """The ``--storage``/``--runs`` arguments that find a run's study again from the
+    command line (none where the defaults do): ``out_dir`` is ``RUNS/NAME``."""
+    args: list[str] = []
+    path = storage.path if storage.kind == "sqlite" else None
+    if path is None or Path(path).resolve() != (out_dir / "study.db").resolve():
+        args += ["--storage", storage.safe_url]
+    if out_dir.parent != Path("runs"):
+        args += ["--runs", str(out_dir.parent)]
+    return tuple(args)
+
+
+def export_command(study: str, kept: KeptRecord | None, location: Sequence[str] = ()) -> str:
+    """The exact ``nasflow export`` command of the kept model: ``--ready N`` exports
+    fine-tuned weights, ``--best`` the kept model's from-scratch weights (or, where nothing
+    is kept, the most accurate Pareto trial)."""
+    which = ["--ready", str(kept.trial)] if kept and kept.weights == "fine-tuned" else ["--best"]
+    return shlex.join(["nasflow", "export", study, *location, *which, "--out", "DIR"])
+
+
+def _anchor_rows(study: optuna.Study) -> list[Mapping[str, Any]]:
+    record = study.user_attrs.get(ANCHORS_KEY)
+    rows = record.get("anchors", []) if isinstance(record, Mapping) else []
+    return [r for r in rows if isinstance(r, Mapping) and r.get("val_accuracy") is not None]
+
+
+def _finetuned(study: optuna.Study) -> FineTuneResult | None:
+    try:
+        return FineTuneResult.from_record(study.user_attrs.get(FINETUNED_KEY))
+    except ReadyModelError:  # no fine-tuning phase (or a record the report's table names)
+        return None
+
+
+def _retrained(study: optuna.Study) -> dict[int, WinnerRecord]:
+    return {n: WinnerRecord.from_dict(r) for n, r in retrain_records(study).items()}
+
+
+def _search_choice(
+    kept: KeptRecord, retrained: dict[int, WinnerRecord], tuned: FineTuneResult | None
+) -> tuple[float, str] | None:
+    """The validation accuracy of the search's kept weights and what they are: the kept
+    model itself, or (where an anchor is kept) phase 3's best-validating retrain with the
+    weights :func:`kept_weights` keeps."""
+    number = kept.trial if kept.source == "search" else None
+    if number is None:
+        done = [(n, w) for n, w in retrained.items() if w.val_accuracy is not None]
+        if not done:
+            return None
+        number = max(done, key=lambda nw: nw[1].val_accuracy or 0.0)[0]
+    w = retrained.get(number)
+    if w is None or w.val_accuracy is None:
+        return None
+    chosen = (
+        None if tuned is None else kept_weights(number, w.val_accuracy, w.test_accuracy, tuned)
+    )
+    if chosen is not None:
+        return chosen.val_accuracy, f"choice ({chosen.kind})"
+    return w.val_accuracy, "choice (retrained)"
+
+
+def _standard_errors(k: float) -> str:
+    return f"{k:g} standard error{'' if k == 1 else 's'}"
+
+
+def anchors_words(
+    kept: KeptRecord | None,
+    retrained: dict[int, WinnerRecord],
+    tuned: FineTuneResult | None,
+    anchors: Sequence[Mapping[str, Any]],
+) -> str:
+    """The search's kept weights against the best-validating zero-cost anchor, on
+    validation accuracy (empty: no anchor trained, or nothing kept)."""
+    if not anchors or kept is None:
+        return ""
+    search = _search_choice(kept, retrained, tuned)
+    if search is None:
+        return ""
+    val, what = search
+    best, margin = kept_anchor(val, anchors, None if tuned is None else tuned.val_samples)
+    lead = val - float(best["val_accuracy"])
+    se = _standard_errors(ANCHOR_MARGIN_SE)
+    anchor = f"the best zero-cost anchor (trial {best['trial']}, from scratch)"
+    if kept.source == "anchor":
+        return (
+            f"an anchor is kept: {anchor} validates {best['val_accuracy']:.4f} against "
+            f"{val:.4f} for the search's {what}, ahead by {100 * -lead:.2f} points, more "
+            f"than {se}"
+        )
+    head = f"the search's {what} validates {val:.4f}, {anchor} {best['val_accuracy']:.4f}"
+    if lead > margin:
+        return f"{head}: the search is ahead by {100 * lead:.2f} points, more than {se}"
+    return (
+        f"{head}: within {se} ({100 * margin:.2f} points), no difference; the search's "
+        "choice stays"
+    )
+
+
+def trust_words(record: Any) -> str:
+    """The trust probe's verdict with the Kendall tau it rests on (empty: no probe)."""
+    if not isinstance(record, Mapping):
+        return ""
+    fields = {f.name for f in dataclasses.fields(TrustResult)}
+    try:
+        probe = TrustResult(**{k: v for k, v in record.items() if k in fields})
+        how = "fine-tuning" if probe.proxy == "finetune" else "stand-alone training"
+        epochs = f"{probe.epochs} epoch{'s' * (probe.epochs != 1)}"
+        return (
+            f"Kendall tau {probe.tau:+.2f} (interval {probe.low:+.2f} to {probe.high:+.2f}; "
+            f"supernet score vs {epochs} of {how}, {len(probe.archs)} architectures): "
+            f"{probe.verdict}"
+        )
+    except (TypeError, ValueError):  # a record this version cannot read
+        return ""
+
+
+def _kept_numbers(
+    kept: KeptRecord,
+    retrained: dict[int, WinnerRecord],
+    tuned: FineTuneResult | None,
+    anchors: Sequence[Mapping[str, Any]],
+) -> tuple[str, float | None, float | None, float | None, str]:
+    """``(weights in words, test, validation, measured seconds, what they cover)``."""
+    if kept.weights == "fine-tuned":
+        ready = [c for c in (tuned.ready if tuned else []) if c.trial == kept.trial]
+        if ready:
+            c = max(ready, key=lambda c: c.epochs)
+            words = names.finetuned_weights(c.epochs)
+            return words, c.test_accuracy, c.val_accuracy, c.train_seconds, FINETUNE_SECONDS
+        return "fine-tuned (its ready model is not recorded)", None, None, None, ""
+    if kept.source == "anchor":
+        a = next((a for a in anchors if a.get("trial") == kept.trial), None)
+        words = "a zero-cost anchor, trained from scratch with the recipe before the supernet"
+        if a is None:
+            return words, None, None, None, ""
+        secs = a.get("measured_train_cost")
+        return words, a.get("test_accuracy"), a["val_accuracy"], secs, FROM_SCRATCH_SECONDS
+    w = retrained.get(kept.trial, WinnerRecord(identity={}))
+    words = "retrained from scratch with the study's recipe (the search's choice)"
+    return words, w.test_accuracy, w.val_accuracy, w.measured_train_cost, FROM_SCRATCH_SECONDS
+
+
+def headline(
+    study: optuna.Study, location: Sequence[str] = (), export_as: str | None = None
+) -> Headline:
+    """The run's result from its records (``nasflow:kept``, the retrains, the fine-tuning
+    phase, the anchors, the trust probe, the baseline table).
+
+    Args:
+        study: A study (finished or not: without a kept model the headline says why).
+        location: The ``--storage``/``--runs`` arguments the export command needs
+            (:func:`study_location`).
+        export_as: What the export command names (default the study's name): the study
+            file, for a space that no registry can rebuild from the stored study.
+    """
+    kept = kept_record(study)
+    retrained, tuned, anchors = _retrained(study), _finetuned(study), _anchor_rows(study)
+    baseline = BaselineRecord.from_study(study)
+    trust = trust_words(study.user_attrs.get(TRUST_KEY))
+    export = export_command(export_as or study.study_name, kept, location)
+    trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+    if kept is None:
+        front = pareto_trials(study)
+        best = front[0] if front else None
+        metric = study_metric_names(study)[0]
+        why = "nothing was trained to keep (no phase 3: --no-retrain, a worker, or unfinished)"
+        if metric == names.TABLE_ACCURACY:
+            why = "a tabular study trains nothing: its accuracies are looked up in a table"
+        record = TrialRecord.from_trial(best) if best is not None else TrialRecord()
+        return Headline(
+            study.study_name,
+            None,
+            None if best is None else best.number,
+            f"not trained: its {metric} only" if best is not None else "no completed trial",
+            record.arch,
+            None,
+            None,
+            None,
+            "",
+            record.params,
+            baseline,
+            "",
+            trust,
+            export if best is not None else "",
+            why,
+            None if best is None else (metric, float(best.values[0])),
+        )
+    words, test, val, secs, what = _kept_numbers(kept, retrained, tuned, anchors)
+    trial = trials.get(kept.trial)
+    record = TrialRecord.from_trial(trial) if trial is not None else TrialRecord()
+    return Headline(
+        study.study_name,
+        kept,
+        kept.trial,
+        words,
+        record.arch,
+        test,
+        val,
+        secs,
+        what,
+        record.params,
+        baseline,
+        anchors_words(kept, retrained, tuned, anchors),
+        trust,
+        export,
+    )
+
+
+#: What the search's own number is, in a few words.
+_SHORT = {
+    names.SUPERNET_SCORE: "validation accuracy with inherited supernet weights",
+    names.FINETUNED_ACCURACY: "validation accuracy after fine-tuning during the search",
+    names.TABLE_ACCURACY: "looked up in the tabular benchmark",
+}
+
+
+def baseline_words(h: Headline) -> str:
+    """What share of the study's random architectures the kept model beats, or why that
+    is not said."""
+    b = h.baseline
+    if b is None or not b.test_accuracies:
+        missing = f" (unreadable: {', '.join(b.missing)})" if b and b.missing else ""
+        return (
+            "no table of random architectures of this space trained with the same recipe "
+            f"(StudySpec.baseline){missing}: nothing to compare the kept model with"
+        )
+    if h.test_accuracy is None:
+        return f"{len(b.test_accuracies)} random architectures recorded, but no test accuracy"
+    return (
+        f"beats {h.beaten:.0%} of {len(b.test_accuracies)} random architectures of this space "
+        f"trained with the same recipe (test accuracy, median {b.median:.4f})"
+    )
+
+
+def headline_lines(
+    h: Headline, summarize: Callable[[str], str] | None = None, report: str = ""
+) -> list[str]:
+    """The headline in at most six lines (the closing lines of ``nasflow search``).
+
+    Args:
+        h: The headline.
+        summarize: Names an architecture from its JSON (none: not shown).
+        report: How to write the report (the command and the file), if said.
+    """
+    arch = f" ({summarize(h.arch)})" if summarize is not None and h.arch else ""
+    tail = f"; report: {report}" if report else ""
+    if h.kept is None:
+        lines = [f"result: study {h.study!r} keeps no model: {h.why_none}"]
+        if h.score is not None:
+            metric, value = h.score
+            lines.append(
+                f"  best by {metric}: trial {h.trial}{arch}, {value:.4f} "
+                f"({_SHORT.get(metric, metric)}: not a trained model's accuracy)"
+            )
+        if h.trust:
+            lines.append(f"  trust: {h.trust}")
+        if h.export:
+            lines.append(f"  export: `{h.export}` (the supernet's weights, BN-recalibrated){tail}")
+        elif report:
+            lines.append(f"  report: {report}")
+        return lines
+    test = "not measured" if h.test_accuracy is None else f"{h.test_accuracy:.4f}"
+    val = "" if h.val_accuracy is None else f"; validation {h.val_accuracy:.4f} chose it"
+    size = "" if h.params is None else f"; {h.params:,} parameters"
+    cost = "" if h.seconds is None else f"; {h.seconds:.1f} s measured ({h.seconds_what})"
+    return [
+        f"result: study {h.study!r} keeps trial {h.trial}{arch}: {h.weights}",
+        f"  test accuracy {test} (test split{val}){size}{cost}",
+        f"  vs random architectures: {baseline_words(h)}",
+        f"  vs zero-cost anchors: {h.anchors or 'none trained (StudySpec.anchors)'}",
+        f"  trust: {h.trust or 'no trust probe ran (StudySpec.trust)'}",
+        f"  export: `{h.export}`{tail}",
+    ]

@@ -1,0 +1,396 @@
+"""The end-of-run text and the records it reads: screening, baseline, winners, time."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections import Counter
+from collections.abc import Iterable
+
+import optuna
+
+from nasflow import names
+from nasflow.pipeline._baseline import baseline_record
+from nasflow.pipeline._budget import budget_excludes
+from nasflow.pipeline._costtable import format_cost_table
+from nasflow.pipeline._kept import ANCHOR_MARGIN_SE, decide_kept, kept_anchor
+from nasflow.pipeline._multipliers import format_multipliers, format_stack
+from nasflow.pipeline._phases._anchors import anchor_line
+from nasflow.pipeline._phases._scoring import arch_summary
+from nasflow.pipeline._phases._trust import format_trust
+from nasflow.pipeline._reproducibility import reproducibility_line
+from nasflow.pipeline._result._headline import headline, headline_lines, study_location
+from nasflow.pipeline._runner import RunResult
+from nasflow.pipeline._winners import WEIGHTS_FILE as WINNER_WEIGHTS
+from nasflow.record import (
+    ANCHORS_KEY,
+    ARCH_ATTR,
+    COST_TABLE_KEY,
+    FINETUNED_KEY,
+    MULTIPLIERS_KEY,
+    REPRODUCIBILITY_KEY,
+    SCREENING_KEY,
+    STACK_KEY,
+    TRUST_KEY,
+    TrialRecord,
+)
+from nasflow.search import StudySpec
+from nasflow.space import Arch, is_registered
+from nasflow.tabular import tabular_summary
+
+
+def one_per_arch(trials: Iterable[optuna.trial.FrozenTrial]) -> list[optuna.trial.FrozenTrial]:
+    """The first trial of each architecture, in the given order."""
+    seen: set[str] = set()
+    out = []
+    for t in trials:
+        key = t.user_attrs.get(ARCH_ATTR)
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out
+
+
+def trial_numbers(numbers: Iterable[int], most: int = 8) -> str:
+    """Trial numbers as ranges with a count (``0-2, 5 (4 trials)``); a count and the
+    first and last numbers when they make more than ``most`` ranges."""
+    ns = sorted(set(numbers))
+    if not ns:
+        return "none"
+    runs: list[list[int]] = []
+    for n in ns:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    count = f"{len(ns)} trial{'s' if len(ns) != 1 else ''}"
+    if len(runs) > most:
+        return f"{count}, numbers {ns[0]} to {ns[-1]}"
+    shown = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return f"{shown} ({count})"
+
+
+def baseline_line(
+    winner_test: float, paths: tuple[str | os.PathLike, ...], weights: str = "retrained"
+) -> str:
+    """How the winner compares with random architectures trained with the same recipe
+    (``weights``: which of the winner's weights ``winner_test`` is of)."""
+    table = baseline_record(paths)
+    if table.median is None:
+        return f"baseline: no readable table of random architectures ({', '.join(table.missing)})"
+    median, beaten = table.median, table.beaten(winner_test)
+    return (
+        f"winner vs random architectures of this space: test accuracy {winner_test:.4f} "
+        f"({weights}) against a median of {median:.4f} over {len(table.test_accuracies)} "
+        "stand-alone trainings "
+        f"of random architectures with the same recipe and test split "
+        f"({100 * (winner_test - median):+.2f} points; better than {beaten:.0%} of them)"
+    )
+
+
+def anchors_verdict(
+    study: str, kept_val: float, what: str, anchors: list[dict], samples: int | None
+) -> str:
+    """The search's kept model against the best zero-cost anchor, on validation accuracy
+    (both trained from scratch with the study's recipe, or the kept model fine-tuned): the
+    "kept model" line when the anchor is ahead by more than :data:`ANCHOR_MARGIN_SE`
+    standard errors, else how the two compare."""
+    best, margin = kept_anchor(kept_val, anchors, samples)
+    lead = kept_val - best["val_accuracy"]
+    if -lead > margin:
+        test = best.get("test_accuracy")
+        return (
+            f"kept model: trial {best['trial']}, a zero-cost anchor trained from scratch "
+            f"before the supernet: validation {best['val_accuracy']:.4f} against {kept_val:.4f} "
+            f"for the search's {what}, ahead by {100 * -lead:.2f} points, more than "
+            f"{_standard_errors(ANCHOR_MARGIN_SE)}"
+            + ("" if test is None else f"; test {test:.4f}")
+            + f"; `nasflow export {shlex.quote(study)} --trial {best['trial']} --out DIR` "
+            "exports it"
+        )
+    head = (
+        f"search vs zero-cost anchors: the {what} validates {kept_val:.4f}, the best anchor "
+        f"(trial {best['trial']}, trained from scratch) {best['val_accuracy']:.4f}"
+    )
+    if lead > margin:
+        return f"{head}: the search's choice is ahead by {100 * lead:.2f} points"
+    return (
+        f"{head}: within {_standard_errors(ANCHOR_MARGIN_SE)} of a validation accuracy "
+        f"({100 * margin:.2f} points), no difference on this evidence: the search's choice "
+        "stays"
+    )
+
+
+def _standard_errors(k: float) -> str:
+    return f"{k:g} standard error{'' if k == 1 else 's'}"
+
+
+def ready_model_lines(record: dict) -> list[str]:
+    """The fine-tuning phase's ready models: every number says which weights it is of."""
+    cands = sorted(
+        record["candidates"], key=lambda c: (-len(c["val_curve"]), -(c["val_curve"] or [0])[-1])
+    )
+    rungs = record["rungs"]
+    lines = [
+        "",
+        f"Ready models: finalists fine-tuned from inherited supernet weights (rungs "
+        f"{'/'.join(map(str, rungs))} epochs; validation chooses, test only reports):",
+        f"{'trial':>5}  {'epochs':>6}  {'supernet score':>14}  {'fine-tuned val':>14}  "
+        f"{'fine-tuned test':>15}  {'measured train s':>16}  status",
+    ]
+    for c in cands:
+        val = f"{c['val_curve'][-1]:.4f}" if c["val_curve"] else "-"
+        test = f"{c['test_accuracy']:.4f}" if c.get("test_accuracy") is not None else "-"
+        lines.append(
+            f"{c['trial']:>5}  {len(c['val_curve']):>6}  {c['supernet_accuracy']:>14.4f}  "
+            f"{val:>14}  {test:>15}  {sum(c['epoch_seconds']):>16.2f}  {c['status']}"
+        )
+    # (The phase's measured early stopping is printed once, with the search-level
+    # multipliers.)
+    return lines
+
+
+def summary_table(
+    result: RunResult, spec: StudySpec, verbose: bool = True, study_file: str | None = None
+) -> str:
+    """The end-of-run text. Its closing lines (at most six) state the result: the kept
+    model, its test accuracy, what it beats, the anchors' and the trust verdicts and the
+    export command (:func:`~nasflow.search.headline`, the report's headline too).
+
+    Args:
+        result: The finished run.
+        spec: Its study.
+        verbose: Print the detail above the result: the most accurate architectures, the
+            Pareto set, the ready models, the winners, every record (the CLI's
+            ``--verbose``); else only where the study is and how long the run took.
+        study_file: The study file the run was started from: the export command names it
+            where the space is registered nowhere (``nasflow export NAME`` could not
+            rebuild it from the stored study).
+    """
+    if spec.table is not None:  # tabular mode: the best found and its regret
+        lines = tabular_summary(result.study, spec.table)
+        lines.append(f"time: {result.seconds.get('total', 0.0):.1f}s")
+        lines.append(f"study: {result.storage.safe_url}")
+        return "\n".join(lines)
+    location = study_location(result.out_dir, result.storage)
+    report = shlex.join(["nasflow", "report", spec.name, *location])
+    export_as = None if is_registered(spec.space) or study_file is None else study_file
+    result_lines = headline_lines(
+        headline(result.study, location, export_as),
+        lambda arch: arch_summary(spec.space, Arch.from_json(arch)),
+        f"`{report}`",
+    )
+    if not verbose:
+        secs = result.seconds.get("total", 0.0)
+        return "\n".join(
+            [
+                f"trials run by this process: {trial_numbers(result.ran_trials)}; "
+                f"time {secs:.0f}s",
+                f"study: {result.storage.safe_url} (the Pareto set: `nasflow show "
+                f"{shlex.join([spec.name, *location])}`; the tables and records: --verbose)",
+                "",
+                *result_lines,
+            ]
+        )
+    detail = _table_lines(result, spec) + _outcome_lines(result, spec, export_as or spec.name)
+    return "\n".join([*detail, "", *result_lines])
+
+
+def _table_lines(result: RunResult, spec: StudySpec) -> list[str]:
+    """The most accurate architectures, the Pareto set, the budget and the ready models."""
+    finetuned = spec.finetune_epochs > 0
+    retrained = {w.number: w for w in result.winners}
+    cols = [("trial", 5), (names.SUPERNET_SCORE, len(names.SUPERNET_SCORE))]
+    if finetuned:
+        cols.append((names.FINETUNED_ACCURACY, len(names.FINETUNED_ACCURACY)))
+    cols += [(names.PREDICTED_COST, len(names.PREDICTED_COST)), (names.PARAMS, 10)]
+    cols.append((names.RETRAINED_TEST_ACCURACY, len(names.RETRAINED_TEST_ACCURACY)))
+    cols.append(("proposed", 8))
+    all_trials = result.study.get_trials(deepcopy=False)
+    proposed = Counter(t.user_attrs.get(ARCH_ATTR) for t in all_trials)
+    header = "  ".join(f"{n:>{w}}" for n, w in cols) + "  arch"
+
+    def row(t: optuna.trial.FrozenTrial) -> str:
+        rec = TrialRecord.from_trial(t)
+        arch = rec.get_arch()
+        cells = [str(t.number), f"{rec.supernet_accuracy:.4f}"]
+        if finetuned:
+            out = "screened out" if rec.screened_out is not None else "pruned"
+            cells.append(f"{t.values[0]:.4f}" if t.values else out)
+        cells += [f"{rec.train_cost:.1f}", f"{rec.params:,}"]
+        w = retrained.get(t.number)
+        cells.append(f"{w.test_accuracy:.4f}" if w is not None else "-")
+        cells.append(str(proposed[t.user_attrs[ARCH_ATTR]]))
+        return (
+            "  ".join(f"{c:>{w}}" for c, (_, w) in zip(cells, cols, strict=True))
+            + f"  {arch_summary(spec.space, arch)}"
+        )
+
+    scored = [
+        t
+        for t in result.study.get_trials(deepcopy=False)
+        if (rec := TrialRecord.from_trial(t)).supernet_accuracy is not None
+        and rec.train_cost is not None
+    ]
+    first = names.FINETUNED_ACCURACY if finetuned else names.SUPERNET_SCORE
+    # Ranked by the searched objective (pruned fine-tunings last), the winners always shown.
+    scored.sort(
+        key=lambda t: (
+            not t.values,
+            -(t.values or [TrialRecord.from_trial(t).supernet_accuracy])[0],  # type: ignore[list-item]
+        )
+    )
+    scored = one_per_arch(scored)
+    top = scored[:10] + [t for t in scored[10:] if t.number in retrained]
+    meaning = [f"{names.SUPERNET_SCORE}: {names.MEANINGS[names.SUPERNET_SCORE]}"]
+    if finetuned:
+        meaning.append(
+            f"{names.FINETUNED_ACCURACY}: after {spec.finetune_epochs} epochs (the first "
+            "objective)"
+        )
+    meaning.append(f"{names.RETRAINED_TEST_ACCURACY}: phase 3, retrained from scratch, test split")
+    meaning.append("proposed: how many trials proposed the architecture (scored once)")
+    lines = [
+        f"Most accurate of the {len(scored)} evaluated architectures by {first}, and the "
+        f"winners ({'; '.join(meaning)}):",
+        header,
+        *(row(t) for t in top),
+        "",
+        f"Pareto set of study {spec.name!r} ({len(result.pareto)} trials):",
+        header,
+        *(row(t) for t in one_per_arch(result.pareto)),
+    ]
+    excluded = budget_excludes(all_trials, spec.budget)
+    if excluded is not None:
+        lines.append(f"budget: {excluded}")
+    finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
+    if isinstance(finetuned_record, dict):
+        lines.extend(ready_model_lines(finetuned_record))
+    return lines
+
+
+def _outcome_lines(result: RunResult, spec: StudySpec, export_as: str) -> list[str]:
+    """The winners, the kept model, the anchors, the baseline, every record, what a rerun
+    reproduces and where things were written (``export_as``: what the export commands
+    name, the study's name or its file)."""
+    lines: list[str] = []
+    finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
+    # Which model is kept, decided before any line says it: the search's (its retrain or
+    # its fine-tuned weights), unless a zero-cost anchor validates higher by the margin.
+    decision = decide_kept(
+        result.winners, finetuned_record, result.study.user_attrs.get(ANCHORS_KEY)
+    )
+    kept, trained, anchor_kept = decision.search, decision.anchors, decision.anchor
+    kept_val, what = decision.search_val, decision.what
+    samples = finetuned_record.get("val_samples") if isinstance(finetuned_record, dict) else None
+    several = len(result.winners) > 1
+    if several:
+        lines.append(
+            f"phase 3 retrained {len(result.winners)} trials from scratch; the first validates "
+            "highest after retraining and is the search's choice"
+        )
+    for w in result.winners:
+        when = " (by an earlier run)" if w.reused else ""
+        finalist = isinstance(finetuned_record, dict) and any(
+            c["trial"] == w.number for c in finetuned_record["candidates"]
+        )
+        chosen = (
+            " (a finalist by its fine-tuned validation accuracy)"
+            if finalist and several
+            else " (chosen by its fine-tuned validation accuracy)"
+            if finalist
+            else ""
+        )
+        lines.append(
+            f"winner: trial {w.number}{chosen} retrained from scratch{when}: "
+            f"{names.RETRAINED_TEST_ACCURACY} {w.test_accuracy:.4f}, "
+            f"{names.RETRAINED_VAL_ACCURACY} {w.val_accuracy:.4f}; training cost measured "
+            f"{w.measured_train_cost:.1f}s vs predicted {w.predicted_train_cost:.1f}s"
+        )
+        if w.weights is not None:
+            lines.append(f"  weights: {w.weights / WINNER_WEIGHTS}")
+        if kept is not None and w is result.winners[0]:
+            label = "kept model" if anchor_kept is None else "the search's choice"
+            lines.append(kept.line(spec.name, label))
+    lines.extend(anchor_line(e) for e in trained)
+    if trained and result.winners:
+        lines.append(anchors_verdict(spec.name, kept_val, what, trained, samples))
+    if result.winners and spec.baseline:
+        lines.append(baseline_line(result.winners[0].test_accuracy, spec.baseline))
+        if kept is not None and kept.kind == "fine-tuned" and kept.test_accuracy is not None:
+            lines.append(
+                baseline_line(
+                    kept.test_accuracy,
+                    spec.baseline,
+                    f"kept: fine-tuned {kept.finetuned_epochs} epochs",
+                )
+            )
+        if anchor_kept is not None and anchor_kept.get("test_accuracy") is not None:
+            lines.append(
+                baseline_line(
+                    anchor_kept["test_accuracy"],
+                    spec.baseline,
+                    "kept: zero-cost anchor, trained from scratch",
+                )
+            )
+    return lines + _record_lines(result, spec, decision.trial, decision.weights, export_as)
+
+
+def _record_lines(
+    result: RunResult,
+    spec: StudySpec,
+    kept_trial: int | None,
+    kept_weights: str,
+    export_as: str,
+) -> list[str]:
+    """Time, screening, cost table, trust, stack and multipliers, and where things are."""
+    lines: list[str] = []
+    finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
+    secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
+    lines.append(f"time: {secs}")
+    screening = result.study.user_attrs.get(SCREENING_KEY)
+    if isinstance(screening, dict):
+        lines.append(
+            f"screening: {screening['candidates']} distinct candidates scored from the supernet, "
+            f"median {screening['median_score_ms']:.1f} ms each (BN recalibration on "
+            f"{spec.bn_batches} training batches + validation, measured)"
+        )
+    lines.extend(format_cost_table(result.study.user_attrs.get(COST_TABLE_KEY)))
+    trust = result.study.user_attrs.get(TRUST_KEY)
+    if isinstance(trust, dict):
+        lines.append(format_trust(trust, result.seconds.get("total")))
+    lines.extend(format_stack(result.study.user_attrs.get(STACK_KEY)))
+    multipliers = result.study.user_attrs.get(MULTIPLIERS_KEY)
+    if isinstance(multipliers, dict):
+        lines.extend(format_multipliers(multipliers))
+    reproducibility = result.study.user_attrs.get(REPRODUCIBILITY_KEY)
+    if isinstance(reproducibility, dict):
+        lines.append(reproducibility_line(reproducibility))
+    lines.append(f"trials run by this process: {trial_numbers(result.ran_trials)}")
+    lines.append(f"study: {result.storage.safe_url}")
+    lines.append(f"supernet checkpoints: {result.out_dir / 'supernet'}")
+    quoted = shlex.quote(spec.name)
+    exported = shlex.quote(export_as)
+    if kept_trial is None:
+        export = f"`nasflow export {exported} --best --out DIR` exports the most accurate trial"
+    elif kept_weights == "fine-tuned":
+        export = (
+            f"`nasflow export {exported} --ready {kept_trial} --out DIR` exports the kept "
+            f"model (trial {kept_trial}, fine-tuned weights), `--best` its architecture "
+            "retrained from scratch"
+        )
+    else:
+        export = (
+            f"`nasflow export {exported} --best --out DIR` exports the kept model (trial "
+            f"{kept_trial}, retrained from scratch)"
+        )
+    lines.append(
+        f"next: `nasflow report {quoted}` writes {result.out_dir / 'report.html'}; {export}"
+        + (
+            f"; `nasflow export {exported} --ready best --out DIR` the ready "
+            "model with the best validation accuracy, with its fine-tuned weights"
+            if isinstance(finetuned_record, dict)
+            else ""
+        )
+    )
+    return lines

@@ -1,0 +1,361 @@
+"""The study runner: opens the study and sequences the phases, each a module with one entry
+point ``run_<phase>(ctx)`` over a shared ``RunContext`` (``nasflow.pipeline._context``):
+phase 0 (``_anchors``), phase 1 (``_supernet``), phase 2 (``_screening``),
+2b (``_trust``), 2c (``_finetune``), phase 3 (``_retrain``)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import optuna
+import sqlalchemy
+
+from nasflow._checks import check_int
+from nasflow._regular import check_run_folders
+from nasflow.data import DataBundle, check_bundle, data_fingerprint
+from nasflow.names import objective_names
+from nasflow.pipeline._baseline import baseline_record, read_baseline, screening_record
+from nasflow.pipeline._context import RunContext, Winner, tables_url_of
+from nasflow.pipeline._costtable import check_caches
+from nasflow.pipeline._identity import scoring_record
+from nasflow.pipeline._kept import decide_kept
+from nasflow.pipeline._multipliers import measured_trainings, search_multipliers
+from nasflow.pipeline._phases._anchors import run_anchors
+from nasflow.pipeline._phases._finetune import run_finetune
+from nasflow.pipeline._phases._retrain import pareto_trials, run_winners
+from nasflow.pipeline._phases._screening import run_screening
+from nasflow.pipeline._phases._supernet import resolve_stack, run_supernet
+from nasflow.pipeline._phases._trust import run_trust
+from nasflow.pipeline._recovery import heartbeat_settings, sweep_zombies
+from nasflow.pipeline._reproducibility import reproducibility_record, use_deterministic
+from nasflow.record import (
+    ANCHORS_KEY,
+    BASELINE_KEY,
+    FINETUNED_KEY,
+    KEPT_KEY,
+    MULTIPLIERS_KEY,
+    REPRODUCIBILITY_KEY,
+    SCREENING_KEY,
+    SECONDS_KEY,
+    STACK_KEY,
+    RunFolder,
+    StudyMismatchError,
+    check_identity,
+    has_identity,
+    study_identity,
+    supernet_identity,
+    write_identity,
+)
+from nasflow.search import StudySpec, sampler_seed, study_pruner, study_sampler
+from nasflow.storage import (
+    SQLiteLock,
+    StorageError,
+    StorageSpec,
+    check_reachable,
+    open_storage,
+    resolve_storage,
+    storage_failure,
+)
+from nasflow.train import TrainingInterrupted
+from nasflow.train.stack import Stack, is_rank_zero
+
+
+@dataclass
+class RunResult:
+    """What a run produced and where it lives."""
+
+    study: optuna.Study
+    out_dir: Path
+    storage: StorageSpec
+    pareto: list[optuna.trial.FrozenTrial] = field(default_factory=list)
+    winners: list[Winner] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    ran_trials: list[int] = field(default_factory=list)
+    spec: StudySpec | None = None
+
+
+class StudyRunner:
+    """Runs a ``StudySpec`` end to end against a storage.
+
+    Args:
+        spec: The study.
+        storage: ``--storage`` URL or an Optuna storage object; ``None`` for the spec's
+            (``spec.storage``, else the storage of ``spec.study``, else
+            ``OUT/NAME/study.db``, SQLite).
+        out_dir: Folder holding one sub-folder per study (supernet checkpoints, reports).
+        log: Line logger.
+        progress: Show progress bars.
+        device: Training device.
+        stop: Set it (from a signal handler) to stop gracefully: the current training step
+            finishes, a checkpoint is written, a trial in flight is queued to be resumed,
+            and ``run`` raises ``TrainingInterrupted``.
+        heartbeat_interval: Seconds between trial heartbeats (RDB storages); default
+            ``$NASFLOW_HEARTBEAT_INTERVAL`` or 10.
+        grace_period: Seconds without a heartbeat before a trial's worker counts as dead
+            and the trial is failed and retried once; default ``$NASFLOW_GRACE_PERIOD`` or 30.
+        checkpoint_every: Also checkpoint the supernet every this many steps inside an
+            epoch (0: at epoch ends only).
+    """
+
+    def __init__(
+        self,
+        spec: StudySpec,
+        storage: str | optuna.storages.BaseStorage | None = None,
+        out_dir: os.PathLike | str = "runs",
+        log: Callable[[str], None] = print,
+        progress: bool = True,
+        device: str = "cpu",
+        stop: threading.Event | None = None,
+        heartbeat_interval: int | None = None,
+        grace_period: int | None = None,
+        checkpoint_every: int = 0,
+    ) -> None:
+        self.spec = spec
+        self.folder = RunFolder.of(out_dir, spec.name)
+        self.out = self.folder.root
+        if storage is None:
+            storage = spec.storage
+        if storage is None and spec.study is not None:
+            # Optuna keeps a study's storage private; its URL (where it has one) places the
+            # SQLite lock and the cost tables beside the study.
+            storage = spec.study._storage
+        self.storage = resolve_storage(storage, self.folder.database)
+        self.log, self.progress, self.device = log, progress, device
+        self.stop = stop if stop is not None else threading.Event()
+        self.heartbeat = heartbeat_settings(heartbeat_interval, grace_period)
+        self.checkpoint_every = check_int("checkpoint_every", checkpoint_every, 0)
+        self._lock: SQLiteLock | None = None
+        self._data: DataBundle | None = None
+        self._data_fingerprint: str | None = None
+        self._budget_said = False
+        self.ran_trials: list[int] = []
+        #: The ``n_trials`` of the run in progress (``None``: the spec's).
+        self._n_trials: int | None = None
+        self._worker = False
+        #: The speedup stack every phase trains with (``spec.stack``, resolved by ``run``).
+        self.stack: Stack | None = spec.stack if isinstance(spec.stack, Stack) else None
+
+    # ------------------------------------------------------------------ storage and study
+    def _identity(self) -> dict[str, str]:
+        spec = self.spec
+        supernet = None if spec.table is not None else spec.supernet_recipe.identity()
+        ident = supernet_identity(spec.space.fingerprint(), supernet)
+        self._load_data()
+        scoring = scoring_record(spec, self._data_fingerprint)
+        return study_identity(spec.space, spec.objectives, ident, scoring)
+
+    def _load_data(self) -> DataBundle | None:
+        """The study's data, loaded once, and its fingerprint (``None``: a tabular study)."""
+        if self._data is None and self.spec.table is None:
+            self._data = self.spec.data()
+            check_bundle(self._data, self.spec.space.config.get("input_shape"))
+            self._data_fingerprint = data_fingerprint(self._data)
+        return self._data
+
+    @property
+    def metric_names(self) -> list[str]:
+        """What the study's objectives are called (Optuna's ``metric_names``)."""
+        spec = self.spec
+        return objective_names(spec.objectives, spec.finetune_epochs, spec.table is not None)
+
+    def open_study(self, worker: bool = False) -> optuna.Study:
+        """Create or load the study, refusing a mismatched one before writing anything."""
+        self._worker = worker
+        if worker and not self.storage.multi_worker:
+            raise StorageError(
+                "a worker needs a shared storage: SQLite supports one process; use "
+                "--storage postgresql://... or --storage journal:///FILE"
+            )
+        check_reachable(self.storage)
+        if self.storage.kind == "sqlite":
+            self._lock = SQLiteLock(self.storage.path)  # type: ignore[arg-type]
+            self._lock.acquire()
+        self._load_data()  # checked (and fingerprinted) before the study is created
+        storage = open_storage(self.storage, *self.heartbeat)
+        if self._lock is not None:
+            self._lock.lock_identity()  # (a new study file exists only now)
+        directions = self.spec.directions
+        names = {s.study_name for s in optuna.get_all_study_summaries(storage)}
+        given = self.spec.study
+        if given is not None:
+            if not has_identity(given):
+                held = len(given.get_trials(deepcopy=False))
+                if held:
+                    raise StudyMismatchError(
+                        f"the optuna.Study {self.spec.name!r} given holds {held} trials that "
+                        "nasflow did not make; give nasflow an empty study or a new name"
+                    )
+                write_identity(given, self._identity(), self.spec.space.config)
+            self._check_identity(given, directions)
+            self._sweep_zombies(given)
+            return self._attach(given)
+        if self.spec.name in names:
+            existing = optuna.load_study(study_name=self.spec.name, storage=storage)
+            self._check_identity(existing, directions)
+            self._sweep_zombies(existing)
+            return self._attach(existing)
+        # load_if_exists: a worker racing us to create the same study is fine.
+        study = optuna.create_study(
+            study_name=self.spec.name,
+            storage=storage,
+            directions=directions,
+            load_if_exists=True,
+        )
+        write_identity(study, self._identity(), self.spec.space.config)
+        self._check_identity(study, directions)
+        return self._attach(study)
+
+    def _attach(self, study: optuna.Study) -> optuna.Study:
+        """Give a loaded study this run's sampler and pruner (they are not stored)."""
+        # Workers draw from their own streams, or they would all propose the same trials.
+        seed = self.spec.seed + (os.getpid() if self._worker else 0)
+        created = len(study.get_trials(deepcopy=False))
+        study.sampler = study_sampler(self.spec, sampler_seed(seed, created), self._n_trials)
+        study.pruner = study_pruner(self.spec)[0]
+        return study
+
+    def _check_identity(self, study: optuna.Study, directions: list[str]) -> None:
+        ident, names = self._identity(), self.metric_names
+        for note in check_identity(study, ident, directions, names, self.storage.safe_url):
+            self.log(note)
+
+    def _sweep_zombies(self, study: optuna.Study) -> None:
+        """Fail trials left RUNNING by dead workers, and retry each at most once."""
+        sweep_zombies(study, self.storage.kind, self.heartbeat[1], self.log)
+
+    def close(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    # ------------------------------------------------------------------ all phases
+    def run(
+        self,
+        n_trials: int | None = None,
+        timeout: float | None = None,
+        retrain: bool = True,
+        worker: bool = False,
+    ) -> RunResult:
+        """Validate, then run the phases in order (each ``run_<phase>(ctx)``, see
+        ``nasflow.pipeline._context``); a worker skips phase 3 and the study records."""
+        spec = self.spec
+        t0, c0 = time.perf_counter(), time.process_time()
+        restore = use_deterministic(spec.deterministic)  # (torch's, until the run ends)
+        try:
+            check_run_folders(self.out)  # (a FIFO there would hang, a link mislead)
+            self._n_trials = n_trials  # (``sampler="auto"`` depends on it)
+            study = self.open_study(worker=worker)
+            self.log(f"study {spec.name!r} in {self.storage.safe_url}")
+            check_caches(tables_url_of(self.storage), self.log)  # before any training
+            ctx = RunContext(
+                spec,
+                self.folder,
+                self.storage,
+                study,
+                self.device,
+                self.log,
+                self.progress,
+                self.stop,
+                checkpoint_every=self.checkpoint_every,
+                worker=worker,
+                n_trials=n_trials,
+                timeout=timeout,
+                stack=self.stack,
+                ran_trials=self.ran_trials,
+                data_fingerprint=self._data_fingerprint,
+                started=t0,
+                started_cpu=c0,
+            )
+            seconds: dict[str, float] = {}
+            if spec.table is None:  # tabular mode skips phases 0, 1 and 3
+                ctx.data = self._load_data()
+                calibrated = None
+                if spec.anchors is not None and not worker and is_rank_zero():
+                    # The anchors train through the study's stack: resolve it first.
+                    calibrated = resolve_stack(ctx, ctx.data)
+                    if calibrated:
+                        seconds["calibration"] = calibrated
+                    seconds["anchors"] = run_anchors(ctx).seconds
+                phase1 = run_supernet(ctx, calibrated)
+                self.stack, ctx.supernet = phase1.stack, phase1.supernet
+                if phase1.calibration_seconds:
+                    seconds["calibration"] = phase1.calibration_seconds
+                seconds["supernet"] = phase1.seconds
+            seconds["search"] = run_screening(ctx).seconds
+            if self.stop.is_set():
+                raise TrainingInterrupted("the search, between trials")
+            if spec.trust is not None and not worker and ctx.data is not None and is_rank_zero():
+                seconds["trust"] = run_trust(ctx).seconds
+            if spec.finetuning is not None and not worker and ctx.data and is_rank_zero():
+                phase = run_finetune(ctx)
+                ctx.finetuned, seconds["finetune"] = phase.result, phase.seconds
+            winners: list[Winner] = []
+            if retrain and not worker and ctx.data is not None:
+                phase3 = run_winners(ctx)
+                winners, seconds["retrain"] = list(phase3.winners), phase3.seconds
+            seconds["total"] = time.perf_counter() - t0
+            if not worker and is_rank_zero():
+                self._record(study, seconds, winners)
+                why = reproducibility_record(study, spec, self.ran_trials, timeout)
+                study.set_user_attr(REPRODUCIBILITY_KEY, why)
+            return RunResult(
+                study,
+                self.out,
+                self.storage,
+                pareto_trials(study),
+                winners,
+                seconds,
+                list(self.ran_trials),
+                spec,
+            )
+        except (optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError) as e:
+            failed = storage_failure(e, self.storage)  # a full disk: one line naming it
+            if failed is None:
+                raise
+            raise failed from e
+        finally:
+            restore()
+            self.close()
+
+    def _record(
+        self, study: optuna.Study, seconds: dict[str, float], winners: list[Winner]
+    ) -> None:
+        """The study-level records of a finished run: phase timings, screening and the
+        search-level multipliers (the one-shot one from the stand-alone trainings this run
+        measured: ``winners`` retrained now, the fine-tuned ready models)."""
+        spec = self.spec
+        study.set_user_attr(SECONDS_KEY, seconds)
+        kept = decide_kept(
+            winners, study.user_attrs.get(FINETUNED_KEY), study.user_attrs.get(ANCHORS_KEY)
+        ).record()
+        if kept is not None:
+            study.set_user_attr(KEPT_KEY, kept)
+        screening = screening_record(study)
+        if screening is not None:
+            study.set_user_attr(SCREENING_KEY, screening)
+        if spec.baseline:  # the share of random architectures the kept model beats
+            study.set_user_attr(BASELINE_KEY, baseline_record(spec.baseline).to_dict())
+        if spec.table is None:
+            trials = study.get_trials(deepcopy=False)
+            measured = read_baseline(spec.baseline)[1] if spec.baseline else None
+            runs = measured_trainings(
+                trials,
+                spec.train.epochs,
+                [(w.number, w.measured_train_cost) for w in winners if not w.reused],
+                study.user_attrs.get(FINETUNED_KEY),
+            )
+            multipliers = search_multipliers(
+                trials,
+                seconds,
+                spec.finetune_epochs,
+                study.user_attrs.get(STACK_KEY),
+                measured_standalone=measured or None,
+                measured_runs=runs,
+                finetuned=study.user_attrs.get(FINETUNED_KEY),
+            )
+            study.set_user_attr(MULTIPLIERS_KEY, multipliers)

@@ -1,0 +1,115 @@
+"""Zero-cost anchors: the front they are chosen from, and their settings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nasflow.cost import CostModel
+from nasflow.errors import ConfigError
+from nasflow.pipeline import zero_cost_front
+from nasflow.search import Anchors, StudyFileError
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
+from tests._study_template import write_study
+
+
+def _sample(space, n: int, seed: int) -> list:
+    """The distinct random architectures ``zero_cost_front`` draws (same seed, same order)."""
+    rng = np.random.default_rng(seed)
+    found: dict = {}
+    while len(found) < n:
+        found.setdefault(space.sample(rng))
+    return list(found)
+
+
+def test_the_anchors_span_the_zero_cost_front_of_the_sample() -> None:
+    space = MNIST1DSpace(base_channels=4, layers_per_stage=2)
+    anchors = zero_cost_front(space, n=3, sample=40, seed=1, batch_size=32)
+    assert len(anchors) == 3 and len({a.arch for a in anchors}) == 3
+    model = CostModel.for_space(space, batch_size=32, storage_url="sqlite://", share=False)
+    sample = _sample(space, 40, seed=1)
+    params = {a: model.params(a) for a in sample}
+    flops = {a: model.flops(a).total for a in sample}
+    assert all(a.arch in params for a in anchors)
+    # Cheapest first; along the front more FLOPs buy more parameters.
+    assert [a.flops for a in anchors] == sorted(a.flops for a in anchors)
+    assert [a.params for a in anchors] == sorted(a.params for a in anchors)
+    for a in anchors:
+        assert (a.params, a.flops) == (params[a.arch], flops[a.arch])
+        dominated_by = [
+            b
+            for b in sample
+            if params[b] >= a.params
+            and flops[b] <= a.flops
+            and (params[b] > a.params or flops[b] < a.flops)
+        ]
+        assert dominated_by == [], f"anchor {a.arch} is dominated in the sample"
+    # Both ends of the front: the sample's largest and its cheapest architecture.
+    assert anchors[-1].params == max(params.values())
+    assert anchors[0].flops == min(flops.values())
+
+
+def test_the_anchors_are_reproducible_from_the_seed() -> None:
+    space = MNIST1DSpace(base_channels=4, layers_per_stage=2)
+    first = zero_cost_front(space, n=4, sample=64, seed=3, batch_size=32)
+    again = zero_cost_front(space, n=4, sample=64, seed=3, batch_size=32)
+    assert first == again
+
+
+def test_a_front_smaller_than_n_is_returned_whole() -> None:
+    space = MNIST1DSpace(base_channels=4, layers_per_stage=2)
+    anchors = zero_cost_front(space, n=50, sample=50, seed=0, batch_size=32)
+    assert 1 <= len(anchors) < 50
+    assert [a.flops for a in anchors] == sorted(a.flops for a in anchors)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"n": 0}, "Anchors.n"),
+        ({"n": 2.5}, "Anchors.n"),
+        ({"n": 8, "sample": 4}, "Anchors.sample"),
+    ],
+)
+def test_bad_anchor_settings_are_refused_by_name(kwargs, named) -> None:
+    with pytest.raises(ConfigError, match=named):
+        Anchors(**kwargs)
+
+
+def test_a_study_refuses_anchors_that_are_not_an_anchors(tmp_path) -> None:
+    from nasflow.search import load_study_file
+
+    path = write_study(tmp_path, extra="study = study.replace(anchors=4)\n")
+    with pytest.raises(StudyFileError, match="anchors must be an Anchors or None, got 4"):
+        load_study_file(path)
+
+
+def test_the_summary_compares_the_kept_model_with_the_best_anchor() -> None:
+    from nasflow.pipeline._result._summary import anchors_verdict
+
+    anchors = [
+        {"trial": 0, "val_accuracy": 0.90},
+        {"trial": 3, "val_accuracy": 0.95},
+    ]
+    # 500 validation samples near 95%: one standard error is about 0.9 points.
+    ahead = anchors_verdict("s", 0.98, "choice (retrained)", anchors, 500)
+    assert "best anchor (trial 3, trained from scratch) 0.9500" in ahead
+    assert ahead.endswith("the search's choice is ahead by 3.00 points")
+    # An anchor ahead by more than the margin is the kept model, with its export command.
+    behind = anchors_verdict("my study", 0.92, "choice (retrained)", anchors, 500)
+    assert behind.startswith("kept model: trial 3, a zero-cost anchor trained from scratch")
+    assert "against 0.9200 for the search's choice (retrained), ahead by 3.00 points" in behind
+    assert "`nasflow export 'my study' --trial 3 --out DIR`" in behind
+    # Within one standard error (about 0.9 points here) the search's choice stays.
+    close = anchors_verdict("s", 0.955, "choice (fine-tuned)", anchors, 500)
+    assert "within 1 standard error of" in close and "the search's choice stays" in close
+    assert "more than 1 standard error;" in behind
+
+
+def test_the_searchs_kept_line_is_relabelled_when_an_anchor_is_kept() -> None:
+    from nasflow.pipeline import KeptWeights
+
+    kept = KeptWeights(7, "retrained", 0.95, 0.94, 0.95, 4)
+    assert kept.line("s").startswith("kept model: trial 7 retrained from scratch")
+    relabelled = kept.line("s", "the search's choice")
+    assert relabelled.startswith("the search's choice: trial 7 retrained from scratch")

@@ -1,0 +1,122 @@
+"""The fine-tuning phase inside a study: ready models, records, the winner it picks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nasflow.pipeline import StudyRunner, summary_table
+from nasflow.pipeline._phases._finetune import by_score
+from nasflow.record import (
+    DUPLICATE_KEY,
+    FINETUNED_KEY,
+    KEPT_KEY,
+    SUPERNET_ACCURACY_ATTR,
+    SUPERNET_LOSS_ATTR,
+)
+from nasflow.search import load_study_file
+from tests._study_template import write_study
+
+pytestmark = pytest.mark.slow  # every test here runs a study
+
+EXTRA = """
+from nasflow.search import FineTuning
+study = study.replace(finetuning=FineTuning(finalists=4, rungs=(1, 2), keep=0.5))
+"""
+
+
+def _run(tmp_path, **kw):
+    spec = load_study_file(write_study(tmp_path, finetune=0, n_trials=8, extra=EXTRA, **kw))
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lambda _: None)
+    return spec, runner
+
+
+def test_finalists_become_ready_models_and_phase_3_retrains_the_best(tmp_path) -> None:
+    spec, runner = _run(tmp_path)
+    result = runner.run()
+    record = result.study.user_attrs[FINETUNED_KEY]
+    cands = record["candidates"]
+    assert len(cands) == 4 and record["rungs"] == [1, 2]
+    # top=2 (half of 4): the two best supernet scores (by the rank sum of accuracy and
+    # cross-entropy, FineTuning's default) go through every rung; of the other two,
+    # halving keeps one.
+    assert sorted(len(c["val_curve"]) for c in cands) == [1, 2, 2, 2]
+    originals = [t for t in result.study.trials if DUPLICATE_KEY not in t.user_attrs]
+    best_two = [t.number for t in by_score(originals, "rank_sum")[:2]]
+    protected = [c for c in cands if c["trial"] in best_two]
+    assert len(protected) == 2 and [c["trial"] for c in cands[:2]] == best_two
+    assert all(len(c["val_curve"]) == 2 for c in protected)
+    # Every screened path records its validation cross-entropy beside its accuracy
+    # (FineTuning.rank_by="rank_sum" ranks by both).
+    screened = [t for t in result.study.trials if SUPERNET_ACCURACY_ATTR in t.user_attrs]
+    assert len(screened) >= 4
+    assert all(0 < t.user_attrs[SUPERNET_LOSS_ATTR] < 100 for t in screened)
+    ready = tmp_path / "runs" / "tiny" / "ready"
+    for c in cands:
+        saved = json.loads((ready / f"trial-{c['trial']}" / "record.json").read_text())
+        assert saved["weights_origin"].startswith("fine-tuned from inherited supernet weights, ")
+        assert saved["test_accuracy"] == c["test_accuracy"]
+    best = max((c for c in cands if len(c["val_curve"]) == 2), key=lambda c: c["val_curve"][-1])
+    assert [w.number for w in result.winners] == [best["trial"]]
+    assert record["early_stopping"]["multiplier"] > 1
+    # Each candidate records the run's CPU-seconds when its weights were final.
+    assert all(c["trained_cpu_seconds"] > 0 for c in cands)
+    assert "finetune" in result.seconds
+    # The summary says which of the winner's weights validate higher and are kept.
+    winner = result.winners[0]
+    kept = [
+        line for line in summary_table(result, spec).splitlines() if line.startswith("kept model")
+    ]
+    finetuned_higher = best["val_curve"][-1] > winner.val_accuracy
+    assert len(kept) == 1 and f"trial {winner.number}" in kept[0]
+    assert ("fine-tuned weights" in kept[0]) == finetuned_higher
+    # The study records it; `nasflow export --best` exports that trial, not the best
+    # supernet score of the Pareto set.
+    record_kept = result.study.user_attrs[KEPT_KEY]
+    assert record_kept["trial"] == winner.number and record_kept["source"] == "search"
+    assert record_kept["weights"] == (
+        "fine-tuned" if "fine-tuned weights" in kept[0] else "retrained"
+    )
+    from nasflow.export import select_trials
+
+    assert [t.number for t in select_trials(result.study, "best")] == [winner.number]
+
+
+def test_phase_3_keeps_the_best_retrain_of_several_finalists(tmp_path) -> None:
+    """``retrain_top=3``: the three best fine-tuned finalists are retrained from scratch and
+    the one that validates highest after retraining is the search's kept choice."""
+    extra = EXTRA + "study = study.replace(retrain_top=3)\n"
+    spec = load_study_file(write_study(tmp_path, finetune=0, n_trials=8, extra=extra))
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lambda _: None)
+    result = runner.run()
+    cands = result.study.user_attrs[FINETUNED_KEY]["candidates"]
+    ranked = sorted(cands, key=lambda c: (-len(c["val_curve"]), -c["val_curve"][-1]))
+    assert {w.number for w in result.winners} == {c["trial"] for c in ranked[:3]}
+    vals = [w.val_accuracy for w in result.winners]
+    assert vals == sorted(vals, reverse=True)
+    kept = result.study.user_attrs[KEPT_KEY]
+    assert kept["trial"] == result.winners[0].number and kept["source"] == "search"
+    text = summary_table(result, spec)
+    assert "phase 3 retrained 3 trials from scratch; the first validates highest" in text
+    (line,) = [x for x in text.splitlines() if x.startswith("kept model")]
+    assert f"trial {result.winners[0].number}" in line
+
+
+def test_a_rerun_reuses_the_ready_models(tmp_path, monkeypatch) -> None:
+    _, runner = _run(tmp_path)
+    first = runner.run().study.user_attrs[FINETUNED_KEY]["candidates"]
+    from nasflow.train import EpochTrainer
+
+    calls = []
+    original = EpochTrainer.run_epoch
+
+    def counted(self, *a, **k):
+        calls.append(1)
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(EpochTrainer, "run_epoch", counted)
+    _, runner = _run(tmp_path)
+    again = runner.run().study.user_attrs[FINETUNED_KEY]["candidates"]
+    assert again == first
+    assert calls == []  # neither fine-tuned again nor retrained (the winner is reused)
