@@ -26,4 +26,4 @@ from nasflow.cli import main
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    sys.exit(main(["bench-stack", *args, *([] if "--overhead" in args else ["--overhead"])]))
+    sys.exit(main(["measure-stack", *args, *([] if "--overhead" in args else ["--overhead"])]))

@@ -69,7 +69,7 @@ def _subcommands() -> dict[str, argparse.ArgumentParser]:
     parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     commands: dict[str, argparse.ArgumentParser] = {"": parser}
-    for name, command in sub.choices.items():  # an alias (bench-stack) shares its parser
+    for name, command in sub.choices.items():
         if all(command is not other for other in commands.values()):
             commands[name] = command
     return commands

@@ -36,14 +36,11 @@ def test_quick_harness_measures_every_layer_alone_and_cumulatively(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # two threads on a busy 2-core machine make tiny convs crawl
     try:
-        # The deprecated name of measure-stack still runs it.
-        rc = main(["bench-stack", "--quick", "--save-json", str(out), "--figure", str(figure)])
+        rc = main(["measure-stack", "--quick", "--save-json", str(out), "--figure", str(figure)])
     finally:
         torch.set_num_threads(threads)
     assert rc == 0
-    captured = capsys.readouterr()
-    table = captured.out
-    assert "'bench-stack' is a deprecated name of 'measure-stack'" in captured.err
+    table = capsys.readouterr().out
     result = json.loads(out.read_text())
     names = [v["name"] for v in result["variants"]]
     cumulative = ["+".join(LAYERS[:i]) for i in range(2, len(LAYERS) + 1)]
