@@ -1,0 +1,72 @@
+"""How a study spends its budget after the screening as one schedule of rungs
+(``nasflow.pipeline``'s rung schedule runs it)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from nasflow._checks import check_int
+from nasflow.errors import ConfigError
+
+#: What the top rung trains (``Rungs.top``).
+TOPS = ("scratch", "inherited")
+
+
+@dataclass(frozen=True)
+class Rungs:
+    """Successive halving over fidelities, from the screening score to a full training.
+
+    Rung 0 is the screening score. Each next rung is a cumulative number of fine-tuning
+    epochs from the inherited supernet weights (``finetune``); the top rung is the study's
+    full recipe (``top``). After every rung a candidate goes on only where it is among the
+    best ``1 / reduction`` of those that reached it. The kept model is the best at the top
+    rung; the study's zero-cost anchors enter first, at the top rung only.
+
+    Attributes:
+        finetune: Cumulative fine-tuning epochs of the rungs between the screening and the
+            top, increasing (``()``: the screened candidates go straight to the top).
+        top: ``"scratch"``: the top rung trains the architecture from scratch with the
+            study's recipe; ``"inherited"``: the recipe from the inherited weights.
+        reduction: Keep ``1 / reduction`` of each rung (Optuna's ``reduction_factor``).
+        budget: CPU-seconds for the rungs; the number of candidates that enter them is
+            sized from it and the predicted costs (``None``: ``candidates``).
+        candidates: How many candidates enter the first rung where no ``budget`` is set,
+            and at most how many where one is (``None``: no cap).
+        pruner: ``"asha"`` (successive halving, one bracket) or ``"hyperband"`` (several
+            brackets of different first rungs; one objective only: with several the
+            Pareto-aware successive halving runs).
+    """
+
+    finetune: tuple[int, ...] = (1, 2, 4)
+    top: str = "scratch"
+    reduction: int = 2
+    budget: float | None = None
+    candidates: int | None = 10
+    pruner: str = "asha"
+
+    def __post_init__(self) -> None:
+        steps = tuple(self.finetune)
+        if any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in steps) or list(
+            steps
+        ) != sorted(set(steps)):
+            raise ConfigError(
+                f"Rungs.finetune must be increasing epoch counts >= 1, got {self.finetune!r}"
+            )
+        object.__setattr__(self, "finetune", steps)
+        if self.top not in TOPS:
+            raise ConfigError(f"Rungs.top must be one of {TOPS}, got {self.top!r}")
+        check_int("Rungs.reduction", self.reduction, 2)
+        if self.budget is not None and not (
+            isinstance(self.budget, int | float)
+            and not isinstance(self.budget, bool)
+            and math.isfinite(self.budget)
+            and self.budget > 0
+        ):
+            raise ConfigError(f"Rungs.budget must be CPU-seconds > 0 or None, got {self.budget!r}")
+        if self.candidates is not None:
+            check_int("Rungs.candidates", self.candidates, 1)
+        if self.budget is None and self.candidates is None:
+            raise ConfigError("Rungs needs a budget or a number of candidates")
+        if self.pruner not in ("asha", "hyperband"):
+            raise ConfigError(f"Rungs.pruner must be 'asha' or 'hyperband', got {self.pruner!r}")
