@@ -21,7 +21,6 @@ __all__ = [
     "NasflowError",
     "SearchSpace",
     "__version__",
-    "export_ready",
     "export_winner",
     "load_exported",
     "optimize",
@@ -35,7 +34,7 @@ def __getattr__(name: str) -> Any:
         from nasflow.export import load_exported
 
         return load_exported
-    if name in ("optimize", "export_winner", "export_ready"):
+    if name in ("optimize", "export_winner"):
         from nasflow import _api
 
         return getattr(_api, name)

@@ -1,5 +1,5 @@
 """The Python façade: ``nasflow.optimize(spec)`` runs a study, ``nasflow.export_winner``
-exports what it found (``nasflow.export_ready`` a ready model of its fine-tuning phase),
+exports a model it found (retrained, fine-tuned or supernet weights),
 ``nasflow.load_exported`` loads it back.
 
 (``nasflow.search`` and ``nasflow.export`` name the sub-packages, so the two calls are
@@ -106,17 +106,6 @@ def _check_run_arguments(n_trials: object, timeout: object, device: object) -> N
         ) from None
 
 
-def _check_result(result: object, what: str) -> None:
-    """Refuse anything but the ``RunResult`` of :func:`optimize`, in one line."""
-    from nasflow.export import ExportError
-    from nasflow.pipeline import RunResult
-
-    if not isinstance(result, RunResult):
-        raise ExportError(
-            f"{what} takes the RunResult that nasflow.optimize returned, got {result!r}"
-        )
-
-
 def export_winner(
     result: RunResult,
     out: os.PathLike | str,
@@ -127,18 +116,21 @@ def export_winner(
     force: bool = False,
     log: Callable[[str], None] | None = print,
 ) -> ExportInfo:
-    """Export a study's winner as plain PyTorch (``arch.json`` + ``model.safetensors``,
-    a ``torch.export`` program and, with ``onnx``, a checked ONNX file).
+    """Export one model of a study as plain PyTorch (``arch.json`` + ``model.safetensors``,
+    a ``torch.export`` program and, with ``onnx``, a checked ONNX file), through
+    :func:`nasflow.export.export`.
 
     Args:
         result: What :func:`optimize` returned.
         out: The export directory to create.
-        trial: The trial to export (default: the model the study kept, the summary's
+        trial: The trial to export. Default: the model the study kept (the summary's
             "kept model": the search's retrained choice or a zero-cost anchor that
             validates higher; for a study that retrained nothing, the most accurate Pareto
-            trial).
+            trial); with ``weights="fine-tuned"``, the ready model with the best validation
+            accuracy.
         weights: ``"retrained"`` (the weights phase 3 trained from scratch; an error where
-            it did not), ``"supernet"`` (inherited, BN re-estimated) or ``"auto"``:
+            it did not), ``"fine-tuned"`` (a ready model of the fine-tuning phase, exactly
+            as saved), ``"supernet"`` (inherited, BN re-estimated) or ``"auto"``:
             retrained where saved, else the supernet's.
         onnx: Also write ``model.onnx`` (needs the ``onnx`` extra).
         force: Replace an existing export at ``out`` (only a complete nasflow export).
@@ -147,82 +139,33 @@ def export_winner(
     Returns:
         The export's record (``arch.json``): ``metrics`` holds only numbers measured with
         exactly the exported weights, ``weights["kind"]`` says which they are.
-    """
-    from nasflow.export import ExportError, export_study
 
-    _check_result(result, "export_winner")
+    Raises:
+        ExportError: ``result`` is not a ``RunResult`` of :func:`optimize`, or what
+            :func:`nasflow.export.export` refuses (no such trial or ready model, no
+            retrained weights, damaged files).
+    """
+    from nasflow.export import ExportError, export
+    from nasflow.pipeline import RunResult
+
+    if not isinstance(result, RunResult):
+        raise ExportError(
+            f"export_winner takes the RunResult that nasflow.optimize returned, got {result!r}"
+        )
     spec = result.spec
     if spec is None:
         raise ExportError("export_winner needs the RunResult of nasflow.optimize (it has no spec)")
-    if trial is None:
-        # The study's kept model (``nasflow:kept``: the search's retrained choice or a
-        # zero-cost anchor); "best" reads the same record.
-        which: str | int = "best"
-    else:
-        which = trial
     storage = result.storage.given if result.storage.given is not None else result.storage.url
-    (info,) = export_study(
+    (info,) = export(
         spec.name,
         out,
-        which=which,
+        which="best" if trial is None else trial,
+        weights=weights,
         storage=storage,
         runs=result.out_dir.parent,
         spec=spec,
         onnx=onnx,
         force=force,
-        weights=weights,
         log=log if log is not None else (lambda _: None),
     )
     return info
-
-
-def export_ready(
-    result: RunResult,
-    out: os.PathLike | str,
-    *,
-    which: str | int = "best",
-    onnx: bool = True,
-    force: bool = False,
-    log: Callable[[str], None] | None = print,
-) -> ExportInfo:
-    """Export a ready model of a study's fine-tuning phase as plain PyTorch, like
-    :func:`export_winner`, with its fine-tuned weights exactly as saved.
-
-    Args:
-        result: What :func:`optimize` returned for a study with
-            ``StudySpec(finetuning=FineTuning(...))``.
-        out: The export directory to create.
-        which: ``"best"`` (the ready model with the best validation accuracy) or the trial
-            number of a ready model.
-        onnx: Also write ``model.onnx`` (needs the ``onnx`` extra).
-        force: Replace an existing export at ``out`` (only a complete nasflow export).
-        log: Line logger (``None``: silent).
-
-    Returns:
-        The export's record (``arch.json``): ``weights["kind"]`` is ``"fine-tuned"``;
-        ``metrics`` holds the validation and test accuracy of these weights and the
-        measured seconds of their fine-tuning.
-
-    Raises:
-        ExportError: The study has no ready model (or none of trial ``which``; the message
-            lists those it has), or its saved files are unusable.
-    """
-    from nasflow.export import ExportError
-    from nasflow.export import export_ready as export
-
-    _check_result(result, "export_ready")
-    spec = result.spec
-    if spec is None:
-        raise ExportError("export_ready needs the RunResult of nasflow.optimize (it has no spec)")
-    storage = result.storage.given if result.storage.given is not None else result.storage.url
-    return export(
-        spec.name,
-        out,
-        which=which,
-        storage=storage,
-        runs=result.out_dir.parent,
-        spec=spec,
-        onnx=onnx,
-        force=force,
-        log=log if log is not None else (lambda _: None),
-    )

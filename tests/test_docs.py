@@ -81,7 +81,7 @@ def test_the_guide_shows_what_the_readme_leaves_out() -> None:
         "class MySpace",
         "ParetoSuccessiveHalvingPruner(",
         "load_image_folder(",
-        "nasflow.export_ready(",
+        'weights="fine-tuned"',
         "Stack(",
     ):
         assert call in code, call

@@ -6,7 +6,7 @@ dependency of the design). ``import x`` and ``from x import y`` are read, relati
 resolved.
 
 A node of the graph is a top-level subpackage (``nasflow.train``, its subpackages
-included) or a top-level module (``nasflow/cli.py`` is ``nasflow.cli``). The rules:
+included) or a top-level module (``nasflow/storage.py`` is ``nasflow.storage``). The rules:
 
 - The subpackage graph has no cycle.
 - ``nasflow.<pkg>._x`` (any private module below a subpackage) is imported only from

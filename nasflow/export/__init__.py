@@ -10,6 +10,7 @@ program (``model.pt2``), an ONNX file checked with onnxruntime (``model.onnx``) 
 
 from __future__ import annotations
 
+from nasflow.export._export import WEIGHTS, export
 from nasflow.export._format import FORMAT_VERSION, ExportError, ExportInfo
 from nasflow.export._loader import (
     Exported,
@@ -18,21 +19,21 @@ from nasflow.export._loader import (
     read_export,
 )
 from nasflow.export._programs import require_onnx
-from nasflow.export._ready import export_ready, ready_models
+from nasflow.export._ready import ready_models
 from nasflow.export._retrain import Retrained, retrain_exported, retrain_target, write_retrained
-from nasflow.export._study import export_study, select_trials
+from nasflow.export._study import select_trials
 from nasflow.export._writer import export_arch
 
 __all__ = [
     "FORMAT_VERSION",
+    "WEIGHTS",
     "ExportError",
     "ExportInfo",
     "Exported",
     "NonFiniteWeightsWarning",
     "Retrained",
+    "export",
     "export_arch",
-    "export_ready",
-    "export_study",
     "load_exported",
     "read_export",
     "ready_models",

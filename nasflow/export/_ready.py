@@ -115,36 +115,19 @@ def export_ready(
     force: bool = False,
     log: Callable[[str], None] = print,
 ) -> ExportInfo:
-    """Export a ready model of a stored study (``nasflow export NAME --ready``).
+    """Export a ready model of a stored study with its fine-tuned weights, exactly as
+    saved (batch norm is not recalibrated).
 
-    The weights are the fine-tuned ones the fine-tuning phase saved, exactly (batch norm
-    is not recalibrated); ``arch.json`` and ``README.md`` record them as ``"fine-tuned"``
-    with their epochs, their validation and test accuracy (and which split each is of) and
-    the measured seconds of their fine-tuning. Everything is checked before anything is
-    written, and ``out`` follows ``nasflow export``'s rules.
-
-    Args:
-        name: The study's name in the storage.
-        out: The export directory to create.
-        which: ``"best"`` (the ready model with the best validation accuracy) or the trial
-            number of a ready model.
-        storage: Storage URL or Optuna storage object (default ``RUNS/NAME/study.db``).
-        runs: The folder the search wrote to (``RUNS/NAME/ready`` holds the ready models).
-        study_file: A study file or registered study name (its space, for a space that
-            is not registered; its data, for a space that records no input shape).
-        spec: The study itself, for a space that is not registered.
-        onnx: Also write and check ``model.onnx``.
-        force: Replace an existing export at ``out``.
-        log: Line logger.
-
-    Returns:
-        The record written to ``arch.json``.
+    The arguments are :func:`nasflow.export.export`'s (which checks them): ``which`` is
+    ``"best"`` (the ready model with the best validation accuracy) or a trial number.
+    ``arch.json`` and ``README.md`` record the weights as ``"fine-tuned"`` with their
+    epochs, their validation and test accuracy (and which split each is of) and the
+    measured seconds of their fine-tuning.
 
     Raises:
         ExportError: No ready model (or none of that trial), its files are missing,
             corrupt, not regular files or not of its architecture; nothing is written then.
         SpecialFileError: A run folder that is a link, FIFO or file.
-        StudyRecordError: No such study, or no usable record of its space.
     """
     out = Path(out)
     study, spec, data_of, base = open_for_export(name, storage, runs, study_file, spec, onnx)

@@ -314,44 +314,13 @@ def export_study(
     weights: str = "auto",
     log: Callable[[str], None] = print,
 ) -> list[ExportInfo]:
-    """Export trials of a stored study (``nasflow export``); everything is checked first.
+    """Export trials of a stored study with their retrained or supernet weights.
 
-    ``which="pareto"`` writes one ``trial-N`` folder per Pareto trial inside ``out``.
-
-    The weights are a trial's retrained winner (phase 3 saves them in
-    ``RUNS/NAME/winners/trial-N``), recorded with the test and validation accuracy and the
-    measured training time of exactly those weights; or the supernet's, with batch-norm
-    statistics re-estimated on the study's training data as the search scored them
-    (unless ``recalibrate`` is false), recorded with their validation accuracy measured
-    now when the study's data is found (from ``spec``, else ``study_file``, else the
-    registered study of the same name or of the space's name).
-
-    Args:
-        name: The study's name in the storage.
-        out: The export directory to create.
-        which: ``"best"``, ``"pareto"`` or a trial number.
-        storage: Storage URL or Optuna storage object (default ``RUNS/NAME/study.db``).
-        runs: The folder the search wrote to (``RUNS/NAME/supernet`` holds checkpoints,
-            ``RUNS/NAME/winners`` the retrained winners).
-        study_file: A study file or registered study name giving the data.
-        spec: The study itself (space and data), for a space that is not registered.
-        recalibrate: Re-estimate batch-norm statistics of supernet weights on the study's
-            training data.
-        onnx: Also write and check ``model.onnx``.
-        force: Replace an existing export at ``out``.
-        weights: ``"retrained"`` (an error for a trial phase 3 did not retrain),
-            ``"supernet"``, or ``"auto"``: retrained where phase 3 saved them, else the
-            supernet's.
-        log: Line logger.
-
-    Raises:
-        ExportError: Anything missing or inconsistent; nothing is written then.
-        StudyRecordError: No such study, or no usable record of its space.
-        StudyFileError: ``study_file`` does not exist or does not run.
-        StorageError: A bad or unreachable storage.
+    The arguments are :func:`nasflow.export.export`'s (which checks them): ``weights`` is
+    ``"auto"``, ``"retrained"`` or ``"supernet"``. Supernet weights are recorded with their
+    validation accuracy measured now when the study's data is found (from ``spec``, else
+    ``study_file``, else the registered study of the same name).
     """
-    if weights not in ("auto", RETRAINED, SUPERNET):
-        raise ExportError(f"--weights must be 'retrained' or 'supernet', got {weights!r}")
     out = Path(out)
     study, spec, data_of, base = open_for_export(name, storage, runs, study_file, spec, onnx)
     trials = select_trials(study, which)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from nasflow.cli import benchmark_catalogue, main
+from nasflow.cli import main
+from nasflow.cli._bench import benchmark_catalogue
 from nasflow.search import load_study_file
 from nasflow.space import Arch
 from tests._study_template import write_study

@@ -1,5 +1,6 @@
-"""``nasflow export NAME --ready``: a ready model of the fine-tuning phase, exported with its
-fine-tuned weights exactly as saved, saying which weights it holds; every export says so."""
+"""``nasflow export NAME --ready`` (``--weights fine-tuned``): a ready model of the fine-tuning
+phase, exported with its fine-tuned weights exactly as saved, saying which weights it holds;
+every export says so."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import torch
 
 import nasflow
 from nasflow.cli import main
-from nasflow.export import ExportError, ExportInfo, export_ready, load_exported
+from nasflow.export import ExportError, ExportInfo, export, load_exported
 from nasflow.pipeline import read_ready
 from nasflow.record import FINETUNED_KEY, open_stored_study
 from nasflow.space import Arch
@@ -93,10 +94,11 @@ def test_a_trial_number_picks_that_ready_model_and_a_stopped_one_says_so(
     ready_run, tmp_path
 ) -> None:
     (stopped,) = [c for c in _candidates(ready_run) if c["status"] == "stopped"]
-    info = export_ready(
+    (info,) = export(
         ready_run.name,
         tmp_path / "e",
         which=stopped["trial"],
+        weights="fine-tuned",
         runs=ready_run.runs,
         study_file=str(ready_run.study_file),
         onnx=False,
@@ -109,9 +111,21 @@ def test_a_trial_number_picks_that_ready_model_and_a_stopped_one_says_so(
 
 
 def test_the_python_facade_exports_the_best_ready_model(ready_run, tmp_path) -> None:
-    info = nasflow.export_ready(ready_run.result, tmp_path / "e", onnx=False, log=None)
+    info = nasflow.export_winner(
+        ready_run.result, tmp_path / "e", weights="fine-tuned", onnx=False, log=None
+    )
     best = max(_candidates(ready_run), key=lambda c: c["val_curve"][-1])
     assert info.kind == "fine-tuned" and info.study["trial"] == best["trial"]
+
+
+def test_weights_fine_tuned_on_the_command_line_is_the_ready_export(
+    ready_run, ready_export, tmp_path
+) -> None:
+    out = tmp_path / "e"
+    assert main(export_args(ready_run, out, "--weights", "fine-tuned", "--no-onnx")) == 0
+    info, ready = ExportInfo.read(out), ExportInfo.read(ready_export)
+    assert info.kind == "fine-tuned" and info.study["trial"] == ready.study["trial"]
+    assert info.weights["sha256"] == ready.weights["sha256"]
 
 
 @pytest.mark.parametrize(
@@ -184,6 +198,8 @@ def test_an_unknown_trial_lists_the_ready_models(ready_run, tmp_path, capsys) ->
         (["--ready", "first"], "--ready must be 'best' or a trial number, got 'first'"),
         (["--ready", "best", "--weights", "supernet"], "--weights does not apply"),
         (["--ready", "best", "--no-recalibrate"], "--no-recalibrate does not apply"),
+        (["--weights", "fine-tuned", "--no-recalibrate"], "--no-recalibrate does not apply"),
+        (["--weights", "fine-tuned", "--pareto"], "which must be 'best' (the ready model"),
     ],
 )
 def test_bad_ready_arguments_are_one_line(ready_run, tmp_path, capsys, extra, says) -> None:
@@ -250,11 +266,15 @@ def test_a_damaged_ready_model_is_one_line_not_a_hang(
     assert not (tmp_path / "e").exists()
 
 
-def test_export_ready_refuses_a_bad_choice_in_python(ready_run, tmp_path) -> None:
-    with pytest.raises(ValueError, match="ready must be 'best' or a trial number, got 'x'"):
-        export_ready(ready_run.name, tmp_path / "e", which="x", runs=ready_run.runs, onnx=False)
+def test_export_of_fine_tuned_weights_refuses_a_bad_choice_in_python(ready_run, tmp_path) -> None:
     missing = max(c["trial"] for c in _candidates(ready_run)) + 1
     with pytest.raises(ExportError, match=f"no ready model of trial {missing};"):
-        export_ready(
-            ready_run.name, tmp_path / "e", which=missing, runs=ready_run.runs, onnx=False
+        export(
+            ready_run.name,
+            tmp_path / "e",
+            which=missing,
+            weights="fine-tuned",
+            runs=ready_run.runs,
+            onnx=False,
         )
+    assert not (tmp_path / "e").exists()

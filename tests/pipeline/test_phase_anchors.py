@@ -123,11 +123,11 @@ def test_a_study_that_already_holds_trials_gets_no_anchors(tmp_path) -> None:
 
 
 def test_an_anchor_exports_with_its_from_scratch_weights(tmp_path) -> None:
-    from nasflow.export import export_study, load_exported
+    from nasflow.export import export, load_exported
 
     spec, runner = _runner(tmp_path)
     anchors = runner.run().study.user_attrs[ANCHORS_KEY]["anchors"]
-    infos = export_study(
+    infos = export(
         "tiny",
         tmp_path / "out",
         which=anchors[1]["trial"],

@@ -203,7 +203,7 @@ def test_a_study_searches_it_on_a_slice_of_tinyshakespeare(shared_data_file, tmp
     token accuracy against measured training cost, phase 3 retrains the winner, and the
     winner exports with its Hugging Face directory."""
     from nasflow.data import CharVocab, load_text
-    from nasflow.export import export_study
+    from nasflow.export import export
     from nasflow.pipeline import StudyRunner
     from nasflow.search import StudySpec
     from nasflow.train import SupernetConfig, TrainConfig
@@ -235,7 +235,7 @@ def test_a_study_searches_it_on_a_slice_of_tinyshakespeare(shared_data_file, tmp
         assert 1.0 < ppl < 2 * vocab  # barely trained: near uniform over the characters
         assert cost > 0
     assert result.winners and 0.0 <= result.winners[0].test_accuracy <= 1.0
-    (exported,) = export_study("gpt2", tmp_path / "export", runs=runs, spec=spec, onnx=False)
+    (exported,) = export("gpt2", tmp_path / "export", runs=runs, spec=spec, onnx=False)
     assert "hf/model.safetensors" in exported.files
     model = AutoModelForCausalLM.from_pretrained(tmp_path / "export" / "hf", local_files_only=True)
     assert type(model) is GPT2LMHeadModel and model.config.vocab_size == vocab

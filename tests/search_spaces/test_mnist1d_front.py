@@ -58,8 +58,8 @@ def test_the_committed_ground_truth_is_of_this_space_and_recipe() -> None:
 
 
 def test_plain_nasflow_search_runs_the_proving_ground_through_the_calibrated_stack() -> None:
-    from nasflow.cli import _study_path
+    from nasflow.cli._common import study_path
 
-    assert _study_path(None).resolve() == (ROOT / "studies/mnist1d_front.py").resolve()
-    spec = load_study_file(_study_path(None))
+    assert study_path(None).resolve() == (ROOT / "studies/mnist1d_front.py").resolve()
+    spec = load_study_file(study_path(None))
     assert spec.name == "mnist1d_front" and spec.stack == "auto" and spec.baseline

@@ -1,0 +1,168 @@
+"""``nasflow show``, ``nasflow report`` and ``nasflow dashboard``: what a stored study found."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nasflow.cli._common import UsageError, add_named_storage, add_storage
+
+if TYPE_CHECKING:
+    import optuna
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """The ``show``, ``report`` and ``dashboard`` commands."""
+    p = sub.add_parser("show", help="print the Pareto set of a study, with a header row")
+    p.add_argument("name", help="study name")
+    add_named_storage(p)
+    p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
+
+    p = sub.add_parser("report", help="write a study's offline HTML report")
+    p.add_argument("name", help="study name")
+    add_storage(p)
+    p.add_argument("--out-file", help="the HTML file (default: RUNS/NAME/report.html)")
+
+    p = sub.add_parser("dashboard", help="push the report's figures and serve optuna-dashboard")
+    p.add_argument("name", help="study name")
+    add_storage(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: a free one)")
+
+
+def _scored_with(supernet_accuracy: float | None, epochs: object) -> str:
+    """How the search scored a trial: a table, fine-tuned weights or the supernet's."""
+    if supernet_accuracy is None:
+        return "table look-up"
+    if isinstance(epochs, int) and epochs > 0:
+        return f"fine-tuned {epochs} ep"
+    return "supernet, BN-recal."
+
+
+def show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
+    """The Pareto trials of a study as ``nasflow show`` rows, best accuracy first.
+
+    ``run_dir`` (``RUNS/NAME``) is where phase 3 saved the retrained winners' weights.
+    """
+    import json
+
+    from nasflow.pipeline import pareto_trials
+    from nasflow.record import RunFolder, TrialRecord, retrain_key, study_objectives
+
+    attrs = study.user_attrs
+    names = study_objectives(study)
+    rows = []
+    for t in pareto_trials(study):
+        trial = TrialRecord.from_trial(t)
+        retrain = attrs.get(retrain_key(t.number))
+        saved = RunFolder(run_dir).winner(t.number)
+        rows.append(
+            {
+                "trial": t.number,
+                "objectives": {
+                    (names[i] if i < len(names) else f"objective_{i}"): v
+                    for i, v in enumerate(t.values)
+                },
+                "scored_with": _scored_with(trial.supernet_accuracy, trial.epochs_trained),
+                "supernet_val_accuracy": trial.supernet_accuracy,
+                "retrained": (
+                    {
+                        k: retrain.get(k)
+                        for k in ("test_accuracy", "val_accuracy", "measured_train_cost")
+                    }
+                    | {"weights": str(saved) if saved.is_dir() else None}
+                    if isinstance(retrain, dict)
+                    else None
+                ),
+                "arch": json.loads(trial.arch or "{}"),
+            }
+        )
+    return rows
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """``nasflow show``: the Pareto set as tab-separated rows (or JSON)."""
+    import json
+
+    from nasflow.record import RunFolder, open_stored_study
+
+    study = open_stored_study(args.name, args.storage, args.runs).study
+    rows = show_rows(study, RunFolder.of(args.runs, args.name).root)
+    if not rows and not args.json:
+        from collections import Counter
+
+        counts = Counter(t.state.name.lower() for t in study.get_trials(deepcopy=False))
+        held = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "no trials"
+        print(f"study {args.name!r} has no completed trial yet ({held})")
+        return 0
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    from nasflow import names
+    from nasflow.record import study_metric_names
+
+    header = [
+        "trial",
+        *study_metric_names(study),
+        "scored with",
+        names.RETRAINED_TEST_ACCURACY,
+        "arch",
+    ]
+    print("\t".join(header))
+    for row in rows:
+        retrained = row["retrained"]
+        test = retrained.get("test_accuracy") if isinstance(retrained, dict) else None
+        arch = ", ".join(f"{k}={v}" for k, v in row["arch"].items())
+        print(
+            "\t".join(
+                [
+                    str(row["trial"]),
+                    *(f"{v:.4g}" for v in row["objectives"].values()),
+                    str(row["scored_with"]),
+                    f"{test:.4f}" if isinstance(test, float) else "-",
+                    arch,
+                ]
+            )
+        )
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """``nasflow report``: the study's offline HTML report."""
+    from nasflow.record import RunFolder, open_stored_study
+    from nasflow.report import write_report
+
+    out = Path(args.out_file) if args.out_file else RunFolder.of(args.runs, args.name).report
+    if out.is_dir():
+        raise UsageError(f"--out-file {str(out)!r} is a folder; give a file name")
+    try:
+        stored = open_stored_study(args.name, args.storage, args.runs)
+        where = (["--storage", stored.spec.safe_url] if args.storage else []) + (
+            ["--runs", args.runs] if Path(args.runs) != Path("runs") else []
+        )
+        path = write_report(stored.study, out, storage_label=stored.spec.safe_url, location=where)
+    except ValueError as e:  # no such study or file, a malformed record
+        raise UsageError(str(e)) from None
+    print(f"report: {path}")
+    return 0
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    """``nasflow dashboard``: push the report's figures and serve optuna-dashboard."""
+    from nasflow.report import DashboardUnavailable, serve_dashboard
+
+    if not args.host:
+        raise UsageError("--host must not be empty (default 127.0.0.1)")
+    try:
+        serve_dashboard(
+            args.name,
+            args.storage,
+            args.runs,
+            args.host,
+            args.port,
+            log=lambda line: print(line, flush=True),
+        )
+    except (ValueError, DashboardUnavailable) as e:  # no study, bad address, no extra
+        raise UsageError(str(e)) from None
+    return 0
