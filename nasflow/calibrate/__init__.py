@@ -14,13 +14,7 @@ imports it: the engine below, its measurement above.
 
 from __future__ import annotations
 
-from nasflow.calibrate._auto import (
-    AUTO_LAYERS,
-    AutoResult,
-    auto_stack,
-    calibrate_for_space,
-    calibration_candidate,
-)
+from nasflow.calibrate._auto import AUTO_LAYERS, AutoResult, auto_stack
 from nasflow.calibrate._command import run_measure_stack
 from nasflow.calibrate._harness import BASELINE, REPLICA, StackMeasurement, measure_stack
 from nasflow.calibrate._interleave import RunConfig, VariantRecord, run_interleaved
@@ -30,6 +24,7 @@ from nasflow.calibrate._store import (
     StackCalibrationTable,
     device_stack,
 )
+from nasflow.calibrate._study import calibrate_for_space, calibration_candidate
 from nasflow.settings import RECALIBRATE_ENV, recalibration_requested
 
 __all__ = [

@@ -14,10 +14,9 @@ the baseline as measured in that run.
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -35,11 +34,9 @@ from nasflow.calibrate._harness import (
 )
 from nasflow.calibrate._interleave import RunConfig, run_interleaved
 from nasflow.calibrate._measure import environment
-from nasflow.cost import CoreShare
 from nasflow.errors import ConfigError
-from nasflow.space import Arch, SearchSpace
-from nasflow.train import Batches, TrainingInterrupted, evaluate, make_optimizer
-from nasflow.train.stack import LAYER_SPECS, Schedule, Stack, device_clock
+from nasflow.train import Batches
+from nasflow.train.stack import LAYER_SPECS, Stack
 
 #: Layers "auto" considers (``LayerSpec.auto``): not activation checkpointing, a memory
 #: layer that always costs time and is switched on by the memory fit.
@@ -50,9 +47,40 @@ AUTO_LAYERS: tuple[str, ...] = tuple(spec.name for spec in LAYER_SPECS if spec.a
 class AutoResult:
     """The chosen stack and the JSON-able record stored on the study.
 
+    The record (stored as study user attribute ``nasflow:stack``) extends the report's
+    waterfall schema (``nasflow.report.stack_data``)::
+
+        {"schema": 2,
+         "baseline": "fp32 eager, one process",
+         "device": "cpu: AMD EPYC (2 threads)",
+         "layers": [                      # every candidate, in stacking order (phase 1)
+             {"name": "amp", "alone": 0.93, "cumulative": 0.93, "kept": false},
+             {"name": "threads", "alone": 1.31, "cumulative": 1.20, "kept": true}],
+         "end_to_end": 1.20,              # all candidates stacked vs baseline (phase 1)
+         "product": 1.22,                 # product of the layers' "alone" (measured ones)
+         "interaction": 0.98,             # end_to_end / product; null unless all measured
+         "chosen": ["threads"],           # the stack trained with ([]: the baseline)
+         "chosen_multiplier": 1.28,       # the chosen stack vs baseline; null: baseline
+         "chosen_from": "second phase",   # the run that measured it
+         "stack": {...},                  # Stack.to_dict() of the chosen stack
+         "candidates": [                  # every layer considered, kept or not
+             {"name": "amp", "alone": 0.93, "q25": 0.9, "q75": 1.0,
+              "accuracy_delta": -0.001, "warmup_seconds": 0.4, "amortized": 0.93,
+              "kept": false, "reason": "gain x0.93 < x1.05"}, ...],
+         "final_run": {"threads": {"multiplier": 1.28, "multiplier_q25": 1.2,
+                                   "multiplier_q75": 1.4}, ...},  # second phase
+         "noise": {"multiplier": 1.0, "multiplier_q25": 0.95, "multiplier_q75": 1.04,
+                   "accuracy_delta": 0.002},   # first phase: baseline vs its reseeded replica
+         "calibration": {"batches": 48, "seconds": 95.0, "first_phase_seconds": 70.0,
+                         "second_phase": "ran", "variants": 12, "min_gain": 1.05,
+                         "tolerance": 0.005, "planned_batches": null}}
+
+    (The numbers above show the shape only.) Every multiplier is baseline time / variant
+    time per batch (median of paired per-round ratios), measured in that calibration.
+
     Attributes:
         stack: The stack to train with (``Stack()`` when no layer paid off).
-        record: Study user attribute ``nasflow:stack``; see :func:`auto_stack`.
+        record: Study user attribute ``nasflow:stack``, as above.
     """
 
     stack: Stack
@@ -132,40 +160,10 @@ def auto_stack(
     and the candidates stacked cumulatively (``candidates[:2]``, ..., all of them), all
     interleaved in one run. The layers that pay off alone are kept; the second phase
     measures the kept combination (and each kept layer alone) against the baseline again.
-
-    The record (``AutoResult.record``, stored as study user attribute ``nasflow:stack``)
-    extends the report's waterfall schema (``nasflow.report.stack_data``)::
-
-        {"schema": 2,
-         "baseline": "fp32 eager, one process",
-         "device": "cpu: AMD EPYC (2 threads)",
-         "layers": [                      # every candidate, in stacking order (phase 1)
-             {"name": "amp", "alone": 0.93, "cumulative": 0.93, "kept": false},
-             {"name": "threads", "alone": 1.31, "cumulative": 1.20, "kept": true}],
-         "end_to_end": 1.20,              # all candidates stacked vs baseline (phase 1)
-         "product": 1.22,                 # product of the layers' "alone" (measured ones)
-         "interaction": 0.98,             # end_to_end / product; null unless all measured
-         "chosen": ["threads"],           # the stack trained with ([]: the baseline)
-         "chosen_multiplier": 1.28,       # the chosen stack vs baseline; null: baseline
-         "chosen_from": "second phase",   # the run that measured it
-         "stack": {...},                  # Stack.to_dict() of the chosen stack
-         "candidates": [                  # every layer considered, kept or not
-             {"name": "amp", "alone": 0.93, "q25": 0.9, "q75": 1.0,
-              "accuracy_delta": -0.001, "warmup_seconds": 0.4, "amortized": 0.93,
-              "kept": false, "reason": "gain x0.93 < x1.05"}, ...],
-         "final_run": {"threads": {"multiplier": 1.28, "multiplier_q25": 1.2,
-                                   "multiplier_q75": 1.4}, ...},  # second phase
-         "noise": {"multiplier": 1.0, "multiplier_q25": 0.95, "multiplier_q75": 1.04,
-                   "accuracy_delta": 0.002},   # first phase: baseline vs its reseeded replica
-         "calibration": {"batches": 48, "seconds": 95.0, "first_phase_seconds": 70.0,
-                         "second_phase": "ran", "variants": 12, "min_gain": 1.05,
-                         "tolerance": 0.005, "planned_batches": null}}
-
-    (The numbers above show the shape only.) Every multiplier is baseline time / variant
-    time per batch (median of paired per-round ratios), measured in this calibration. A
-    layer is kept when its multiplier (amortized over ``planned_batches`` when given, so a
-    compile that never pays back is dropped) is at least ``min_gain`` and its validation
-    accuracy is not below the baseline's by more than ``max(tolerance, noise floor)``.
+    The record is described in :class:`AutoResult`. A layer is kept when its multiplier
+    (amortized over ``planned_batches`` when given, so a compile that never pays back is
+    dropped) is at least ``min_gain`` and its validation accuracy is not below the
+    baseline's by more than ``max(tolerance, noise floor)``.
 
     Args:
         make_model: Builds the network to calibrate on (e.g. ``lambda: space.build(arch)``).
@@ -199,62 +197,171 @@ def auto_stack(
     device = torch.device(device)
     base = base or Stack()
     cfg = replace(cfg or RunConfig(chunk=4), max_batches=calibration_batches)
+
+    def measure(variants: dict[str, Stack]) -> tuple[dict[str, dict[str, Any]], int]:
+        return _measure(variants, make_model, train, val, cfg, device, log, deadline, after_round)
+
     t0 = time.perf_counter()
     first = stack_variants(candidates, base, **settings)
-    rows, done = _measure(first, make_model, train, val, cfg, device, log, deadline, after_round)
+    rows, done = measure(first)
     first_seconds = time.perf_counter() - t0
-    first_phase = (
-        "complete"
-        if done >= calibration_batches
-        else f"stopped at the time budget after {done} of {calibration_batches} batches"
-    )
+    first_phase = _phase_words(done, calibration_batches)
     if all((rows.get(n) or {}).get("multiplier") is None for n in candidates):
-        reason = (
-            "no layer was timed"
-            if done >= calibration_batches
-            else f"the first phase {first_phase}"
-        )
-        record = skipped_record(device, f"{reason}, so nothing was measured", candidates)
-        record["stack"] = base.to_dict()
-        record["calibration"] = {
-            "batches": calibration_batches,
-            "seconds": time.perf_counter() - t0,
-            "first_phase": first_phase,
-        }
-        return AutoResult(base, record)
+        return _nothing_timed(device, candidates, base, calibration_batches, done, first_phase, t0)
     noise = noise_floor(list(rows.values()))
-    acc_noise = abs((noise or {}).get("accuracy_delta") or 0.0)
-    allowed = max(tolerance, acc_noise)
+    allowed = max(tolerance, abs((noise or {}).get("accuracy_delta") or 0.0))
     decided = [
         decide_layer(rows.get(n), n, rows[BASELINE], planned_batches, min_gain, allowed)
         for n in candidates
     ]
     kept = [d["name"] for d in decided if d["kept"]]
-    final_name, final_row, second = BASELINE, None, {}
-    chosen_from, second_phase = "first phase", "not run: no layer kept"
+    final = _FinalChoice()
     if kept:
-        trial = {BASELINE: base, REPLICA: base, "+".join(kept): base.with_layers(kept, **settings)}
-        if len(kept) > 1:
-            trial.update({n: base.with_layers([n], **settings) for n in kept})
-        need = first_seconds / len(first) * len(trial)
-        if deadline is not None and time.perf_counter() + need > deadline:
-            pool = {
-                n: r
-                for n, r in rows.items()
-                if n == BASELINE or (n != REPLICA and set(n.split("+")) <= set(kept))
-            }
-            final_name = choose_final(pool, min_gain, planned_batches)
-            final_row = rows.get(final_name) if final_name != BASELINE else None
-            second_phase = f"skipped: about {need:.0f}s more would pass the time budget"
-        else:
-            second, _ = _measure(
-                trial, make_model, train, val, cfg, device, log, deadline, after_round
-            )
-            final_name = choose_final(second, min_gain, planned_batches)
-            final_row = second.get(final_name) if final_name != BASELINE else None
-            chosen_from, second_phase = "second phase", "ran"
-    chosen = [] if final_name == BASELINE else final_name.split("+")
+        per_variant = first_seconds / len(first)
+        final = _second_phase(kept, base, settings, rows, per_variant, deadline, measure)
+        final = final.choose(min_gain, planned_batches)
+    chosen = [] if final.name == BASELINE else final.name.split("+")
     stack = base.with_layers(chosen, **settings) if chosen else base
+    record = _record(device, candidates, rows, decided, final, stack, noise)
+    record["calibration"] = {
+        "batches": calibration_batches,
+        "seconds": time.perf_counter() - t0,
+        "first_phase_seconds": first_seconds,
+        "first_phase": first_phase,
+        "second_phase": final.second_phase,
+        "variants": len(first) + len(final.second),
+        "min_gain": min_gain,
+        "tolerance": tolerance,
+        "planned_batches": planned_batches,
+    }
+    return AutoResult(stack, record)
+
+
+def _phase_words(done: int, calibration_batches: int) -> str:
+    """How the first phase ended: ``"complete"``, or where the time budget stopped it."""
+    if done >= calibration_batches:
+        return "complete"
+    return f"stopped at the time budget after {done} of {calibration_batches} batches"
+
+
+def _record(
+    device: torch.device,
+    candidates: list[str],
+    rows: dict[str, dict[str, Any]],
+    decided: list[dict[str, Any]],
+    final: _FinalChoice,
+    stack: Stack,
+    noise: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """:class:`AutoResult`'s record of a calibration that timed layers, but for its
+    ``calibration`` entry (how the run went), which :func:`auto_stack` adds."""
+    chosen = [] if final.name == BASELINE else final.name.split("+")
+    return {
+        "schema": SCHEMA,
+        "baseline": "fp32 eager, one process",
+        "device": environment(device)["device"],
+        **_waterfall(candidates, rows, chosen),
+        "chosen": chosen,
+        "chosen_multiplier": final.row.get("multiplier") if final.row else None,
+        "chosen_from": final.chosen_from if chosen else None,
+        "stack": stack.to_dict(),
+        "candidates": decided,
+        "final_run": final.final_run(),
+        "noise": noise,
+    }
+
+
+def _nothing_timed(
+    device: torch.device,
+    candidates: list[str],
+    base: Stack,
+    calibration_batches: int,
+    done: int,
+    first_phase: str,
+    t0: float,
+) -> AutoResult:
+    """The baseline, with a skipped record, when the first phase timed no layer (it
+    stopped at the deadline after ``done`` batches, or every layer failed)."""
+    why = "no layer was timed" if done >= calibration_batches else f"the first phase {first_phase}"
+    record = skipped_record(device, f"{why}, so nothing was measured", candidates)
+    record["stack"] = base.to_dict()
+    record["calibration"] = {
+        "batches": calibration_batches,
+        "seconds": time.perf_counter() - t0,
+        "first_phase": first_phase,
+    }
+    return AutoResult(base, record)
+
+
+@dataclass(frozen=True)
+class _FinalChoice:
+    """The variant :func:`auto_stack` trains with, and the run that measured it.
+
+    Attributes:
+        pool: The measured rows it is chosen from, by variant.
+        second: The second phase's rows by variant (empty where it did not run).
+        chosen_from: ``"first phase"`` or ``"second phase"``.
+        second_phase: What became of the second phase, in words.
+        name: The chosen variant (``BASELINE``, or its layers joined by ``+``).
+        row: Its measured row (``None`` for the baseline).
+    """
+
+    pool: dict[str, dict[str, Any]] = field(default_factory=dict)
+    second: dict[str, dict[str, Any]] = field(default_factory=dict)
+    chosen_from: str = "first phase"
+    second_phase: str = "not run: no layer kept"
+    name: str = BASELINE
+    row: dict[str, Any] | None = None
+
+    def choose(self, min_gain: float, planned: int | None) -> _FinalChoice:
+        """The fastest variant of ``pool`` that clears ``min_gain`` (:func:`choose_final`)."""
+        name = choose_final(self.pool, min_gain, planned)
+        row = self.pool.get(name) if name != BASELINE else None
+        return replace(self, name=name, row=row)
+
+    def final_run(self) -> dict[str, dict[str, Any]]:
+        """The second phase's multipliers by variant (the baseline and failures aside)."""
+        return {
+            name: {k: row.get(k) for k in ("multiplier", "multiplier_q25", "multiplier_q75")}
+            for name, row in self.second.items()
+            if name != BASELINE and not row.get("error")
+        }
+
+
+def _second_phase(
+    kept: list[str],
+    base: Stack,
+    settings: dict[str, Any],
+    rows: dict[str, dict[str, Any]],
+    per_variant: float,
+    deadline: float | None,
+    measure: Callable[[dict[str, Stack]], tuple[dict[str, dict[str, Any]], int]],
+) -> _FinalChoice:
+    """Measure the kept layers together (and each alone, when several) against the
+    baseline again; when that run (``per_variant`` seconds a variant, as in the first
+    phase) would pass ``deadline``, choose among the first phase's variants made of kept
+    layers only instead."""
+    trial = {BASELINE: base, REPLICA: base, "+".join(kept): base.with_layers(kept, **settings)}
+    if len(kept) > 1:
+        trial.update({n: base.with_layers([n], **settings) for n in kept})
+    need = per_variant * len(trial)
+    if deadline is not None and time.perf_counter() + need > deadline:
+        pool = {
+            n: r
+            for n, r in rows.items()
+            if n == BASELINE or (n != REPLICA and set(n.split("+")) <= set(kept))
+        }
+        skipped = f"skipped: about {need:.0f}s more would pass the time budget"
+        return _FinalChoice(pool, {}, "first phase", skipped)
+    second, _ = measure(trial)
+    return _FinalChoice(second, second, "second phase", "ran")
+
+
+def _waterfall(
+    candidates: list[str], rows: dict[str, dict[str, Any]], chosen: list[str]
+) -> dict[str, Any]:
+    """The first phase as the report's waterfall: each layer alone and stacked
+    cumulatively, all stacked, the product of the layers alone and the interaction."""
     layers = []
     for i, name in enumerate(candidates):
         alone = (rows.get(name) or {}).get("multiplier")
@@ -268,38 +375,12 @@ def auto_stack(
         if end_to_end is not None and product and len(measured) == len(layers)
         else None
     )
-    record = {
-        "schema": SCHEMA,
-        "baseline": "fp32 eager, one process",
-        "device": environment(device)["device"],
+    return {
         "layers": layers,
         "end_to_end": end_to_end,
         "product": product,
         "interaction": interaction,
-        "chosen": chosen,
-        "chosen_multiplier": final_row.get("multiplier") if final_row else None,
-        "chosen_from": chosen_from if chosen else None,
-        "stack": stack.to_dict(),
-        "candidates": decided,
-        "final_run": {
-            name: {k: row.get(k) for k in ("multiplier", "multiplier_q25", "multiplier_q75")}
-            for name, row in second.items()
-            if name != BASELINE and not row.get("error")
-        },
-        "noise": noise,
-        "calibration": {
-            "batches": calibration_batches,
-            "seconds": time.perf_counter() - t0,
-            "first_phase_seconds": first_seconds,
-            "first_phase": first_phase,
-            "second_phase": second_phase,
-            "variants": len(first) + len(second),
-            "min_gain": min_gain,
-            "tolerance": tolerance,
-            "planned_batches": planned_batches,
-        },
     }
-    return AutoResult(stack, record)
 
 
 def choose_final(rows: dict[str, dict[str, Any]], min_gain: float, planned: int | None) -> str:
@@ -348,222 +429,6 @@ def decide_layer(
     else:
         out.update(kept=True, reason=f"gain x{mult:.2f} >= x{min_gain:.2f}")
     return out
-
-
-#: Candidates sampled by :func:`calibrate_for_space`; the largest is calibrated on.
-CALIBRATION_SAMPLES = 8
-#: Batches each variant trains per phase in a study's calibration.
-STUDY_CALIBRATION_BATCHES = 16
-#: Training batches the budget probe times (after one warm-up batch).
-PROBE_BATCHES = 5
-#: The budget estimate lets the variants average this many times the baseline's time per
-#: batch (a layer can be slower than the baseline; that is what the calibration finds out).
-ESTIMATE_SLACK = 1.5
-
-
-def calibration_candidate(space: SearchSpace, seed: int) -> tuple[Arch, int]:
-    """The architecture a study calibrates on, and its parameter count: the largest (by
-    parameters) of ``CALIBRATION_SAMPLES`` architectures sampled with ``seed``."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    archs = [space.sample(rng) for _ in range(CALIBRATION_SAMPLES)]
-    sizes = [sum(p.numel() for p in space.build(a).parameters()) for a in archs]
-    i = int(np.argmax(sizes))
-    return archs[i], sizes[i]
-
-
-def study_candidates(device: torch.device | str) -> tuple[str, ...]:
-    """Layers a study's calibration considers on ``device`` (no compile on a CPU)."""
-    device = torch.device(device)
-    return (
-        AUTO_LAYERS if device.type == "cuda" else tuple(n for n in AUTO_LAYERS if n != "compile")
-    )
-
-
-def first_phase_variants(n_layers: int) -> int:
-    """Variants of :func:`auto_stack`'s first phase: baseline, replica, each layer alone,
-    and the cumulative stacks of 2 or more layers."""
-    return 2 + n_layers + max(0, n_layers - 1)
-
-
-def probe_seconds(
-    make_model: Callable[[], nn.Module],
-    train: Batches,
-    val: Batches,
-    cfg: RunConfig,
-    device: torch.device,
-    batches: int = PROBE_BATCHES,
-) -> tuple[float, float]:
-    """``(seconds per training batch, seconds per validation pass)`` of the baseline,
-    measured now (the calibration's budget check): the median of ``batches`` timed
-    batches, so that one batch stalled by another process does not decide it."""
-    torch.manual_seed(cfg.seed)
-    model = make_model().to(device)
-    step = Stack().build(
-        model,
-        make_optimizer(model.parameters(), cfg.lr, cfg.weight_decay),
-        device,
-        Schedule(batches + 1, 0),
-    )
-    stream = iter(train.epoch(0))
-    model.train()
-    x, y = next(stream)
-    step(x.to(device), y.to(device))  # warm-up
-    times = []
-    _, clock = device_clock(device)
-    for x, y in stream:
-        t0 = clock()
-        step(x.to(device), y.to(device))
-        times.append(clock() - t0)
-        if len(times) == batches:
-            break
-    step.flush()
-    per_batch = statistics.median(times) if times else 0.0
-    t0 = time.perf_counter()
-    evaluate(model, val, device=device)
-    return per_batch, time.perf_counter() - t0
-
-
-def calibrate_for_space(
-    space: SearchSpace,
-    train: Batches,
-    val: Batches,
-    lr: float,
-    weight_decay: float,
-    planned_batches: int,
-    device: torch.device | str = "cpu",
-    seed: int = 0,
-    calibration_batches: int = STUDY_CALIBRATION_BATCHES,
-    log: Callable[[str], None] | None = None,
-    budget: float | None = None,
-    arch: Arch | None = None,
-    should_stop: Callable[[], bool] | None = None,
-) -> AutoResult:
-    """A study's short ``stack="auto"`` calibration, on a winner-sized candidate.
-
-    Calibrates on :func:`calibration_candidate` (the candidates a search keeps tend to be
-    the large ones, and a larger network is where a layer's gain or loss shows). Each
-    variant trains ``calibration_batches`` batches in turns of 2. On a CPU
-    ``torch.compile`` is not a candidate: its inductor warm-up alone takes longer than the
-    whole calibration; measure it with ``nasflow measure-stack`` and set it explicitly if it
-    pays off over a long run.
-
-    With a ``budget``, a probe first times a few baseline batches and one validation pass
-    of the candidate; when the first phase, estimated from them (``ESTIMATE_SLACK`` times
-    the baseline's time for every variant), would take longer than ``budget``, nothing is
-    calibrated: the result trains with the baseline and its record carries ``"skipped"``
-    (the reason) and no measurement. Otherwise ``budget`` is the deadline of
-    :func:`auto_stack`: a phase stops at the first round that ends past it, and the second
-    phase runs only if it fits what is left.
-
-    Args:
-        space: The search space.
-        train: Training batches (the study's batch size).
-        val: Validation batches.
-        lr: Peak learning rate of the calibration runs.
-        weight_decay: Their AdamW weight decay.
-        planned_batches: Batches a candidate trains in the study (amortizes warm-up).
-        device: Where to train.
-        seed: Seeds the architecture sample and the initial weights.
-        calibration_batches: Batches each variant trains per phase.
-        log: Progress lines.
-        budget: Seconds the calibration may take (``None``: no limit, no probe).
-        arch: The candidate (default: :func:`calibration_candidate` of ``seed``).
-        should_stop: Polled after every interleaved round; when true the calibration
-            ends there, measuring nothing more.
-
-    The record's ``calibration["load"]`` is a ``nasflow.cost.CoreShare`` sampled after
-    every round (the share of a core a busy thread got): whether the machine looked
-    loaded while the calibration ran (then it is not stored for the device).
-
-    Raises:
-        TrainingInterrupted: ``should_stop`` asked to stop.
-    """
-    device = torch.device(device)
-    t0 = time.perf_counter()
-    if arch is None:
-        arch, params = calibration_candidate(space, seed)
-    else:
-        params = sum(p.numel() for p in space.build(arch).parameters())
-    candidates = study_candidates(device)
-    cfg = RunConfig(lr=lr, weight_decay=weight_decay, chunk=2, evals_per_epoch=1, seed=seed)
-
-    def make_model() -> nn.Module:
-        return space.build(arch)
-
-    about = {"arch": arch.to_json(), "params": params, "budget_seconds": budget}
-    deadline = None
-    if budget is not None:
-        end = t0 + budget
-        why = _over_budget(make_model, train, val, cfg, device, calibration_batches, end, about)
-        if why is not None:
-            record = skipped_record(device, why, candidates)
-            record["calibration"].update(about, seconds=time.perf_counter() - t0)
-            return AutoResult(Stack(), record)
-        deadline = t0 + budget
-    after_round = _RoundHook(should_stop)
-    result = auto_stack(
-        make_model,
-        train,
-        val,
-        device,
-        candidates=candidates,
-        calibration_batches=calibration_batches,
-        planned_batches=planned_batches,
-        cfg=cfg,
-        log=log,
-        deadline=deadline,
-        after_round=after_round,
-    )
-    result.record["calibration"].update(
-        about, seconds=time.perf_counter() - t0, load=after_round.gauge.to_dict()
-    )
-    return result
-
-
-class _RoundHook:
-    """Run after every round of a study's calibration: a load sample
-    (``nasflow.cost.CoreShare``), then the stop check."""
-
-    def __init__(self, should_stop: Callable[[], bool] | None) -> None:
-        self.should_stop, self.gauge, self.rounds = should_stop, CoreShare(), 0
-
-    def __call__(self) -> None:
-        self.rounds += 1
-        self.gauge.sample()
-        if self.should_stop is not None and self.should_stop():
-            raise TrainingInterrupted(f"the stack calibration, after round {self.rounds}")
-
-
-def _over_budget(
-    make_model: Callable[[], nn.Module],
-    train: Batches,
-    val: Batches,
-    cfg: RunConfig,
-    device: torch.device,
-    calibration_batches: int,
-    deadline: float,
-    about: dict[str, Any],
-) -> str | None:
-    """Why the first phase, estimated from a probe of the baseline, would not end before
-    ``deadline`` (a ``time.perf_counter()`` value; ``None``: it would); the probe's figures
-    go into ``about``, the budget is ``about["budget_seconds"]``."""
-    per_batch, per_eval = probe_seconds(make_model, train, val, cfg, device)
-    variants = first_phase_variants(len(study_candidates(device)))
-    estimate = variants * (ESTIMATE_SLACK * calibration_batches * per_batch + per_eval)
-    about.update(
-        probe_batch_seconds=per_batch, probe_eval_seconds=per_eval, estimated_seconds=estimate
-    )
-    if estimate <= deadline - time.perf_counter():
-        return None
-    return (
-        f"estimated {estimate:.0f}s for the first phase ({variants} variants x "
-        f"{calibration_batches} batches at a measured median "
-        f"{1000 * per_batch:.0f} ms per baseline batch x{ESTIMATE_SLACK:g}, plus one "
-        f"validation pass each at {per_eval:.1f}s) exceeds the {about['budget_seconds']:g}s "
-        "budget"
-    )
 
 
 def skipped_record(device: torch.device, reason: str, candidates: Sequence[str]) -> dict[str, Any]:

@@ -35,8 +35,8 @@ import sqlalchemy as sa
 import torch
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from nasflow.calibrate._auto import (
-    SCHEMA,
+from nasflow.calibrate._auto import SCHEMA
+from nasflow.calibrate._study import (
     STUDY_CALIBRATION_BATCHES,
     calibrate_for_space,
     calibration_candidate,

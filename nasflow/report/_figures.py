@@ -390,11 +390,22 @@ def plot_multipliers(data: MultipliersData) -> go.Figure:
         )
     # (Each side is named by its axis titles: subplot titles would collide with the caption.)
     fig = make_subplots(rows=1, cols=2, column_widths=[0.7, 0.3], horizontal_spacing=0.12)
-    steps = [*data.steps, data.compounded] if data.compounded else list(data.steps)
-    comp = data.compounded
+    _add_multiplier_waterfall(fig, data)
+    _add_wall_time_bars(fig, data)
+    return layout(fig, title, _multipliers_caption(data), height=560)
+
+
+def _multiplier_steps(data: MultipliersData) -> list[MultiplierStep]:
+    """The steps drawn: each technique's, then the compounded figure where recorded."""
+    return [*data.steps, data.compounded] if data.compounded else list(data.steps)
+
+
+def _add_multiplier_waterfall(fig: go.Figure, data: MultipliersData) -> None:
+    """The waterfall of the steps' multipliers (left), on a log axis ticked as ``xN``."""
+    steps = _multiplier_steps(data)
     y = [0.0 if s.multiplier is None else math.log(s.multiplier) for s in data.steps]
     measure = ["relative"] * len(data.steps)
-    if comp is not None:
+    if data.compounded is not None:
         # The total bar is drawn at the record's compounded figure (the running sum of the
         # available steps' logs is the same number).
         y.append(0.0)
@@ -431,6 +442,11 @@ def plot_multipliers(data: MultipliersData) -> go.Figure:
         row=1,
         col=1,
     )
+
+
+def _add_wall_time_bars(fig: go.Figure, data: MultipliersData) -> None:
+    """The run's measured wall times (right): the search, the whole run and, where the
+    one-shot step records it, training the same candidates stand-alone (its label)."""
     bars = [("search", data.search_seconds, "MEASURED")]
     bars.append(("whole run", data.run_seconds, "MEASURED"))
     if data.without_nasflow_seconds is not None:
@@ -457,13 +473,17 @@ def plot_multipliers(data: MultipliersData) -> go.Figure:
     fig.update_yaxes(
         title="measured wall time of this run (s)", range=[0, top * 1.3], row=1, col=2
     )
+
+
+def _multipliers_caption(data: MultipliersData) -> str:
+    """What the figure shows, then one line per step: its multiplier, label and basis."""
     lines = [
         f"{s.title} x{s.multiplier:.2f} {s.label}: {s.basis}"
         if s.multiplier is not None
         else f"{s.title} n/a (not measured, drawn flat at x1): {s.basis}"
-        for s in steps
+        for s in _multiplier_steps(data)
     ]
-    caption = (
+    return (
         "Each step multiplies the cost of the search (cost without the technique / cost with "
         "it), from the run's stored record, the one the search summary prints; MEASURED: "
         "measured in this run, ESTIMATE: estimated, as each basis says. The compounded "
@@ -478,4 +498,3 @@ def plot_multipliers(data: MultipliersData) -> go.Figure:
         + ").\n"
         + "\n".join(lines)
     )
-    return layout(fig, title, caption, height=560)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from nasflow.record import StudyMismatchError
 from nasflow.search._batch_write import write_trials
+from nasflow.search._budget import Budget
 from nasflow.search._evolution import RegularizedEvolutionSampler
 from nasflow.search._optuna import sampler_seed, study_pruner, study_sampler
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
@@ -18,14 +19,8 @@ from nasflow.search._pareto_pruner import (
     should_prune,
 )
 from nasflow.search._phases import Anchors, FineTuning, TrustProbe
-from nasflow.search._spec import (
-    OBJECTIVES,
-    RECIPE_KEYS,
-    Budget,
-    StudyFileError,
-    StudySpec,
-    load_study_file,
-)
+from nasflow.search._spec import OBJECTIVES, RECIPE_KEYS, StudyFileError, StudySpec
+from nasflow.search._study_file import load_study_file
 
 __all__ = [
     "OBJECTIVES",

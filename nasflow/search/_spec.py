@@ -1,22 +1,20 @@
-"""``StudySpec``: what a study file declares, and how study files are loaded."""
+"""``StudySpec``: what a study file declares, each field checked when it is made."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 import os
-import runpy
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import optuna
 
 from nasflow._checks import check_fraction, check_int
 from nasflow.data import DataBundle
-from nasflow.errors import ConfigError, NasflowError
+from nasflow.errors import NasflowError
+from nasflow.search._budget import Budget
 from nasflow.search._phases import Anchors, FineTuning, TrustProbe
 from nasflow.space import SearchSpace
 from nasflow.tabular import TabularBenchmark
@@ -48,42 +46,6 @@ REMOVED_KEYS = {
 
 class StudyFileError(NasflowError, ValueError):
     """A study file is missing, does not run, or declares no valid ``study``."""
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Limits a candidate must meet; violators are recorded and skipped before training.
-
-    Attributes:
-        max_params: Largest parameter count (a positive number, or ``None``: no limit).
-        max_train_cost: Largest predicted training cost, in seconds (positive, or ``None``).
-
-    Raises:
-        ValueError: A limit that is not a positive finite number (a bool, a string, NaN,
-            infinity, zero or less), naming it.
-    """
-
-    max_params: int | None = None
-    max_train_cost: float | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("max_params", "max_train_cost"):
-            v = getattr(self, name)
-            if v is None:
-                continue
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
-                raise ConfigError(f"Budget {name} must be a positive number or None, got {v!r}")
-            if v <= 0:
-                raise ConfigError(f"Budget {name} must be > 0 (a limit), got {v!r}")
-
-    def violations(self, params: int, train_cost: float) -> dict[str, float]:
-        """Constraint values (feasible when <= 0), relative to each limit."""
-        out: dict[str, float] = {}
-        if self.max_params is not None:
-            out["params"] = params / self.max_params - 1.0
-        if self.max_train_cost is not None:
-            out["train_cost"] = train_cost / self.max_train_cost - 1.0
-        return out
 
 
 #: Largest seed (the samplers' random generators take 32-bit seeds).
@@ -288,7 +250,26 @@ class StudySpec:
     deterministic: bool = False
 
     def __post_init__(self) -> None:
+        # One step per group of fields, in this order: the first bad value is the error.
         _check_name(self.name)
+        self._check_space_and_data()
+        objectives = self._normalize_objectives()
+        self._check_optuna_objects(objectives)
+        self._check_sampler()
+        self._check_counts()
+        self._check_recipes()
+        self._normalize_catch()
+        self._check_stack_options()
+        self._check_deterministic()
+        self._normalize_baseline()
+        self._check_phase_settings()
+        if self.table is not None:
+            self._check_tabular()
+        else:
+            self._check_hyper_parameters()
+
+    def _check_space_and_data(self) -> None:
+        """``space`` is a ``SearchSpace``; ``data`` a callable unless a table scores."""
         if not isinstance(self.space, SearchSpace):
             raise StudyFileError(
                 f"study {self.name!r}: space must be a SearchSpace, got {self.space!r}"
@@ -297,6 +278,10 @@ class StudySpec:
             raise StudyFileError(
                 f"study {self.name!r}: data must be a callable returning a DataBundle"
             )
+
+    def _normalize_objectives(self) -> tuple[str, ...]:
+        """``objectives`` as a tuple of known names starting with ``"accuracy"`` (one name
+        alone is one objective); stored back and returned."""
         objectives = self.objectives
         if isinstance(objectives, str):  # objectives="accuracy": one objective
             objectives = (objectives,)
@@ -319,7 +304,10 @@ class StudySpec:
             raise StudyFileError(
                 f"objectives {objectives!r} must start with 'accuracy' and not repeat"
             )
-        self._check_optuna_objects(objectives)
+        return objectives
+
+    def _check_sampler(self) -> None:
+        """``sampler`` is a known name or an Optuna sampler."""
         if not isinstance(self.sampler, optuna.samplers.BaseSampler) and (
             not isinstance(self.sampler, str) or self.sampler not in SAMPLERS
         ):
@@ -327,6 +315,9 @@ class StudySpec:
                 f"unknown sampler {self.sampler!r}; choose from {SAMPLERS} or pass an Optuna "
                 "BaseSampler"
             )
+
+    def _check_counts(self) -> None:
+        """The counts, ``screen_keep`` (which needs a ``finetune``) and the seed."""
         for name in ("n_trials", "bn_batches", "retrain_top"):
             check_int(name, getattr(self, name), error=StudyFileError)
         check_int("screen_batch", self.screen_batch, 0, error=StudyFileError)
@@ -338,6 +329,10 @@ class StudySpec:
                 "screen_keep=1"
             )
         check_int("seed", self.seed, 0, MAX_SEED, error=StudyFileError)
+
+    def _check_recipes(self) -> None:
+        """The recipes and budget are of their classes, the supernet's split names a path
+        choice of the space, and ``cost`` is a known way to cost candidates."""
         for name, cls in (
             ("supernet", SupernetConfig),
             ("finetune", TrainConfig),
@@ -358,8 +353,12 @@ class StudySpec:
             )
         if self.cost not in COSTS:
             raise StudyFileError(f"unknown cost {self.cost!r}; choose from {COSTS}")
+
+    def _normalize_catch(self) -> None:
+        """``catch`` as a tuple of ``Exception`` subclasses (one class alone, as Optuna's
+        ``catch`` takes it too); stored back."""
         catch = self.catch
-        if isinstance(catch, type):  # one class, as Optuna's ``catch`` takes it too
+        if isinstance(catch, type):
             catch = (catch,)
         try:
             catch = tuple(catch)
@@ -371,6 +370,9 @@ class StudySpec:
         for c in catch:
             if not (isinstance(c, type) and issubclass(c, Exception)):
                 raise StudyFileError(f"catch must hold Exception subclasses, got {c!r}")
+
+    def _check_stack_options(self) -> None:
+        """``stack``, ``stack_budget`` and the two re-measuring switches."""
         if not (self.stack is None or self.stack == "auto" or isinstance(self.stack, Stack)):
             raise StudyFileError(
                 f"study {self.name!r}: stack must be a Stack, 'auto' or None, got {self.stack!r}"
@@ -381,17 +383,15 @@ class StudySpec:
                 f"study {self.name!r}: stack_budget must be a positive number of seconds, "
                 f"got {sb!r}"
             )
-        if not isinstance(self.recalibrate_stack, bool):
-            raise StudyFileError(
-                f"study {self.name!r}: recalibrate_stack must be True or False, "
-                f"got {self.recalibrate_stack!r}"
-            )
-        if not isinstance(self.remeasure_costs, bool):
-            raise StudyFileError(
-                f"study {self.name!r}: remeasure_costs must be True or False, "
-                f"got {self.remeasure_costs!r}"
-            )
-        self._check_deterministic()
+        for name in ("recalibrate_stack", "remeasure_costs"):
+            if not isinstance(getattr(self, name), bool):
+                raise StudyFileError(
+                    f"study {self.name!r}: {name} must be True or False, "
+                    f"got {getattr(self, name)!r}"
+                )
+
+    def _normalize_baseline(self) -> None:
+        """``baseline`` as a tuple of paths (one path alone is one file); stored back."""
         baseline = (
             (self.baseline,) if isinstance(self.baseline, (str, os.PathLike)) else self.baseline
         )
@@ -406,23 +406,20 @@ class StudySpec:
                 raise StudyFileError(
                     f"study {self.name!r}: baseline must hold file paths, got {b!r}"
                 )
-        if self.trust is not None and not isinstance(self.trust, TrustProbe):
-            raise StudyFileError(
-                f"study {self.name!r}: trust must be a TrustProbe or None, got {self.trust!r}"
-            )
-        if self.finetuning is not None and not isinstance(self.finetuning, FineTuning):
-            raise StudyFileError(
-                f"study {self.name!r}: finetuning must be a FineTuning or None, "
-                f"got {self.finetuning!r}"
-            )
-        if self.anchors is not None and not isinstance(self.anchors, Anchors):
-            raise StudyFileError(
-                f"study {self.name!r}: anchors must be an Anchors or None, got {self.anchors!r}"
-            )
-        if self.table is not None:
-            self._check_tabular()
-        else:
-            self._check_hyper_parameters()
+
+    def _check_phase_settings(self) -> None:
+        """``trust``, ``finetuning`` and ``anchors`` are their settings' classes or None."""
+        for name, cls, article in (
+            ("trust", TrustProbe, "a"),
+            ("finetuning", FineTuning, "a"),
+            ("anchors", Anchors, "an"),
+        ):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, cls):
+                raise StudyFileError(
+                    f"study {self.name!r}: {name} must be {article} {cls.__name__} or None, "
+                    f"got {v!r}"
+                )
 
     def _check_deterministic(self) -> None:
         """``deterministic`` is a bool, and nothing else asks for a clock."""
@@ -577,33 +574,3 @@ class StudySpec:
                 raise StudyFileError(REMOVED_KEYS[key])
 
         return dataclasses.replace(self, **changes)
-
-
-def load_study_file(path: os.PathLike | str) -> StudySpec:
-    """Run a study file and return the ``StudySpec`` it binds to the name ``study``.
-
-    Raises:
-        StudyFileError: Missing file, an error while running it, or no ``study``.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise StudyFileError(f"study file {str(path)!r} does not exist")
-    try:
-        namespace = runpy.run_path(str(path), run_name="nasflow_study")
-    except StudyFileError as e:
-        raise StudyFileError(f"study file {str(path)!r}: {e}") from None
-    except Exception as e:
-        old = [k for k in REMOVED_KEYS if isinstance(e, TypeError) and repr(k) in str(e)]
-        if old:
-            raise StudyFileError(f"study file {str(path)!r}: {REMOVED_KEYS[old[0]]}") from None
-        raise StudyFileError(
-            f"study file {str(path)!r} failed to run: {type(e).__name__}: {e}"
-        ) from e
-    spec = namespace.get("study")
-    if not isinstance(spec, StudySpec):
-        found = type(spec).__name__ if spec is not None else "nothing"
-        raise StudyFileError(
-            f"study file {str(path)!r} must bind `study = StudySpec(...)` (with a space); "
-            f"found {found}"
-        )
-    return spec
