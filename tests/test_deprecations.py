@@ -30,6 +30,6 @@ def test_the_renamed_modules_are_gone() -> None:
     with pytest.raises(ImportError):
         import nasflow.calibrate._bench  # noqa: F401 - now nasflow.calibrate._harness
     from nasflow.report import StackLayerRow
-    from nasflow.train.stack import StackLayer
+    from nasflow.train.stack._base import StackLayer
 
     assert StackLayerRow is not StackLayer

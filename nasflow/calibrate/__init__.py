@@ -16,36 +16,20 @@ from __future__ import annotations
 
 from nasflow.calibrate._auto import AUTO_LAYERS, AutoResult, auto_stack
 from nasflow.calibrate._command import run_measure_stack
-from nasflow.calibrate._harness import BASELINE, REPLICA, StackMeasurement, measure_stack
-from nasflow.calibrate._interleave import RunConfig, VariantRecord, run_interleaved
-from nasflow.calibrate._overhead import format_overhead, trainer_overhead
-from nasflow.calibrate._store import (
-    DeviceStack,
-    StackCalibrationTable,
-    device_stack,
-)
-from nasflow.calibrate._study import calibrate_for_space, calibration_candidate
-from nasflow.settings import RECALIBRATE_ENV, recalibration_requested
+from nasflow.calibrate._harness import StackMeasurement, measure_stack
+from nasflow.calibrate._interleave import RunConfig
+from nasflow.calibrate._overhead import trainer_overhead
+from nasflow.calibrate._store import StackCalibrationTable, device_stack
 
 __all__ = [
     "AUTO_LAYERS",
-    "BASELINE",
-    "RECALIBRATE_ENV",
-    "REPLICA",
     "AutoResult",
-    "DeviceStack",
     "RunConfig",
     "StackCalibrationTable",
     "StackMeasurement",
-    "VariantRecord",
     "auto_stack",
-    "calibrate_for_space",
-    "calibration_candidate",
     "device_stack",
-    "format_overhead",
     "measure_stack",
-    "recalibration_requested",
-    "run_interleaved",
     "run_measure_stack",
     "trainer_overhead",
 ]

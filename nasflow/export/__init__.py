@@ -10,33 +10,22 @@ program (``model.pt2``), an ONNX file checked with onnxruntime (``model.onnx``) 
 
 from __future__ import annotations
 
-from nasflow.export._export import WEIGHTS, export
-from nasflow.export._format import FORMAT_VERSION, ExportError, ExportInfo
-from nasflow.export._loader import (
-    Exported,
-    NonFiniteWeightsWarning,
-    load_exported,
-    read_export,
-)
+from nasflow.export._export import export
+from nasflow.export._format import ExportError, ExportInfo
+from nasflow.export._loader import NonFiniteWeightsWarning, load_exported, read_export
 from nasflow.export._programs import require_onnx
-from nasflow.export._ready import ready_models
-from nasflow.export._retrain import Retrained, retrain_exported, retrain_target, write_retrained
+from nasflow.export._retrain import retrain_exported, retrain_target, write_retrained
 from nasflow.export._study import select_trials
 from nasflow.export._writer import export_arch
 
 __all__ = [
-    "FORMAT_VERSION",
-    "WEIGHTS",
     "ExportError",
     "ExportInfo",
-    "Exported",
     "NonFiniteWeightsWarning",
-    "Retrained",
     "export",
     "export_arch",
     "load_exported",
     "read_export",
-    "ready_models",
     "require_onnx",
     "retrain_exported",
     "retrain_target",

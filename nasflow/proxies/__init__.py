@@ -15,24 +15,12 @@ token inputs.
 
 from __future__ import annotations
 
-from nasflow.proxies._errors import ProxyError
-from nasflow.proxies._nwot import hamming_kernel, is_activation, nwot
-from nasflow.proxies._scores import (
-    PROXIES,
-    ProxyFailure,
-    ProxyScores,
-    rank_last,
-    zero_cost_scores,
-)
+from nasflow.proxies._nwot import nwot
+from nasflow.proxies._scores import PROXIES, rank_last, zero_cost_scores
 from nasflow.proxies._synflow import synflow
 
 __all__ = [
     "PROXIES",
-    "ProxyError",
-    "ProxyFailure",
-    "ProxyScores",
-    "hamming_kernel",
-    "is_activation",
     "nwot",
     "rank_last",
     "synflow",

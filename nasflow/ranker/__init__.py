@@ -154,4 +154,4 @@ def _first_feature(n: int) -> np.ndarray:
     return w
 
 
-__all__ = ["FEATURES", "PRIOR", "Ranker", "RankerRecord", "concordance"]
+__all__ = ["FEATURES", "PRIOR", "Ranker", "RankerRecord"]

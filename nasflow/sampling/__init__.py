@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from nasflow.errors import ConfigError
 from nasflow.sampling._base import PathSampler
-from nasflow.sampling._fair import FairSampler, fair_paths, fair_sequence
-from nasflow.sampling._uniform import UniformSampler, uniform_path
+from nasflow.sampling._fair import FairSampler, fair_paths
+from nasflow.sampling._uniform import UniformSampler
 
 SAMPLERS: dict[str, type[PathSampler]] = {"fair": FairSampler, "uniform": UniformSampler}
 
@@ -27,7 +27,5 @@ __all__ = [
     "PathSampler",
     "UniformSampler",
     "fair_paths",
-    "fair_sequence",
     "make_sampler",
-    "uniform_path",
 ]

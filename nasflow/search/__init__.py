@@ -6,12 +6,11 @@ How a study runs (the runner, its phases, the kept model, the summary) is
 
 from __future__ import annotations
 
-from nasflow.record import StudyMismatchError
 from nasflow.search._batch_write import write_trials
 from nasflow.search._budget import Budget
 from nasflow.search._evolution import RegularizedEvolutionSampler
 from nasflow.search._optuna import sampler_seed, study_pruner, study_sampler
-from nasflow.search._pareto import crowding_distance, non_dominated_sort
+from nasflow.search._pareto import non_dominated_sort
 from nasflow.search._pareto_pruner import (
     ParetoSuccessiveHalvingPruner,
     promoted,
@@ -31,10 +30,8 @@ __all__ = [
     "ParetoSuccessiveHalvingPruner",
     "RegularizedEvolutionSampler",
     "StudyFileError",
-    "StudyMismatchError",
     "StudySpec",
     "TrustProbe",
-    "crowding_distance",
     "load_study_file",
     "non_dominated_sort",
     "promoted",

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from nasflow.space._arch import Arch
 from nasflow.space._choices import (
-    AnyChoice,
-    Choice,
     FloatRange,
     Scalar,
     edge_choices,
@@ -13,21 +11,13 @@ from nasflow.space._choices import (
     op_choice,
     value_choice,
 )
-from nasflow.space._nni import NniSpace, from_nni
-from nasflow.space._registry import (
-    is_registered,
-    rebuild_space,
-    registered_spaces,
-    space_class,
-)
+from nasflow.space._nni import from_nni
+from nasflow.space._registry import is_registered, rebuild_space, space_class
 from nasflow.space._space import SearchSpace
 
 __all__ = [
-    "AnyChoice",
     "Arch",
-    "Choice",
     "FloatRange",
-    "NniSpace",
     "Scalar",
     "SearchSpace",
     "edge_choices",
@@ -36,7 +26,6 @@ __all__ = [
     "is_registered",
     "op_choice",
     "rebuild_space",
-    "registered_spaces",
     "space_class",
     "value_choice",
 ]

@@ -10,7 +10,7 @@ from nasflow.supernet._base import (
     call,
     extract_module,
 )
-from nasflow.supernet._blocks import Residual, SuperResidual
+from nasflow.supernet._blocks import SuperResidual
 from nasflow.supernet._bn import recalibrate_bn
 from nasflow.supernet._elastic import (
     Channels,
@@ -30,7 +30,6 @@ __all__ = [
     "ElasticConv2d",
     "ElasticLinear",
     "LayerChoice",
-    "Residual",
     "Split",
     "SuperModule",
     "SuperResidual",

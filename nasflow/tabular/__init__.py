@@ -7,21 +7,13 @@ of trials in seconds, and the run ends with the regret to the table's optimum.
 
 from __future__ import annotations
 
-from nasflow.tabular._objective import (
-    TabularObjective,
-    TabularOutcome,
-    best_so_far,
-    tabular_outcome,
-    tabular_summary,
-)
+from nasflow.tabular._objective import TabularObjective, tabular_outcome, tabular_summary
 from nasflow.tabular._table import TableError, TabularBenchmark
 
 __all__ = [
     "TableError",
     "TabularBenchmark",
     "TabularObjective",
-    "TabularOutcome",
-    "best_so_far",
     "tabular_outcome",
     "tabular_summary",
 ]

@@ -10,7 +10,6 @@ from nasflow.train._checkpoint import (
     load_latest,
     save_checkpoint,
 )
-from nasflow.train._distill import Distillation
 from nasflow.train._errors import CheckpointError, NonFiniteLossError, TrainingInterrupted
 from nasflow.train._loop import evaluate, make_optimizer, warmup_cosine
 from nasflow.train._recipe import Recipe, SupernetConfig, TrainConfig
@@ -20,25 +19,17 @@ from nasflow.train._standalone import (
     train_epochs,
     train_standalone,
 )
-from nasflow.train._supernet import (
-    OpCounter,
-    SupernetResult,
-    SupernetTrainer,
-    supernet_step,
-)
+from nasflow.train._supernet import SupernetTrainer, supernet_step
 from nasflow.train.stack._timer import measure_step_time
 
 __all__ = [
     "Batches",
     "CheckpointError",
-    "Distillation",
     "EpochTrainer",
     "NonFiniteLossError",
-    "OpCounter",
     "Progress",
     "Recipe",
     "SupernetConfig",
-    "SupernetResult",
     "SupernetTrainer",
     "TrainConfig",
     "TrainResult",

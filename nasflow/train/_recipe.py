@@ -97,7 +97,7 @@ class SupernetConfig(Recipe):
             its own (``nasflow.supernet.Split``); ``None`` shares every weight.
         split_from: The fraction of ``epochs`` trained shared before the split (each
             sub-supernet then starts from the shared weights and optimizer state).
-        distill: In-place distillation (``nasflow.train.Distillation``): ``"inplace"``
+        distill: In-place distillation (``nasflow.train._distill.Distillation``): ``"inplace"``
             trains every path on a mix of the labels and the soft targets of the space's
             largest path, run without gradient on the same batch (strict fairness holds);
             ``None`` trains on the labels alone.

@@ -38,13 +38,11 @@ from nasflow.train.stack import (
     GradReducer,
     Stack,
     StackStep,
-    broadcast_module,
     ddp_supernet_step,
     device_clock,
-    init_from_env,
     is_rank_zero,
-    shard,
 )
+from nasflow.train.stack._ddp import broadcast_module, init_from_env, shard
 
 
 class OpCounter:

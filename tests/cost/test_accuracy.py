@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from nasflow.cost import AccuracyReport, agreement, kendall_tau_b
+from nasflow.cost._accuracy import AccuracyReport, agreement, kendall_tau_b
 
 
 def _brute_tau_b(x: list[float], y: list[float]) -> float:
@@ -80,7 +80,7 @@ def test_report_targets_compare_against_the_noise_floor() -> None:
 
 
 def test_fit_line_recovers_a_line_and_keeps_the_intercept_nonnegative() -> None:
-    from nasflow.cost import fit_line
+    from nasflow.cost._cover import fit_line
 
     assert fit_line([1, 2, 3], [5, 7, 9]) == pytest.approx((2.0, 3.0))
     assert fit_line([1, 2, 3], [1, 3, 5]) == pytest.approx((2.0, -1.0))

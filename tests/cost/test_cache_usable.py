@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from nasflow.cost import LatencyTable, check_cache
+from nasflow.cost import check_cache
 from nasflow.cost._store import MEMORY_URL, cache_problem, resolve_url
+from nasflow.cost._table import LatencyTable
 from nasflow.pipeline import StudyRunner
 from nasflow.search import load_study_file
 from tests._study_template import write_study

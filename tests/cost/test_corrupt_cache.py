@@ -8,8 +8,7 @@ import os
 import pytest
 
 from nasflow._regular import SpecialFileError
-from nasflow.cost import LatencyTable
-from nasflow.cost._table import shared_table_url
+from nasflow.cost._table import LatencyTable, shared_table_url
 
 
 def test_a_corrupt_shared_cache_is_moved_aside_and_rebuilt(tmp_path, monkeypatch, capsys):

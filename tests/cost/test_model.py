@@ -9,15 +9,10 @@ import pytest
 import torch
 from torch import nn
 
-from nasflow.cost import (
-    CostModel,
-    LatencyTable,
-    MissingLatencyError,
-    count_flops,
-    count_params,
-    covering_archs,
-    evaluate_accuracy,
-)
+from nasflow.cost import CostModel, count_flops, count_params, evaluate_accuracy
+from nasflow.cost._cover import covering_archs
+from nasflow.cost._model import MissingLatencyError
+from nasflow.cost._table import LatencyTable
 from nasflow.cost._trace import PathTracer
 from nasflow.space import Arch, SearchSpace, op_choice
 from nasflow.supernet import LayerChoice, Supernet, SuperSequential

@@ -12,13 +12,9 @@ import sqlalchemy as sa
 import torch
 from torch import nn
 
-from nasflow.cost import (
-    CostModel,
-    LatencyTable,
-    assess_reference,
-    measure_ops,
-    robust_seconds,
-)
+from nasflow.cost import CostModel, assess_reference, measure_ops
+from nasflow.cost._measure import robust_seconds
+from nasflow.cost._table import LatencyTable
 from nasflow.cost._units import make_instance
 from nasflow.train.stack import device_clock
 from tests.cost.test_model import ToyMLPSpace

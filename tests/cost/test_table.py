@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from nasflow.cost import Calibration, DeviceFingerprint, LatencyTable, OpTiming
+from nasflow.cost import DeviceFingerprint
+from nasflow.cost._measure import OpTiming
+from nasflow.cost._table import Calibration, LatencyTable
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -4,7 +4,8 @@ import pytest
 import torch
 from torch.utils.data import TensorDataset
 
-from nasflow.data import EVAL_BATCH_SIZE, DataBundle
+from nasflow.data import DataBundle
+from nasflow.data._batches import EVAL_BATCH_SIZE
 
 
 def _bundle(n: int = 1100) -> DataBundle:

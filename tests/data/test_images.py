@@ -13,13 +13,8 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, Subset
 
-from nasflow.data import (
-    CIFAR10_MEAN,
-    CIFAR10_STD,
-    ZipImageFolder,
-    load_cifar10,
-    load_image_folder,
-)
+from nasflow.data import load_cifar10, load_image_folder
+from nasflow.data._images import CIFAR10_MEAN, CIFAR10_STD, ZipImageFolder
 from tests.conftest import require_or_skip
 
 CIFAR10_CLASSES = [

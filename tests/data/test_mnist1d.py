@@ -11,7 +11,8 @@ import pytest
 import torch
 
 import nasflow.data._mnist1d as m1d
-from nasflow.data import DataBundle, load_mnist1d, mnist1d_arrays
+from nasflow.data import DataBundle, load_mnist1d
+from nasflow.data._mnist1d import mnist1d_arrays
 
 # Fingerprint of the published dataset (mnist1d make_dataset with its default args, seed 42).
 FIRST_TRAIN_LABELS = [2, 6, 4, 5, 6, 6, 6, 0, 3, 1, 6, 9]
@@ -232,7 +233,8 @@ def test_load_refuses_a_variant_of_the_wrong_type(tmp_path: Path) -> None:
 def test_a_shuffled_variant_permutes_pool_and_test_alike(tmp_path) -> None:
     import numpy as np
 
-    from nasflow.data import MNIST1DVariant, mnist1d_arrays
+    from nasflow.data import MNIST1DVariant
+    from nasflow.data._mnist1d import mnist1d_arrays
 
     plain = MNIST1DVariant(train_samples=100, test_samples=100)
     shuffled = MNIST1DVariant(train_samples=100, test_samples=100, shuffle_seq=True)

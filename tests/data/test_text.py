@@ -10,7 +10,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from nasflow.data import CharBlocks, CharVocab, load_text
+from nasflow.data import CharVocab, load_text
+from nasflow.data._text import CharBlocks
 
 SHAKESPEARE_CHARS = 1_115_394
 

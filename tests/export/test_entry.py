@@ -9,10 +9,11 @@ import nasflow
 import nasflow.export
 from nasflow.cli._export import WEIGHT_CHOICES
 from nasflow.errors import ConfigError
+from nasflow.export._export import WEIGHTS
 
 
 def test_the_command_line_offers_the_weights_export_takes() -> None:
-    assert ("auto", *WEIGHT_CHOICES) == nasflow.export.WEIGHTS
+    assert ("auto", *WEIGHT_CHOICES) == WEIGHTS
 
 
 def test_the_two_entry_points_are_one() -> None:

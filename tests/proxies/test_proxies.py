@@ -13,15 +13,9 @@ import torch
 from torch import nn
 
 from nasflow.errors import ConfigError
-from nasflow.proxies import (
-    ProxyError,
-    hamming_kernel,
-    is_activation,
-    nwot,
-    rank_last,
-    synflow,
-    zero_cost_scores,
-)
+from nasflow.proxies import nwot, rank_last, synflow, zero_cost_scores
+from nasflow.proxies._errors import ProxyError
+from nasflow.proxies._nwot import hamming_kernel, is_activation
 from nasflow.search_spaces.cifar_cnn import CIFARCNNSpace
 from nasflow.search_spaces.gpt2 import GPT2Space
 from nasflow.search_spaces.mnist1d import MNIST1DFrontSpace

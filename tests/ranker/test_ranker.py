@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nasflow.ranker import PRIOR, Ranker, concordance
-from nasflow.ranker._pairwise import Standardiser, pairs_of
+from nasflow.ranker import PRIOR, Ranker
+from nasflow.ranker._pairwise import Standardiser, concordance, pairs_of
 
 NAMES = ("supernet_accuracy", "supernet_loss", "log_params", "log_flops")
 

@@ -18,8 +18,8 @@ import optuna
 import pytest
 
 from nasflow.cli import main
-from nasflow.report import (
-    DashboardUnavailable,
+from nasflow.report import DashboardUnavailable
+from nasflow.report._dashboard import (
     dashboard_server,
     is_loopback,
     push_figures,

@@ -10,21 +10,19 @@ import pytest
 from nasflow.pipeline import arch_summary
 from nasflow.record import open_stored_study
 from nasflow.report import (
-    ReportError,
     budget_data,
     costmodel_data,
     fairness_data,
-    generic_summary,
     history_data,
     pareto_table,
     plot_tradeoff,
     report_data,
     report_figures,
     stack_data,
-    summarizer,
-    table_cells,
     tradeoff_data,
 )
+from nasflow.report._study import ReportError, generic_summary, summarizer
+from nasflow.report._tables import table_cells
 from nasflow.report._trials import (
     COMPLETED,
     DOMINATED,

@@ -18,10 +18,10 @@ from nasflow.report import (
     report_data,
     report_figures,
     stack_data,
-    table_cells,
     tradeoff_data,
     trained_front,
 )
+from nasflow.report._tables import table_cells
 from tests.report._studies import FIGURE_KEYS, arch_json, make_study, mixed_study
 
 

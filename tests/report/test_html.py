@@ -8,7 +8,8 @@ import optuna
 import pytest
 
 from nasflow.record import open_stored_study
-from nasflow.report import write_atomic, write_report
+from nasflow.report import write_report
+from nasflow.report._html import write_atomic
 from tests.report._studies import FIGURE_KEYS as FIGURE_IDS
 from tests.report._studies import make_study
 
@@ -32,7 +33,8 @@ def test_report_of_a_real_study_is_one_offline_file(tiny_study, tmp_path) -> Non
 def test_user_text_is_escaped_in_the_page() -> None:
     study = make_study([])
     study.set_user_attr("nasflow:space", "</script><script>alert(1)</script>")
-    from nasflow.report import render_html, report_data, report_figures
+    from nasflow.report import report_data, report_figures
+    from nasflow.report._html import render_html
 
     data = report_data(study)
     page = render_html(study, data, report_figures(data), "sqlite:///a<b>.db")

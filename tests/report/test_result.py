@@ -19,7 +19,8 @@ from nasflow.record import (
     retrain_key,
     retrain_records,
 )
-from nasflow.report import report_data, report_figures, table_cells, write_report
+from nasflow.report import report_data, report_figures, write_report
+from nasflow.report._tables import table_cells
 from tests.report.conftest import BASELINE_ACCURACIES
 
 pytestmark = pytest.mark.slow  # every test here reads a study a real run wrote

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nasflow.sampling import FairSampler, UniformSampler, fair_paths, make_sampler, uniform_path
+from nasflow.sampling import FairSampler, UniformSampler, fair_paths, make_sampler
+from nasflow.sampling._uniform import uniform_path
 from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.space import SearchSpace, hyper_choice, op_choice, value_choice
 

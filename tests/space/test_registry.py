@@ -5,7 +5,8 @@ import json
 import pytest
 
 from nasflow.search_spaces.mnist1d import MNIST1DSpace
-from nasflow.space import SearchSpace, rebuild_space, registered_spaces, space_class
+from nasflow.space import SearchSpace, rebuild_space, space_class
+from nasflow.space._registry import registered_spaces
 from tests._spaces import CellSpace, tiny_mnist1d
 
 

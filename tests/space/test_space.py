@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from nasflow.search_spaces.mnist1d import MNIST1DSpace
-from nasflow.space import Arch, Choice, FloatRange, SearchSpace, edge_choices, op_choice
+from nasflow.space import Arch, FloatRange, SearchSpace, edge_choices, op_choice
+from nasflow.space._choices import Choice
 from nasflow.supernet import SuperModule
 from tests._spaces import CellSpace, tiny_mnist1d
 

@@ -14,14 +14,8 @@ from nasflow.sampling import FairSampler, UniformSampler
 from nasflow.space import SearchSpace, op_choice
 from nasflow.supernet import LayerChoice, Supernet, SuperSequential
 from nasflow.train import supernet_step
-from nasflow.train.stack import (
-    GradReducer,
-    Stack,
-    broadcast_module,
-    ddp_supernet_step,
-    launch,
-    shard,
-)
+from nasflow.train.stack import GradReducer, Stack, ddp_supernet_step, launch
+from nasflow.train.stack._ddp import broadcast_module, shard
 from tests._spaces import tiny_mnist1d
 
 WORLD = 2

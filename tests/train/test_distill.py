@@ -11,8 +11,9 @@ import torch.nn.functional as F
 from nasflow.data import MNIST1DVariant, load_mnist1d
 from nasflow.sampling import FairSampler
 from nasflow.space import Arch
-from nasflow.train import Distillation, OpCounter, SupernetConfig, SupernetTrainer
-from nasflow.train._distill import largest_path
+from nasflow.train import SupernetConfig, SupernetTrainer
+from nasflow.train._distill import Distillation, largest_path
+from nasflow.train._supernet import OpCounter
 from nasflow.train.stack import Stack
 from tests._spaces import CellSpace, tiny_mnist1d
 from tests.train.test_supernet_step import _candidate_params

@@ -12,19 +12,10 @@ from torch import nn
 
 from nasflow.sampling import FairSampler
 from nasflow.train import NonFiniteLossError, supernet_step, warmup_cosine
-from nasflow.train.stack import (
-    LAYER_SPECS,
-    LAYERS,
-    ActivationMeter,
-    AdaptiveAccumulation,
-    LayerSpec,
-    Schedule,
-    Stack,
-    adaptive_k,
-    largest_micro_batch,
-    measured_step_bytes,
-    schedule_factor,
-)
+from nasflow.train.stack import LAYER_SPECS, LAYERS, ActivationMeter, Schedule, Stack
+from nasflow.train.stack._accumulation import AdaptiveAccumulation, adaptive_k, schedule_factor
+from nasflow.train.stack._config import LayerSpec
+from nasflow.train.stack._gate import largest_micro_batch, measured_step_bytes
 from tests._spaces import tiny_mnist1d
 
 

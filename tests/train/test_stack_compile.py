@@ -15,7 +15,8 @@ import torch
 
 from nasflow.sampling import FairSampler, UniformSampler
 from nasflow.search_spaces.mnist1d import MNIST1DSpace
-from nasflow.train.stack import CompileCounter, CompiledBlocks, Stack
+from nasflow.train.stack import Stack
+from nasflow.train.stack._compile import CompileCounter, CompiledBlocks
 
 
 def _space() -> MNIST1DSpace:

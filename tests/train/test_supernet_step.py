@@ -7,7 +7,8 @@ import torch
 from nasflow.sampling import FairSampler
 from nasflow.space import Arch
 from nasflow.supernet import LayerChoice
-from nasflow.train import NonFiniteLossError, OpCounter, supernet_step
+from nasflow.train import NonFiniteLossError, supernet_step
+from nasflow.train._supernet import OpCounter
 from tests._spaces import CellSpace, tiny_mnist1d
 
 

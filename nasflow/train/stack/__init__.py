@@ -14,65 +14,27 @@ trainer runs; measuring and choosing the layers (``measure_stack``, ``auto_stack
 
 from __future__ import annotations
 
-from nasflow.train.stack._accumulation import (
-    Accumulation,
-    AdaptiveAccumulation,
-    FixedAccumulation,
-    Schedule,
-    adaptive_k,
-    schedule_factor,
-)
-from nasflow.train.stack._base import StackLayer
-from nasflow.train.stack._checkpointing import Checkpointing
-from nasflow.train.stack._compile import Compile, CompileCounter, CompiledBlocks
-from nasflow.train.stack._config import CPU_LAYERS, LAYER_SPECS, LAYERS, LayerSpec, Stack
-from nasflow.train.stack._ddp import (
-    GradReducer,
-    broadcast_module,
-    ddp_supernet_step,
-    init_from_env,
-    is_rank_zero,
-    launch,
-    shard,
-)
-from nasflow.train.stack._gate import ActivationMeter, largest_micro_batch, measured_step_bytes
-from nasflow.train.stack._precision import AMP_DTYPES, FlushDenormal, MixedPrecision, Threads
+from nasflow.train.stack._accumulation import Schedule
+from nasflow.train.stack._config import CPU_LAYERS, LAYER_SPECS, LAYERS, Stack
+from nasflow.train.stack._ddp import GradReducer, ddp_supernet_step, is_rank_zero, launch
+from nasflow.train.stack._gate import ActivationMeter
+from nasflow.train.stack._precision import AMP_DTYPES
 from nasflow.train.stack._step import StackStep
-from nasflow.train.stack._timer import StepTimer, device_clock, synchronize
+from nasflow.train.stack._timer import StepTimer, device_clock
 
 __all__ = [
     "AMP_DTYPES",
     "CPU_LAYERS",
     "LAYERS",
     "LAYER_SPECS",
-    "Accumulation",
     "ActivationMeter",
-    "AdaptiveAccumulation",
-    "Checkpointing",
-    "Compile",
-    "CompileCounter",
-    "CompiledBlocks",
-    "FixedAccumulation",
-    "FlushDenormal",
     "GradReducer",
-    "LayerSpec",
-    "MixedPrecision",
     "Schedule",
     "Stack",
-    "StackLayer",
     "StackStep",
     "StepTimer",
-    "Threads",
-    "adaptive_k",
-    "broadcast_module",
     "ddp_supernet_step",
     "device_clock",
-    "init_from_env",
     "is_rank_zero",
-    "largest_micro_batch",
     "launch",
-    "measured_step_bytes",
-    "schedule_factor",
-    "shard",
-    "synchronize",
 ]

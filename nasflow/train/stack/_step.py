@@ -72,7 +72,7 @@ class StackStep:
         reducer: Averages gradients across DDP ranks once per optimizer step.
         distill: For a supernet: each unit of the batch first runs ``distill.path``
             without gradient (under the layers' forward contexts), and every path's loss
-            is ``distill.loss`` against its logits (``nasflow.train.Distillation``).
+            is ``distill.loss`` against its logits (``nasflow.train._distill.Distillation``).
     """
 
     def __init__(
