@@ -49,13 +49,9 @@ study = StudySpec(
     data=data,
     objectives=("accuracy", "train_cost"),
     # Shared weights (no few-shot split): SupernetConfig(split="width") ranks the suite's
-    # tables higher (B2: every ground; end to end: 25 of 32 paired runs), but the model the
-    # study keeps was no better over those 32 runs (4.8 points of the table lower on
-    # average; benchmarks/results/split.md), nor with four
-    # retrains (27 paired runs: +0.5 points, within noise; CIFAR-10's median 89% against
-    # 98%: "Split against shared again"), nor on 27 fresh pairs (search seeds 3-5: 0.9
-    # points lower; CIFAR-10's median 80% against 98%: "Split against shared on fresh
-    # search seeds"), so it does not split.
+    # tables higher, but the model the study keeps was no better with it, in paired runs
+    # with one retrain, with four, and on fresh search seeds, CIFAR-10 included
+    # (benchmarks/results/split.md), so it does not split.
     supernet=SupernetConfig(sampler="fair", epochs=10, batch_size=64, lr=3e-3),
     n_trials=300,
     finetuning=FineTuning(finalists=10, rungs=(1, 2, 4), keep=0.5, top=5),

@@ -12,14 +12,11 @@ scores 100 candidates one-shot (BN-recalibrated validation accuracy up, training
 predicted by the cost model down); the 4 finalists are fine-tuned from their inherited
 weights (1, then 2 epochs) and the best is retrained from scratch for 6 epochs.
 
-An MBConv path costs 4-21 CPU-s per epoch of 4,000 16x16 images on a 2-core CPU, 3-10 times
-the image proving ground's space (measured, ``benchmarks/results/images.md``), so this
-study is sized to finish in minutes; it has no ground-truth table, so it demonstrates the
-MBConv space rather than measures the search. Measured on the idle 2-core machine
-(``benchmarks/results/images.md``): 4 min 58 s, its cost table measured in the run; at
-this size its supernet barely leaves chance (loss 2.40 -> 2.32 over the 4 epochs, chance
-2.30; best supernet scores 0.18, chance 0.10), so its screening ranks little, and the
-winner retrains to 34% test. The image proving ground, measured and ranking, is
+An MBConv path costs several times the image proving ground's space per epoch on a CPU, so
+this study is sized to finish in minutes; it has no ground-truth table, so it demonstrates
+the MBConv space rather than measures the search. At this size its supernet barely leaves
+chance, so its screening ranks little (its run, cost and winner:
+``benchmarks/results/images.md``). The image proving ground, measured and ranking, is
 ``cifar10_cpu``. For a real search use the full-size
 ``MBConvSpace(image_size=32, num_classes=10)`` on a GPU.
 

@@ -34,13 +34,9 @@ study = StudySpec(
     data=functools.partial(load_mnist1d, variant=DATA, val_fraction=0.25),
     objectives=("accuracy", "train_cost"),
     # Shared weights (no few-shot split): SupernetConfig(split="width") ranks the suite's
-    # tables higher (B2: every ground; end to end: 25 of 32 paired runs), but the model the
-    # study keeps was no better over those 32 runs (4.8 points of the table lower on
-    # average; benchmarks/results/split.md), nor with four
-    # retrains (27 paired runs: +0.5 points, within noise; CIFAR-10's median 89% against
-    # 98%: "Split against shared again"), nor on 27 fresh pairs (search seeds 3-5: 0.9
-    # points lower; CIFAR-10's median 80% against 98%: "Split against shared on fresh
-    # search seeds"), so it does not split.
+    # tables higher, but the model the study keeps was no better with it, in paired runs
+    # with one retrain, with four, and on fresh search seeds, CIFAR-10 included
+    # (benchmarks/results/split.md), so it does not split.
     supernet=SupernetConfig(sampler="fair", epochs=12, batch_size=64, lr=3e-3),
     # 300 candidates scored from the supernet (milliseconds each); 10 finalists fine-tuned
     # from their inherited weights into ready models: the 5 best scores for all 4 epochs,
@@ -52,12 +48,12 @@ study = StudySpec(
     # benchmarks/results/finalists.md).
     n_trials=300,
     finetuning=FineTuning(finalists=10, rungs=(1, 2, 4), keep=0.5, top=5),
-    # The calibrated trust check (B5): 8 architectures spread over the ranking, 2 epochs
-    # of fine-tuning each from inherited weights.
+    # The calibrated trust check: TrustProbe's defaults, architectures spread over the
+    # ranking, each fine-tuned from its inherited weights (benchmarks/results/b5-suite-ranking.md).
     trust=TrustProbe(),
-    # Phase 0: 4 zero-cost anchors trained from scratch before the supernet (about 25 s):
-    # ready models from the first ~10 s of the run, and the baseline the kept model must
-    # beat by validation (benchmarks/results/b8-anchors.md).
+    # Phase 0: 4 zero-cost anchors trained from scratch before the supernet: ready models
+    # within seconds of the start, and the baseline the kept model must beat by validation
+    # (what they cost and cover: benchmarks/results/b8-anchors.md).
     anchors=Anchors(),
     bn_batches=10,
     train=TrainConfig(epochs=12, batch_size=64, lr=3e-3, weight_decay=1e-2),

@@ -6,7 +6,8 @@ order. Every visit starts with one untimed iteration (the caches were just used 
 another item).
 
 What is timed, and which statistic (``robust_seconds``), is chosen for a shared machine
-whose load comes and goes (see ``benchmarks/RESULTS.md``, "Cost-table stability"):
+whose load comes and goes (``benchmarks/results/cost-model.md``, "Cost-table stability"
+and its *Clocks* table):
 
 - The clock (``nasflow.train.stack.device_clock`` with ``cpu_time=True``, the step
   timer's) is the calling thread's CPU time on a CPU device (``time.thread_time``): time
@@ -19,13 +20,12 @@ whose load comes and goes (see ``benchmarks/RESULTS.md``, "Cost-table stability"
   "Robust benchmarking in noisy environments", 2016, which BenchmarkTools.jl and
   ``timeit`` follow): slow rounds, however many, are ignored as long as one iteration ran
   undisturbed. Medians, which the table used before, move with the share of loaded
-  iterations; measured here under one busy core they moved 3-5x where the minimum of
-  thread CPU time moved ~10-20%.
+  iterations: under one more busy core they moved several-fold where the minimum of
+  thread CPU time barely moved.
 - A fixed reference op (``reference_unit``) is timed in every round of ``measure_ops``;
   how much its rounds disagree (``assess_reference``) says whether the machine was
   loaded while the table was measured. A millisecond op is rarely preempted, so the
-  rounds agree under a steady load (measured here at a load average of 6-7 on 2 cores:
-  typical round 1.03-1.25x the best); every round therefore also spins one thread for a
+  rounds agree under a steady load; every round therefore also spins one thread for a
   moment (:class:`CoreShare`): the share of a core it gets is what another process left.
 """
 

@@ -1,15 +1,12 @@
 """Writing a batch of finished trials to a study's storage in one transaction.
 
 Optuna's public way, ``Study.add_trials``, creates each trial in its own transaction and
-sets each parameter, value and attribute with its own look-ups: on SQLite, measured on the
-2-core benchmark machine with trials shaped like the proving ground's (7 parameters, 2
-values, 5 user attributes) in batches of 32, 9.8 ms of CPU per trial against 0.9 ms for
-this module's writer (``benchmarks/batch_write.py``; ``benchmarks/RESULTS.md``, "B4, third
-round"): half of a cheap candidate's supernet score (p10 ~18 ms there), and the
-screening loop's target is 10 ms in all. The batched screening writes through
-:func:`write_trials` instead: the same rows through Optuna's own ORM models
-(``optuna.storages._rdb.models``), all the batch's trials inserted in one transaction
-with no per-row look-up.
+sets each parameter, value and attribute with its own look-ups: on SQLite that costs about
+as much CPU as scoring a cheap candidate, ten times this module's writer
+(``benchmarks/batch_write.py``; ``benchmarks/results/b4-scaling.md``, "B4, third round").
+The batched screening writes through :func:`write_trials` instead: the same rows through
+Optuna's own ORM models (``optuna.storages._rdb.models``), all the batch's trials inserted
+in one transaction with no per-row look-up.
 
 Where that is not possible (a storage other than Optuna's RDB storage, or an Optuna whose
 models lack what is used here) :func:`write_trials` falls back to ``Study.add_trials``.

@@ -69,8 +69,8 @@ class RegularizedEvolutionSampler(BaseSampler):
         # Optuna's incremental intersection (it reads only the trials finished since its
         # last call), one per study (a batched screening proposes on an in-memory copy of
         # the study): recomputing it over every completed trial at each proposal made a
-        # 10,000-candidate screening quadratic (10,000 proposals alone, no scoring, did not
-        # finish in 600 s; now ~0.7 ms each: benchmarks/RESULTS.md, "B4, third round").
+        # 10,000-candidate screening quadratic; the proposal cost is now flat
+        # (benchmarks/results/b4-scaling.md, "B4, third round").
         self._search_spaces: weakref.WeakKeyDictionary[Any, dict[int, IntersectionSearchSpace]] = (
             weakref.WeakKeyDictionary()
         )

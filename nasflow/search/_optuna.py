@@ -29,8 +29,8 @@ def sampler_seed(seed: int, created: int) -> int:
 
 
 #: ``sampler="auto"`` screens this many candidates or more with regularized evolution,
-#: fewer with TPE (benchmarks/RESULTS.md, "Samplers for large screenings" and "B4, third
-#: round").
+#: fewer with TPE (benchmarks/results/samplers.md; benchmarks/results/b4-scaling.md, "B4,
+#: third round").
 AUTO_EVOLUTION_FROM = 1_000
 
 
@@ -38,18 +38,13 @@ def auto_sampler_name(n_trials: int) -> str:
     """What ``sampler="auto"`` is for a screening of ``n_trials`` candidates.
 
     Fewer than ``AUTO_EVOLUTION_FROM``: Optuna's TPE as it comes (univariate with several
-    objectives). Multivariate TPE screens a better front of supernet scores on the
-    proving ground, but the model the study keeps was worse on 5 of 5 suite grounds
-    (seed 0) than with this default, which is measured on 8 grounds x 3 seeds. From
-    ``AUTO_EVOLUTION_FROM``: regularized evolution. At 1,000 candidates (proving ground,
-    3 seeds) univariate TPE's screened front is barely above random search's (95% of its
-    proposals end as random draws after four repeats) at the highest CPU cost of all
-    samplers (229 CPU-s against evolution's 121), and its proposal cost keeps growing
-    with the trials; evolution's front is within seed noise of the best (NSGA-II) with
-    the smallest spread, and its proposal costs ~0.7 ms at any size. The kept model at
-    1,000 candidates (proving ground 3 seeds, hard and shuffled 1 seed): evolution's beat
-    TPE's in 3 of 5 pairs, median 95% of the random table against 92%, a spread far
-    wider than the difference.
+    objectives): multivariate TPE screens a better front of supernet scores, but the model
+    the study keeps was not better with it (``benchmarks/results/samplers.md``, "Decision,
+    first made and then reverted"). From ``AUTO_EVOLUTION_FROM``: regularized evolution,
+    whose proposal cost does not grow with the trials and whose front at that size is
+    within seed noise of the best, where TPE's proposals mostly end as random draws at
+    the highest CPU cost (``benchmarks/results/b4-scaling.md``, "B4, third round", which
+    also compares the kept models).
     """
     return "evolution" if n_trials >= AUTO_EVOLUTION_FROM else "tpe"
 

@@ -20,13 +20,9 @@ class Anchors:
 
     Attributes:
         n: Anchors trained from scratch before the supernet (each costs one stand-alone
-            training with the study's recipe). Chosen on the generalisation suite
-            (``benchmarks/anchors.py``, B8 in ``benchmarks/RESULTS.md``): replayed on the
-            nine grounds' tables, 4 anchors cover a median 0.87 of each table's
-            hypervolume (0.61 to 0.92) for 28 CPU-seconds of training, against 0.84 for 4
-            of the table's architectures drawn at random (about the same CPU); 3 anchors
-            0.83 (random 0.81), 5 anchors 0.89 (0.85) for 33 CPU-seconds. The best
-            validating anchor (usually the largest) beats a median 86% of the table.
+            training with the study's recipe). The default is the knee of the front's
+            coverage against the training it costs, replayed on the generalisation suite's
+            tables (``benchmarks/anchors.py``; ``benchmarks/results/b8-anchors.md``).
         sample: Random architectures drawn from the space (seeded by the study's seed);
             the anchors are spread over the non-dominated set of (parameters up, training
             FLOPs down) among them, evenly in log FLOPs from its cheapest member to its
@@ -56,24 +52,20 @@ class FineTuning:
             ``"rank_sum"`` (the default), the sum of a path's two ranks among the screened
             candidates, by its validation accuracy at the supernet's weights (the screening
             score) and by the validation cross-entropy of the same forward passes (ties: the
-            higher accuracy); ``"accuracy"``, the screening score alone. Measured on the
-            generalisation suite: the rank sum ranked the random architectures above
-            accuracy on 7 of 9 grounds (B2), and end to end (B6, 8 MNIST-1D grounds x 3
-            search seeds, the same screening) its kept model beat a mean 88% of each
-            ground's random architectures against 84%, better in 10 runs, equal in 9, worse
-            in 5, meeting the 80% bar on every ground where accuracy missed two; on
-            CIFAR-10 a median 94% against 89% (``benchmarks/RESULTS.md``, "B6 again").
+            higher accuracy); ``"accuracy"``, the screening score alone. The default ranks
+            the suite's random architectures better and keeps better models end to end
+            (``benchmarks/results/b2-ranking.md``; ``benchmarks/results/b6-suite-runs.md``,
+            "B6 again").
         top: Of the finalists, the best supernet scores, fine-tuned through every rung
             without halving: the kept model is chosen among the last rung's candidates
             (phase 3 retrains the ``StudySpec.retrain_top`` best by fine-tuned validation
             accuracy and keeps the best retrained validation), so it never depends on a
             one-epoch cut. The
             rest, mostly the cheaper end of the Pareto set, are halved and become ready
-            models along the front. ``None``: half the finalists, rounded up (5 of the
-            default 10). On the generalisation suite's tables
-            (``benchmarks/generalisation.py``, 6 grounds), choosing among the 5 best scores
-            kept an architecture beating a median 86% of random ones against 65% for the
-            Pareto set first under Pareto halving (``top=0``).
+            models along the front. ``None``: half the finalists, rounded up. Choosing
+            among the best scores rather than the Pareto set first under Pareto halving
+            (``top=0``) is measured on the generalisation suite's tables
+            (``benchmarks/generalisation.py``; ``benchmarks/results/b5-suite-ranking.md``).
         rungs: Cumulative epochs at each rung, increasing (``(1, 2, 4)``: one epoch for
             every finalist, a second for the survivors, two more for the last ones).
         keep: Share of a rung's candidates promoted to the next (at least one).
