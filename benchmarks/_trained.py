@@ -5,13 +5,13 @@ in the run it was ready (process CPU-seconds from the run's start):
 
 - the zero-cost anchors (``nasflow:anchors``): trained from scratch with the study's
   recipe; cost measured (``measured_train_cost``), ready at ``ready_cpu_seconds``;
-- the fine-tuning phase's ready models (``nasflow:finetuned``, typed by
-  ``FineTuneResult.from_record``): fine-tuned from inherited weights; their cost on the
+- the fine-tuning phase's ready models (``nasflow:finetuned``, read by
+  ``nasflow.record.study_finetuned``): fine-tuned from inherited weights; their cost on the
   hypervolume's axis, the architecture's stand-alone training cost, is an ESTIMATE (the
   mean measured fine-tuning epoch times the recipe's epochs, as B1 counts them); ready at
   ``trained_cpu_seconds``, else at the run's end;
 - phase 3's retrained winners (``nasflow:retrain:N``, read by
-  ``nasflow.record.retrain_records`` and typed by ``WinnerRecord``): trained from scratch;
+  ``nasflow.record.study_retrains``): trained from scratch;
   cost measured; the record keeps no time they were ready, so they count at the run's end
   (a winner reused from an anchor's training is the anchor, counted once).
 
@@ -19,7 +19,7 @@ Training costs are the seconds the study measures (``TrainResult.seconds``: the 
 steps, on the device-synchronised wall clock), so the baselines that a study is paired
 with are measured on the same clock.
 
-The kept model (``nasflow:kept``, read by ``nasflow.record.kept_record``): the anchor, the
+The kept model (``nasflow:kept``, read by ``nasflow.record.study_kept``): the anchor, the
 retrain or the fine-tuned weights the run keeps, with their accuracies.
 """
 
@@ -30,26 +30,20 @@ from typing import Any
 import numpy as np
 import optuna
 
-from nasflow.pipeline import FineTuneResult
 from nasflow.record import (
-    ANCHORS_KEY,
-    FINETUNED_KEY,
+    AnchorEntry,
     TrialRecord,
-    WinnerRecord,
-    kept_record,
-    retrain_records,
+    study_anchors,
+    study_finetuned,
+    study_kept,
+    study_retrains,
 )
 
 
-def _anchors(study: optuna.Study) -> list[dict[str, Any]]:
-    record = study.user_attrs.get(ANCHORS_KEY)
-    entries = record.get("anchors", []) if isinstance(record, dict) else []
-    return [e for e in entries if e.get("test_accuracy") is not None]
-
-
-def _finetuned(study: optuna.Study) -> FineTuneResult | None:
-    record = study.user_attrs.get(FINETUNED_KEY)
-    return None if record is None else FineTuneResult.from_record(record)
+def _anchors(study: optuna.Study) -> list[AnchorEntry]:
+    record = study_anchors(study)
+    entries = record.anchors if record is not None else ()
+    return [e for e in entries if e.test_accuracy is not None]
 
 
 def trained_models(study: optuna.Study, recipe_epochs: int, run_cpu: float) -> list[dict]:
@@ -65,12 +59,12 @@ def trained_models(study: optuna.Study, recipe_epochs: int, run_cpu: float) -> l
     models = []
     anchor_trials = set()
     for a in _anchors(study):
-        anchor_trials.add(int(a["trial"]))
+        anchor_trials.add(a.trial)
         models.append(
-            _model("anchor", a["trial"], a["arch"], a["val_accuracy"], a["test_accuracy"],
-                   a["measured_train_cost"], True, a.get("ready_cpu_seconds"), run_cpu)
+            _model("anchor", a.trial, a.arch, a.val_accuracy, a.test_accuracy,
+                   a.measured_train_cost, True, a.ready_cpu_seconds, run_cpu)
         )  # fmt: skip
-    finetuned = _finetuned(study)
+    finetuned = study_finetuned(study)
     for c in finetuned.ready if finetuned is not None else []:
         if c.test_accuracy is None:
             continue
@@ -80,8 +74,7 @@ def trained_models(study: optuna.Study, recipe_epochs: int, run_cpu: float) -> l
                    False, c.trained_cpu_seconds, run_cpu)
         )  # fmt: skip
     trials = {t.number: t for t in study.get_trials(deepcopy=False)}
-    for number, raw in retrain_records(study).items():
-        w = WinnerRecord.from_dict(raw)
+    for number, w in study_retrains(study).items():
         if number in anchor_trials or w.test_accuracy is None or w.measured_train_cost is None:
             continue
         arch = TrialRecord.from_trial(trials[number]).arch if number in trials else None
@@ -118,20 +111,20 @@ def _model(
 def kept_model(study: optuna.Study) -> dict[str, Any] | None:
     """The model the run keeps (``trial``, ``weights``, ``source``, ``val``, ``test``), or
     ``None`` where the run records none (nothing was retrained)."""
-    kept = kept_record(study)
+    kept = study_kept(study)
     if kept is None:
         return None
-    out: dict[str, Any] = kept._asdict()
+    out: dict[str, Any] = kept.to_dict()
     if kept.source == "anchor":
-        entry = next(a for a in _anchors(study) if int(a["trial"]) == kept.trial)
-        val, test = entry["val_accuracy"], entry["test_accuracy"]
+        entry = next(a for a in _anchors(study) if a.trial == kept.trial)
+        val, test = entry.val_accuracy, entry.test_accuracy
     elif kept.weights == "fine-tuned":
-        finetuned = _finetuned(study)
+        finetuned = study_finetuned(study)
         assert finetuned is not None, "fine-tuned weights kept without a fine-tuning record"
         c = next(c for c in finetuned.ready if c.trial == kept.trial)
         val, test = c.val_accuracy, c.test_accuracy
     else:
-        w = WinnerRecord.from_dict(retrain_records(study)[kept.trial])
+        w = study_retrains(study)[kept.trial]
         val, test = w.val_accuracy, w.test_accuracy
     return {
         **out,

@@ -61,13 +61,8 @@ from scipy.stats import rankdata
 from suite_runs import beats, kept, table_test, val_samples
 
 from nasflow.cost._analytic import count_params
-from nasflow.pipeline import (
-    ANCHOR_MARGIN_SE,
-    FineTuneResult,
-    retrain_arch,
-    standard_error,
-    validation_margin,
-)
+from nasflow.pipeline import ANCHOR_MARGIN_SE, retrain_arch, standard_error, validation_margin
+from nasflow.record import FineTuneResult
 from nasflow.search import load_study_file
 from nasflow.space import Arch
 from nasflow.train.stack import Stack
@@ -80,7 +75,7 @@ MARGINS = (1.0, 2.0)
 def last_rung(record: dict) -> tuple[list, int]:
     """The finalists that reached the last rung, in the record's order (protected first),
     and the validation split's size."""
-    result = FineTuneResult.from_record(record)
+    result = FineTuneResult.from_dict(record)
     ready = result.ready
     most = max(c.epochs for c in ready)
     return [c for c in ready if c.epochs == most], result.val_samples or 0
@@ -91,7 +86,7 @@ def replay_run(row: dict, stack: Stack | None, top: int) -> dict:
     spec = load_study_file(Path(row["study"])).replace(seed=row["seed"])
     data = spec.data()
     finalists, n = last_rung(row["finetuned"])
-    order = [c.trial for c in FineTuneResult.from_record(row["finetuned"]).candidates]
+    order = [c.trial for c in FineTuneResult.from_dict(row["finetuned"]).candidates]
     out = []
     for c in finalists:
         arch = Arch.from_json(c.arch)
@@ -336,7 +331,7 @@ def kept_second_seed(row: dict, offset: int, stack: Stack | None) -> dict:
     seed plus ``offset``; the row's kept model (:func:`suite_runs.kept`) against the same
     rule given the better-validating of the pick's two retrains ("one more training")."""
     spec = load_study_file(Path(row["study"])).replace(seed=row["seed"])
-    record = FineTuneResult.from_record(row["finetuned"])
+    record = FineTuneResult.from_dict(row["finetuned"])
     arch = next(c.arch for c in record.candidates if c.trial == row["kept_trial"])
     c0 = time.process_time()
     _, _, result = retrain_arch(

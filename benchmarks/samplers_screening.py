@@ -61,7 +61,7 @@ from ground_truth import train_one
 from ranking import load_ground_truth, merge_ground_truth
 
 from nasflow.pipeline import BatchedScreening, StudyRunner
-from nasflow.record import ARCH_ATTR, RunFolder, sampler_constraints_kwargs
+from nasflow.record import RunFolder, TrialRecord, sampler_constraints_kwargs
 from nasflow.search import StudySpec, load_study_file, study_sampler
 from nasflow.space import Arch
 
@@ -289,7 +289,7 @@ def rows_for(run: dict, seed: int, sampler: str, sizes: list[int], truth: Truth)
         # Up to the n-th candidate: the start of the (n+1)-th proposal, or the loop's end.
         spent, n_asks, n_fall = cpu[n] - cpu[0], asks[n], fallbacks[n]
         top = max(head, key=lambda t: t.values[0])
-        arch = Arch.from_json(top.user_attrs[ARCH_ATTR])
+        arch = TrialRecord.from_trial(top).get_arch()
         test, source = truth.test_accuracy(arch)
         hv = hypervolume(points)
         out.append(

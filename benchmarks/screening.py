@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 from nasflow.pipeline import StudyRunner, read_baseline
-from nasflow.record import RunFolder
+from nasflow.record import RunFolder, TrialRecord
 from nasflow.search import load_study_file
 from nasflow.train import TrainConfig
 
@@ -52,7 +52,7 @@ def run_variant(spec, runs: Path, supernet_from: Path | None) -> dict:
     return {
         "winner": w.number,
         "test_accuracy": w.test_accuracy,
-        "finetuned": sum(t.user_attrs.get("epochs_trained", 0) > 0 for t in trials),
+        "finetuned": sum((TrialRecord.from_trial(t).epochs_trained or 0) > 0 for t in trials),
         "candidates": len(trials),
         "wall": result.seconds,
         "cpu_total": cpu,

@@ -78,8 +78,8 @@ import optuna
 import torch
 
 from nasflow.data import DataBundle
-from nasflow.pipeline import FineTuneResult, StudyRunner, recipe_for
-from nasflow.record import ANCHORS_KEY, FINETUNED_KEY
+from nasflow.pipeline import StudyRunner, recipe_for
+from nasflow.record import FineTuneResult, TrialRecord, study_anchors, study_finetuned
 from nasflow.search import Anchors, StudySpec, load_study_file, non_dominated_sort
 from nasflow.space import Arch
 from nasflow.train import EpochTrainer, TrainConfig, evaluate
@@ -235,35 +235,33 @@ def run_nasflow(run: Run, spec: StudySpec, data: DataBundle, retrain_max: int) -
         run.phases = {k: v for k, v in result.seconds.items()}
         run.phases["search_cpu"] = run.cpu()
         run.phases["trials"] = len(result.study.trials)
-        scored = [t.user_attrs.get("score_seconds") for t in result.study.trials]
+        scored = [TrialRecord.from_trial(t).score_seconds for t in result.study.trials]
         scored = [s for s in scored if s is not None]
         if scored:
             run.phases["median_score_ms"] = 1000 * statistics.median(scored)
         order = retrain_order(result.study)
         seen: set[Arch] = set()
-        for a in (result.study.user_attrs.get(ANCHORS_KEY) or {}).get("anchors", []):
-            if a.get("val_accuracy") is None:
-                continue
-            arch = Arch.from_json(a["arch"])
+        anchors = study_anchors(result.study)
+        for a in anchors.trained if anchors is not None else ():
+            arch = Arch.from_json(a.arch)
             seen.add(arch)  # trained from scratch with the recipe: not retrained again
             run.add(
                 arch,
-                a["val_accuracy"],
-                a["test_accuracy"],
-                f"trial {a['trial']}, zero-cost anchor {a['index'] + 1}, from scratch",
-                a["measured_train_cost"],
-                at=started + a["ready_cpu_seconds"],
+                a.val_accuracy,
+                a.test_accuracy,
+                f"trial {a.trial}, zero-cost anchor {a.index + 1}, from scratch",
+                a.measured_train_cost,
+                at=started + (a.ready_cpu_seconds or 0.0),
             )
-        record = result.study.user_attrs.get(FINETUNED_KEY)
-        if record is not None:
-            finetuned = FineTuneResult.from_record(record)
+        finetuned = study_finetuned(result.study)
+        if finetuned is not None:
             add_ready_models(run, spec, finetuned, started)
             kept = finetuned.best()
             if kept is not None:  # phase 3 retrains this one first
                 first = [t for t in order if t.number == kept.trial]
                 order = first + [t for t in order if t.number != kept.trial]
         for rank, t in enumerate(order):
-            arch = Arch.from_json(t.user_attrs["arch"])
+            arch = TrialRecord.from_trial(t).get_arch()
             if arch in seen:  # a duplicate trial of an architecture already retrained
                 continue
             seen.add(arch)

@@ -46,13 +46,20 @@ from nasflow.export._study import load_supernet
 from nasflow.pipeline import (
     ANCHOR_MARGIN_SE,
     KEPT_MARGIN_SE,
-    FineTuneResult,
     StudyRunner,
     kept_weights,
     standard_error,
     validation_margin,
 )
-from nasflow.record import ANCHORS_KEY, FINETUNED_KEY, KEPT_KEY, MULTIPLIERS_KEY, TRUST_KEY
+from nasflow.record import (
+    FineTuneResult,
+    StudyRecord,
+    study_anchors,
+    study_finetuned,
+    study_kept,
+    study_multipliers,
+    study_trust,
+)
 from nasflow.search import Anchors, StudySpec, load_study_file
 from nasflow.supernet import recalibrate_bn
 from nasflow.train import evaluate
@@ -141,13 +148,14 @@ def run_one(
         runner = StudyRunner(spec, out_dir=Path(tmp), progress=False, log=lines.append)
         result = runner.run(n_trials=n_trials)
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-        trust = result.study.user_attrs.get(TRUST_KEY)
+        trust = study_trust(result.study)
         taus = (
             supernet_taus(spec, Path(tmp) / spec.name / "supernet", archs, gt_test)
             if score_table
             else dict.fromkeys(("accuracy", "loss", "rank_sum"), float("nan"))
         )
     kept = result.winners[0]
+    anchors = study_anchors(result.study)
     # (``Study.trials`` deep-copies every trial on each access: read them once.)
     trials = result.study.get_trials(deepcopy=False)
     score = trials[kept.number].values[0]
@@ -173,37 +181,42 @@ def run_one(
         "run_cpu_s": cpu,
         "run_wall_s": wall,
         "phase_seconds": result.seconds,
-        "multipliers": result.study.user_attrs.get(MULTIPLIERS_KEY),
+        "multipliers": _stored(study_multipliers(result.study)),
         "trust": None,
         "summary": lines,
         # What the kept model was chosen from: the fine-tuned finalists' records and the
         # screened candidates' supernet scores (for reading a losing row).
-        "finetuned": result.study.user_attrs.get(FINETUNED_KEY),
+        "finetuned": _stored(study_finetuned(result.study)),
         "pareto": [t.number for t in result.pareto],
         # The run's own record of the model it keeps (trial, weights, search or anchor);
         # :func:`kept` replays the same rule from the records above, for older rows too.
-        "kept_record": result.study.user_attrs.get(KEPT_KEY),
+        "kept_record": _stored(study_kept(result.study)),
         "kept_score_rank": 1 + sum(t.values is not None and t.values[0] > score for t in trials),
         # The zero-cost anchors (trained from scratch before the supernet), each with the
         # share of the table its test accuracy beats.
         "anchors": [
-            {**a, "beats": beats(a["test_accuracy"], gt_test)}
-            for a in (result.study.user_attrs.get(ANCHORS_KEY) or {}).get("anchors", [])
-            if a.get("test_accuracy") is not None
+            {**a.to_dict(), "beats": beats(a.test_accuracy, gt_test)}
+            for a in (anchors.anchors if anchors is not None else ())
+            if a.test_accuracy is not None
         ],
         # Every model the run trained (its test accuracy, training seconds, when it was
         # ready) and the model it keeps, read from the study's records.
         "trained": trained_models(result.study, spec.train.epochs, cpu),
         "kept_model": kept_model(result.study),
     }
-    if trust:
+    if trust is not None:
         row["trust"] = {
-            k: trust[k] for k in ("tau", "low", "high", "verdict", "seconds", "epochs")
+            k: trust.to_dict()[k] for k in ("tau", "low", "high", "verdict", "seconds", "epochs")
         }
-        covered = trust["low"] <= taus["accuracy"] <= trust["high"]
+        covered = trust.low <= taus["accuracy"] <= trust.high
         row["covered"] = bool(covered) if score_table else None
         row["trust_share"] = trust_share(row)
     return row
+
+
+def _stored(record: StudyRecord | None) -> dict | None:
+    """A study record as the study stores it (``None``: the study holds none)."""
+    return None if record is None else record.to_dict()
 
 
 def trust_share(row: dict) -> float:
@@ -255,9 +268,9 @@ def kept_weights_of(row: dict) -> tuple[str, float, float]:
     record = row.get("finetuned")
     choice = None
     if record:
-        result = FineTuneResult.from_record(record)
+        result = FineTuneResult.from_dict(record)
         if result.val_samples is None:
-            result.val_samples = val_samples(row["study"])
+            result = dataclasses.replace(result, val_samples=val_samples(row["study"]))
         choice = kept_weights(row["kept_trial"], row["kept_val"], row["kept_test"], result)
     if choice is None or choice.kind == "retrained" or choice.test_accuracy is None:
         return "retrained", row["kept_test"], row["kept_beats"]
@@ -286,7 +299,7 @@ def with_anchors(row: dict, margin_se: float) -> tuple[str, float, float]:
     best = max(anchors, key=lambda a: a["val_accuracy"])
     kept_val = row["kept_val"]
     if weights == "fine-tuned":
-        record = FineTuneResult.from_record(row["finetuned"])
+        record = FineTuneResult.from_dict(row["finetuned"])
         kept_val = next(c.val_accuracy for c in record.ready if c.trial == row["kept_trial"])
     n = (row.get("finetuned") or {}).get("val_samples") or val_samples(row["study"])
     if best["val_accuracy"] > kept_val + margin_se * standard_error(
@@ -342,7 +355,7 @@ def kept_margins(rows: list[dict], margins: list[float]) -> str:
             record = r.get("finetuned")
             if not record:
                 continue
-            result = FineTuneResult.from_record(record)
+            result = FineTuneResult.from_dict(record)
             n = result.val_samples or val_samples(r["study"])
             rec = next((c for c in result.ready if c.trial == r["kept_trial"]), None)
             if rec is None or rec.test_accuracy is None:

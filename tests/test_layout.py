@@ -220,3 +220,163 @@ def test_no_module_over_600_lines_and_no_function_over_100() -> None:
     assert not over, f"functions over {MAX_FUNCTION_LINES} lines (split them): {over}"
     gone = OVERSIZED_FUNCTIONS - set(functions)
     assert not gone, f"split now, remove them from OVERSIZED_FUNCTIONS: {sorted(gone)}"
+
+
+# ---------------------------------------------------------------------- study records
+#: What the record checks scan: nasflow's modules and the benchmarks, less the record
+#: package (the one place that reads and writes a study's attributes).
+RECORD_PACKAGE = ROOT / "nasflow" / "record"
+
+
+def user_attrs_reads(source: str) -> list[str]:
+    """Each read of user attributes by key in ``source``: ``x.user_attrs.get(...)`` and
+    ``x.user_attrs[...]`` (loads, not stores), as source text. Membership tests (``k in
+    x.user_attrs``), iteration and writes (``set_user_attr``) are not reads of a key."""
+    hits = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and _is_user_attrs(node.func.value)
+        ) or (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and _is_user_attrs(node.value)
+        ):
+            hits.append(ast.unparse(node))
+    return hits
+
+
+def test_the_user_attrs_check_finds_reads_and_ignores_writes_and_membership() -> None:
+    found = user_attrs_reads(
+        'a = study.user_attrs.get("nasflow:stack")\n'
+        "b = t.user_attrs[ARCH_ATTR]\n"
+        'c = "arch" in t.user_attrs\n'
+        "t.set_user_attr(ARCH_ATTR, a)\n"
+        "d = {k: v for k, v in t.user_attrs.items()}\n"
+        "e = config.get('user_attrs')\n"
+    )
+    assert found == ["study.user_attrs.get('nasflow:stack')", "t.user_attrs[ARCH_ATTR]"]
+
+
+#: Modules that still read user attributes by key, each until it reads them through
+#: ``nasflow.record`` (remove its entry then; nothing is added to this list):
+READS_ATTRIBUTES = {
+    # The rung schedule (a change in progress): its rung records and screening scores.
+    "nasflow/pipeline/_schedule.py",
+}
+
+
+def test_no_user_attributes_are_read_outside_the_record_package() -> None:
+    """Study records and trial attributes are read through ``nasflow.record``'s readers
+    (``study_stack(study)``, ``TrialRecord.from_trial(t)``...), which check them once."""
+    found = {
+        path.relative_to(ROOT).as_posix(): hits
+        for path in _sources("nasflow", "benchmarks")
+        if RECORD_PACKAGE not in path.parents
+        and (hits := user_attrs_reads(path.read_text(encoding="utf-8")))
+    }
+    outside = {k: v for k, v in found.items() if k not in READS_ATTRIBUTES}
+    assert not outside, f"user attributes read outside nasflow/record/: {outside}"
+    gone = READS_ATTRIBUTES - set(found)
+    assert not gone, f"they read through nasflow.record now: remove {sorted(gone)}"
+
+
+def study_record_keys() -> set[str]:
+    """The keys of the study records (``nasflow:stack``, ``nasflow:finetuned``... and what
+    they hold): the field names of their typed records, nested ones included, and the
+    parts of the multipliers' record. A field that only holds the record as stored
+    (``stored``, ``extra``, ``fields``) names no key, nor does a multiplier part's ``key``
+    (its place in the record); a stack layer's ``name`` names a space, a study and a
+    data set in as many other formats, and is left out."""
+    import dataclasses
+
+    from nasflow import record
+
+    top = (
+        record.StackRecord, record.CostTableRecord, record.MultipliersRecord,
+        record.FineTuneResult, record.AnchorsRecord, record.SupernetRecord,
+        record.ScreeningRecord, record.TrustRecord, record.RetrainRecord, record.KeptRecord,
+        record.ReproducibilityRecord, record.BaselineRecord,
+    )  # fmt: skip
+    nested = (
+        record.StackLayer, record.StackDecision, record.StackOrigin, record.StackCalibration,
+        record.CostCalibration, record.CalibrationStep, record.MultiplierPart,
+        record.FineTuned, record.EarlyStopping, record.AnchorEntry,
+    )  # fmt: skip
+    keys = {f.name for cls in top + nested for f in dataclasses.fields(cls)}
+    return (keys | set(record.MULTIPLIER_PARTS)) - {"stored", "extra", "fields", "key", "name"}
+
+
+#: Study-record keys that also name the fields of other things, by the module that reads
+#: those (each entry says what): the check lets the module read that word. An entry no
+#: longer needed fails the test.
+OTHER_FORMATS = {
+    # A saved model's record.json (its identity) and a supernet checkpoint's state.
+    "nasflow/export/_study.py": {"arch", "device", "split", "stack"},
+    "nasflow/export/_ready.py": {"device", "stack"},
+    "nasflow/train/_supernet.py": {"split"},
+    # An export's arch.json: its "weights" and "study" blocks.
+    "nasflow/export/_format.py": {"arch", "epochs", "kind", "source", "status"},
+    "nasflow/export/_readme.py": {"batch_size", "epochs", "params", "source", "trial"},
+    "nasflow/export/_retrain.py": {"stack"},
+    "nasflow/pipeline/_winners.py": {"weights"},
+    # A fine-tuning checkpoint's state, and the cost model's fitted points.
+    "nasflow/pipeline/_phases/_ready.py": {"arch"},
+    "nasflow/pipeline/_phases/_scoring.py": {"arch"},
+    "nasflow/pipeline/_cost.py": {"arch"},
+    # ``nasflow show``'s own rows.
+    "nasflow/cli/_report.py": {"test_accuracy"},
+}
+#: The measuring packages make the stack's and the cost table's records from measurement
+#: rows of the same keys; the study reads its copy through the typed records.
+PRODUCERS = ("nasflow/calibrate", "nasflow/cost")
+
+
+def record_key_gets(source: str, keys: set[str]) -> list[str]:
+    """The keys of ``keys`` that ``source`` reads with ``.get("key")`` (any receiver)."""
+    return [
+        node.args[0].value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value in keys
+    ]
+
+
+def test_the_record_key_check_finds_gets_of_record_keys() -> None:
+    keys = study_record_keys()
+    assert {"val_samples", "chosen_multiplier", "median_score_ms", "origin", "kind"} <= keys
+    found = record_key_gets(
+        'n = finetuned.get("val_samples")\n'
+        'm = (record.get("calibration") or {}).get("min_gain")\n'
+        'x = config.get("input_shape")\n'
+        "y = record.get(KEY)\n",
+        keys,
+    )
+    assert sorted(found) == ["calibration", "min_gain", "val_samples"]
+
+
+def test_study_records_are_read_through_their_types() -> None:
+    """No ``.get("<key>")`` of a study record's key outside ``nasflow/record/`` (and the
+    packages that make the stack's and the cost table's records): a record is read once,
+    by its type, and its fields are attributes."""
+    keys = study_record_keys()
+    outside, used = {}, {}
+    for path in _sources("nasflow"):
+        rel = path.relative_to(ROOT).as_posix()
+        if RECORD_PACKAGE in path.parents or rel.startswith(PRODUCERS):
+            continue
+        hits = set(record_key_gets(path.read_text(encoding="utf-8"), keys))
+        allowed = OTHER_FORMATS.get(rel, set())
+        used[rel] = hits & allowed
+        if hits - allowed:
+            outside[rel] = sorted(hits - allowed)
+    assert not outside, f"study-record keys read with .get() outside nasflow/record/: {outside}"
+    stale = {k: sorted(v - used.get(k, set())) for k, v in OTHER_FORMATS.items()}
+    stale = {k: v for k, v in stale.items() if v}
+    assert not stale, f"OTHER_FORMATS entries no longer needed (remove them): {stale}"

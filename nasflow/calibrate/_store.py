@@ -51,6 +51,8 @@ from nasflow.cost import (
     measured_now,
     store_everywhere,
 )
+from nasflow.errors import StudyRecordError
+from nasflow.record import StackRecord
 from nasflow.space import Arch, SearchSpace
 from nasflow.train import Batches
 from nasflow.train.stack import Stack
@@ -167,14 +169,19 @@ class StackCalibrationTable(DeviceStore):
 
 
 def usable(record: Any) -> bool:
-    """Whether a stored record is a complete calibration of the current schema."""
-    if not isinstance(record, dict) or record.get("schema") != SCHEMA or record.get("skipped"):
+    """Whether a stored record is a complete calibration of the current schema (read as
+    the study reads it, ``StackRecord``)."""
+    try:
+        rec = StackRecord.from_dict(record)
+    except StudyRecordError:
+        return False
+    if rec.schema != SCHEMA or rec.skipped or rec.stack is None:
         return False
     try:
-        Stack.from_dict(record["stack"])
+        Stack.from_dict(dict(rec.stack))
     except (KeyError, TypeError, ValueError):
         return False
-    return isinstance(record.get("layers"), list)
+    return True
 
 
 @dataclass(frozen=True)

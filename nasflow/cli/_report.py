@@ -48,14 +48,14 @@ def show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
     import json
 
     from nasflow.pipeline import pareto_trials
-    from nasflow.record import RunFolder, TrialRecord, retrain_key, study_objectives
+    from nasflow.record import RunFolder, TrialRecord, study_objectives, study_retrains
 
-    attrs = study.user_attrs
+    retrains = study_retrains(study)
     names = study_objectives(study)
     rows = []
     for t in pareto_trials(study):
         trial = TrialRecord.from_trial(t)
-        retrain = attrs.get(retrain_key(t.number))
+        retrain = retrains.get(t.number)
         saved = RunFolder(run_dir).winner(t.number)
         rows.append(
             {
@@ -68,11 +68,12 @@ def show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
                 "supernet_val_accuracy": trial.supernet_accuracy,
                 "retrained": (
                     {
-                        k: retrain.get(k)
-                        for k in ("test_accuracy", "val_accuracy", "measured_train_cost")
+                        "test_accuracy": retrain.test_accuracy,
+                        "val_accuracy": retrain.val_accuracy,
+                        "measured_train_cost": retrain.measured_train_cost,
+                        "weights": str(saved) if saved.is_dir() else None,
                     }
-                    | {"weights": str(saved) if saved.is_dir() else None}
-                    if isinstance(retrain, dict)
+                    if retrain is not None
                     else None
                 ),
                 "arch": json.loads(trial.arch or "{}"),

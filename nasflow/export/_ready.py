@@ -17,16 +17,27 @@ from typing import TYPE_CHECKING, Any
 from nasflow._regular import check_folder
 from nasflow.errors import ConfigError
 from nasflow.export._format import FINE_TUNED, ExportError, ExportInfo, finetuned_notes
-from nasflow.export._study import data_input_shape, open_for_export, search_record, write_prepared
+from nasflow.export._study import (
+    data_input_shape,
+    open_for_export,
+    search_record,
+    trained_stack,
+    write_prepared,
+)
 from nasflow.export._writer import check_target, prepare_trained
-from nasflow.record import FINETUNED_KEY, RunFolder, stored_space, study_stack_dict
+from nasflow.record import (
+    FineTuned,
+    ReadyModelError,
+    RunFolder,
+    stored_space,
+    study_finetuned,
+)
 from nasflow.space import Arch, SearchSpace
 
 if TYPE_CHECKING:
     import optuna
     from torch import nn
 
-    from nasflow.pipeline import FineTuned
     from nasflow.search import StudySpec
 
 #: How the fine-tuning phase leaves batch norm in a ready model.
@@ -43,17 +54,14 @@ def ready_models(study: optuna.Study) -> list[FineTuned]:
     Raises:
         ExportError: The study's record of its fine-tuning phase is malformed.
     """
-    from nasflow.pipeline import FineTuneResult, ReadyModelError
-
-    record = study.user_attrs.get(FINETUNED_KEY)
-    if record is None:
-        return []
     try:
-        result = FineTuneResult.from_record(
-            record, f"study {study.study_name!r}'s record of its fine-tuning phase"
+        result = study_finetuned(
+            study, f"study {study.study_name!r}'s record of its fine-tuning phase"
         )
     except ReadyModelError as e:
         raise ExportError(str(e)) from None
+    if result is None:
+        return []
     return sorted(result.ready, key=lambda c: (-c.val_accuracy, -c.epochs, c.trial))
 
 
@@ -81,10 +89,10 @@ def select_ready(study: optuna.Study, which: str | int) -> FineTuned:
     name = study.study_name
     ready = ready_models(study)
     if not ready:
-        record = study.user_attrs.get(FINETUNED_KEY)
+        tuned = study_finetuned(study)
         why = (
-            f"all {len(record['candidates'])} of its fine-tuned finalists diverged"
-            if isinstance(record, dict) and record.get("candidates")
+            f"all {len(tuned.candidates)} of its fine-tuned finalists diverged"
+            if tuned is not None and tuned.candidates
             else "it recorded no finished fine-tuning phase (StudySpec(finetuning="
             "FineTuning(...)) makes them)"
         )
@@ -155,7 +163,7 @@ def _prepare_ready(
 ) -> tuple[nn.Module, ExportInfo]:
     """The network of the ready model in ``folder`` with its saved weights, and its record,
     after checking that the folder holds the ready model the study recorded."""
-    from nasflow.pipeline import ReadyModelError, WinnerError, load_winner_weights, read_ready
+    from nasflow.pipeline import WinnerError, load_winner_weights, read_ready
 
     name, n = study.study_name, chosen.trial
     what = f"the ready model of trial {n} of study {name!r}"
@@ -193,11 +201,11 @@ def _prepare_ready(
         "source": how,
         "epochs": saved.epochs,
         "status": saved.status,
-        "val_curve": saved.val_curve,
+        "val_curve": list(saved.val_curve),
         "batch_norm": READY_BATCH_NORM,
         "recipe": record.get("recipe"),
         "seed": record.get("seed"),
-        "stack": record.get("stack") or study_stack_dict(study),
+        "stack": record.get("stack") or trained_stack(study),
         "device": record.get("device"),
         "ready_sha256": record["weights"]["sha256"],
     }

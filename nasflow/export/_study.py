@@ -34,12 +34,12 @@ from nasflow.record import (
     RunFolder,
     TrialRecord,
     checkpoint_fingerprint,
-    kept_record,
     open_stored_study,
     stored_space,
     study_data_fingerprint,
+    study_kept,
     study_objectives,
-    study_stack_dict,
+    study_stack,
 )
 from nasflow.space import SearchSpace
 from nasflow.supernet import Supernet, split_supernet
@@ -117,13 +117,20 @@ def select_trials(study: optuna.Study, which: str | int) -> list[optuna.trial.Fr
     if which not in ("best", "pareto"):
         raise ConfigError(f"which must be 'best', 'pareto' or a trial number, got {which!r}")
     if which == "best":
-        kept = kept_record(study)
+        kept = study_kept(study)
         if kept is not None:
             return select_trials(study, kept.trial)
     front = pareto_trials(study)
     if not front:
         raise ExportError(f"study {study.study_name!r} has no completed trial to export")
     return front[:1] if which == "best" else front
+
+
+def trained_stack(study: optuna.Study) -> dict[str, Any] | None:
+    """The ``Stack.to_dict()`` a ``stack="auto"`` study trained with (``None``: none
+    recorded)."""
+    record = study_stack(study)
+    return None if record is None or record.stack is None else dict(record.stack)
 
 
 def search_record(trial: optuna.trial.FrozenTrial) -> dict[str, float]:
@@ -352,7 +359,7 @@ def export_study(
             data_of or study_data_spec(name, study_data_fingerprint(study)),
             recalibrate,
             log,
-            study_stack_dict(study),
+            trained_stack(study),
         )
     shape = data_input_shape(space, study, data_of) if winners else None
     for t in trials:

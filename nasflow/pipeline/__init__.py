@@ -24,22 +24,11 @@ from nasflow.pipeline._kept import (
 )
 from nasflow.pipeline._multipliers import MULTIPLIER_TITLES, multiplier_basis
 from nasflow.pipeline._phases._anchors import Anchor, zero_cost_front
-from nasflow.pipeline._phases._ready import (
-    FineTuned,
-    FineTuneResult,
-    ReadyModelError,
-    read_ready,
-    weights_label,
-)
+from nasflow.pipeline._phases._ready import read_ready, weights_label
 from nasflow.pipeline._phases._scoring import CandidateError, arch_summary
 from nasflow.pipeline._phases._screening import REASKS as SCREENING_REASKS
 from nasflow.pipeline._phases._screening import BatchedScreening
-from nasflow.pipeline._phases._trust import (
-    TrustResult,
-    bootstrap_tau,
-    run_trust_probe,
-    spread_over_ranking,
-)
+from nasflow.pipeline._phases._trust import bootstrap_tau, run_trust_probe, spread_over_ranking
 from nasflow.pipeline._reproducibility import reproducibility_line, reproducibility_record
 from nasflow.pipeline._result._headline import (
     Headline,
@@ -63,14 +52,10 @@ __all__ = [
     "Anchor",
     "BatchedScreening",
     "CandidateError",
-    "FineTuneResult",
-    "FineTuned",
     "Headline",
     "KeptWeights",
-    "ReadyModelError",
     "RunResult",
     "StudyRunner",
-    "TrustResult",
     "Winner",
     "WinnerError",
     "arch_summary",

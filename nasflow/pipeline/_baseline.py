@@ -8,10 +8,10 @@ from pathlib import Path
 
 import optuna
 
-from nasflow.record import BaselineRecord, TrialRecord
+from nasflow.record import BaselineRecord, ScreeningRecord, TrialRecord
 
 
-def screening_record(study: optuna.Study) -> dict[str, float] | None:
+def screening_record(study: optuna.Study) -> ScreeningRecord | None:
     """How many distinct candidates were scored from the supernet and the median time of one score
     (path extraction, BN recalibration and validation; cost prediction excluded)."""
     records = (TrialRecord.from_trial(t) for t in study.get_trials(deepcopy=False))
@@ -24,7 +24,7 @@ def screening_record(study: optuna.Study) -> dict[str, float] | None:
     times.sort()
     mid = len(times) // 2
     median = times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
-    return {"candidates": len(times), "median_score_ms": 1000 * median}
+    return ScreeningRecord(len(times), 1000 * median)
 
 
 def read_baseline(

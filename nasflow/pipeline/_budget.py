@@ -6,15 +6,15 @@ from collections.abc import Sequence
 
 from optuna.trial import FrozenTrial, TrialState
 
-from nasflow.record import PARAMS_ATTR, SKIPPED_ATTR, TRAIN_COST_ATTR
+from nasflow.record import TrialRecord
 from nasflow.search import Budget
 
 #: Over-budget skips, with nothing feasible, after which the run says so.
 SKIPS_BEFORE_NOTE = 3
 
 
-def _smallest(skipped: Sequence[FrozenTrial], key: str) -> float | None:
-    values = [t.user_attrs[key] for t in skipped if isinstance(t.user_attrs.get(key), int | float)]
+def _smallest(skipped: Sequence[TrialRecord], key: str) -> float | None:
+    values = [v for t in skipped if (v := getattr(t, key)) is not None]
     return min(values) if values else None
 
 
@@ -23,14 +23,14 @@ def budget_excludes(trials: Sequence[FrozenTrial], budget: Budget) -> str | None
     with the smallest proposed candidate's figures against the limits; else ``None``."""
     if any(t.state == TrialState.COMPLETE for t in trials):
         return None
-    skipped = [t for t in trials if SKIPPED_ATTR in t.user_attrs]
+    skipped = [r for t in trials if (r := TrialRecord.from_trial(t)).skipped is not None]
     if not skipped:
         return None
     parts = []
-    params = _smallest(skipped, PARAMS_ATTR)
+    params = _smallest(skipped, "params")
     if budget.max_params is not None and params is not None:
         parts.append(f"{int(params):,} parameters (max_params={budget.max_params:,})")
-    cost = _smallest(skipped, TRAIN_COST_ATTR)
+    cost = _smallest(skipped, "train_cost")
     if budget.max_train_cost is not None and cost is not None:
         parts.append(
             f"a predicted training cost of {cost:.1f}s (max_train_cost={budget.max_train_cost}s)"

@@ -34,7 +34,7 @@ from nasflow.train import TrainingInterrupted
 from nasflow.train.stack import Stack
 
 if TYPE_CHECKING:
-    from nasflow.pipeline._phases._ready import FineTuneResult
+    from nasflow.record import FineTuneResult, SupernetRecord
     from nasflow.search import StudySpec
     from nasflow.supernet import Supernet
 
@@ -168,7 +168,7 @@ class SupernetPhaseResult:
 
     stack: Stack | None
     supernet: Supernet
-    info: dict[str, Any]
+    info: SupernetRecord
     calibration_seconds: float
     seconds: float
 

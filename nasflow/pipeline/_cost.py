@@ -8,6 +8,7 @@ number of steps."""
 from __future__ import annotations
 
 import abc
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -17,7 +18,13 @@ import torch
 
 from nasflow.cost import CostModel
 from nasflow.pipeline._costtable import format_cost_table
-from nasflow.record import COST_TABLE_KEY, CalibrationStep, CostCalibration
+from nasflow.record import (
+    CalibrationStep,
+    CostCalibration,
+    CostTableRecord,
+    study_cost_table,
+    write_record,
+)
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet
 from nasflow.train import measure_step_time
@@ -99,23 +106,25 @@ class PredictedCost(CostEstimator):
         re-measured)."""
         if batch_size in self.models:
             return
-        stored = study.user_attrs.get(COST_TABLE_KEY)
+        stored = study_cost_table(study)
         wanted = self.remeasure
-        if wanted and isinstance(stored, dict):
+        if wanted and stored is not None:
             self.log("cost table: not re-measured (a study keeps the table it started with)")
-        model = self.model(batch_size, remeasure=wanted and not isinstance(stored, dict))
-        record = {**(model.stability or {}), "batch_size": batch_size}
+        model = self.model(batch_size, remeasure=wanted and stored is None)
+        calibration = None
         if model.calibration is not None:  # what the report draws the fit's points from
             cal = model.calibration
             steps = tuple(
                 CalibrationStep(float(p["ops"]), float(p["measured"]), str(p.get("arch", "")))
                 for p in cal.points
             )
-            record["calibration"] = CostCalibration(
+            calibration = CostCalibration(
                 float(cal.slope), float(cal.intercept), steps, batch_size
-            ).to_dict()
-        if not isinstance(stored, dict):
-            study.set_user_attr(COST_TABLE_KEY, record)
+            )
+        record = CostTableRecord.from_dict({**(model.stability or {}), "batch_size": batch_size})
+        record = dataclasses.replace(record, calibration=calibration)
+        if stored is None:
+            write_record(study, record)
         for line in format_cost_table(record):
             self.log(line)
 

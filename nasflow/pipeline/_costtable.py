@@ -7,10 +7,10 @@ user attribute ``nasflow:cost_table``; the summary and the scorer's log print it
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from nasflow import settings
 from nasflow.cost import load_reasons
+from nasflow.record import CostTableRecord
 
 
 def check_caches(tables_url: str | None, log: Callable[[str], None]) -> None:
@@ -31,50 +31,50 @@ def check_caches(tables_url: str | None, log: Callable[[str], None]) -> None:
         check_cache(url, log)
 
 
-def format_cost_table(record: Any) -> list[str]:
+def format_cost_table(record: CostTableRecord | None) -> list[str]:
     """Summary lines for a ``nasflow:cost_table`` record (none for a missing one)."""
-    if not isinstance(record, dict):
+    if record is None:
         return []
-    source = record.get("source")
-    when = record.get("measured_at") or record.get("calibrated_at") or "an unknown time"
+    source = record.source
+    when = record.measured_at or record.calibrated_at or "an unknown time"
     if source == "measured now":
         where = "measured by this study"
-        if record.get("remeasured"):
-            why = record["remeasured"]
+        if record.remeasured:
+            why = record.remeasured
             where += f" (re-measured {why})" if why == "on request" else f" (re-measured: {why})"
     elif source == "shared table":
-        where = f"reused from the shared table {record.get('shared_table')} (measured {when})"
+        where = f"reused from the shared table {record.shared_table} (measured {when})"
     else:
         where = f"kept in this study's database (measured {when})"
-    clock = record.get("clock", "?")
+    clock = "?" if record.clock is None else record.clock
     parts = [f"best of rounds, {clock}"]
-    if record.get("precision"):
-        parts.append(f"predicts {record['precision']} training steps")
-    if isinstance(record.get("reference_seconds"), (int, float)):
+    if record.precision:
+        parts.append(f"predicts {record.precision} training steps")
+    if record.reference_seconds is not None:
         parts.append(
-            f"reference op {1e3 * record['reference_seconds']:.3f} ms measured, typical "
-            f"round {record['ratio']:.2f}x the best of {record['rounds']}"
+            f"reference op {1e3 * record.reference_seconds:.3f} ms measured, typical "
+            f"round {record.ratio:.2f}x the best of {record.rounds}"
         )
-    if isinstance(record.get("calibration_ratio"), (int, float)):
-        ratio = record["calibration_ratio"]
-        parts.append(f"calibration steps: typical round {ratio:.2f}x the best")
-    lines = [f"cost table ({record.get('device', 'this device')}): {where}; " + "; ".join(parts)]
+    if record.calibration_ratio is not None:
+        parts.append(f"calibration steps: typical round {record.calibration_ratio:.2f}x the best")
+    device = "this device" if record.device is None else record.device
+    lines = [f"cost table ({device}): {where}; " + "; ".join(parts)]
     if clock != "wall time":
         lines.append(
             f"  predicted training costs are {clock} of undisturbed steps (best of rounds); "
             "a measured training cost is wall time, longer on a loaded machine"
         )
-    share = record.get("core_share")
-    if record.get("loaded"):
-        why = load_reasons(record.get("ratio"), record.get("rounds"), share)
+    share = record.core_share
+    if record.loaded:
+        why = load_reasons(record.ratio, record.rounds, share)
         lines.append(
             f"  WARNING: the machine looked loaded while the cost table was measured "
             f"({why or 'the reference op timed unevenly'}); predicted costs may be off: "
             "re-measure on a quieter machine with `nasflow search --remeasure-costs`"
         )
-    elif isinstance(record.get("ratio"), (int, float)):
-        got = f" (a busy thread got {share:.0%} of a core)" if isinstance(share, float) else ""
+    elif record.ratio is not None:
+        got = f" (a busy thread got {share:.0%} of a core)" if share is not None else ""
         lines.append(f"  the machine looked steady while it was measured{got}")
-    if source == "measured now" and record.get("shared_table"):
-        lines.append(f"  shared with later studies on this device: {record['shared_table']}")
+    if source == "measured now" and record.shared_table:
+        lines.append(f"  shared with later studies on this device: {record.shared_table}")
     return lines

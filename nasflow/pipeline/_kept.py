@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nasflow import names
-from nasflow.pipeline._context import Winner
-from nasflow.pipeline._phases._ready import FineTuneResult
-from nasflow.record import KeptRecord
+from nasflow.record import AnchorEntry, AnchorsRecord, FineTuneResult, KeptRecord
 
 if TYPE_CHECKING:
-    from nasflow.pipeline._phases._ready import FineTuneResult
+    from nasflow.pipeline._context import Winner
 
 
 #: How many standard errors of a validation accuracy the best anchor must validate above
@@ -36,15 +34,15 @@ ANCHOR_MARGIN_SE = 1.0
 
 
 def kept_anchor(
-    kept_val: float, anchors: Sequence[Mapping[str, Any]], samples: int | None
-) -> tuple[Mapping[str, Any], float]:
-    """The best-validating trained anchor record and the margin (in accuracy) it must
-    clear: :data:`ANCHOR_MARGIN_SE` binomial standard errors on ``samples`` validation
-    samples. The anchor replaces the search's kept model (validation ``kept_val``) when
-    its validation accuracy is above ``kept_val`` by more than the margin."""
+    kept_val: float, anchors: Sequence[AnchorEntry], samples: int | None
+) -> tuple[AnchorEntry, float]:
+    """The best-validating trained anchor and the margin (in accuracy) it must clear:
+    :data:`ANCHOR_MARGIN_SE` binomial standard errors on ``samples`` validation samples.
+    The anchor replaces the search's kept model (validation ``kept_val``) when its
+    validation accuracy is above ``kept_val`` by more than the margin."""
 
-    best = max(anchors, key=lambda e: e["val_accuracy"])
-    return best, ANCHOR_MARGIN_SE * standard_error(kept_val, best["val_accuracy"], samples)
+    best = max(anchors, key=lambda e: e.val_accuracy or 0.0)
+    return best, ANCHOR_MARGIN_SE * standard_error(kept_val, best.val_accuracy or 0.0, samples)
 
 
 @dataclass(frozen=True)
@@ -55,7 +53,7 @@ class KeptDecision:
     Attributes:
         search: The search's choice, its retrain or its fine-tuned weights
             (:func:`~nasflow.search.kept_weights`); ``None`` without a fine-tuning record.
-        anchors: The zero-cost anchors trained from scratch (their records).
+        anchors: The zero-cost anchors trained from scratch.
         search_val: The validation accuracy of the search's kept weights.
         what: Those weights, in words ("choice (retrained)", ...).
         anchor: The anchor that replaces the search's choice (it validates higher by more
@@ -66,43 +64,40 @@ class KeptDecision:
     """
 
     search: KeptWeights | None
-    anchors: list[Mapping[str, Any]]
+    anchors: list[AnchorEntry]
     search_val: float
     what: str
-    anchor: Mapping[str, Any] | None
+    anchor: AnchorEntry | None
     trial: int | None
     weights: str
+    samples: int | None = None
 
-    def record(self) -> dict[str, Any] | None:
-        """The study's ``nasflow:kept`` record (``None`` when nothing is kept), in the
-        shape :func:`nasflow.record.kept_record` reads back."""
+    @property
+    def record(self) -> KeptRecord | None:
+        """The study's ``nasflow:kept`` record (``None`` when nothing is kept)."""
         if self.trial is None:
             return None
         source = "anchor" if self.anchor is not None else "search"
-        return KeptRecord(self.trial, self.weights, source)._asdict()
+        return KeptRecord(self.trial, self.weights, source)
 
 
-def decide_kept(winners: Sequence[Winner], finetuned: object, anchors: object) -> KeptDecision:
+def decide_kept(
+    winners: Sequence[Winner], finetuned: FineTuneResult | None, anchors: AnchorsRecord | None
+) -> KeptDecision:
     """The model a run keeps: phase 3's first winner (the search's choice: the best
     retrained validation accuracy among the trials it retrained) with the weights
-    :func:`~nasflow.search.kept_weights` keeps, unless the best-validating zero-cost anchor
-    validates above it by more than the margin (:func:`~nasflow.search.kept_anchor`).
-    ``finetuned`` and ``anchors`` are the study's fine-tuning and anchors records."""
+    :func:`kept_weights` keeps, unless the best-validating zero-cost anchor validates
+    above it by more than the margin (:func:`kept_anchor`). ``finetuned`` and
+    ``anchors`` are the fine-tuning phase's and the anchors' records (``None``: the phase
+    did not run)."""
     search = None
-    samples = None
-    if isinstance(finetuned, dict):
-        samples = finetuned.get("val_samples")
-        if winners:
-            w0 = winners[0]
-            result = FineTuneResult.from_record(finetuned)
-            search = kept_weights(w0.number, w0.val_accuracy, w0.test_accuracy, result)
-    trained = [
-        e
-        for e in (anchors.get("anchors", []) if isinstance(anchors, dict) else [])
-        if e.get("val_accuracy") is not None
-    ]
+    samples = None if finetuned is None else finetuned.val_samples
+    if finetuned is not None and winners:
+        w0 = winners[0]
+        search = kept_weights(w0.number, w0.val_accuracy, w0.test_accuracy, finetuned)
+    trained = [] if anchors is None else anchors.trained
     if not winners:
-        return KeptDecision(search, trained, 0.0, "", None, None, "retrained")
+        return KeptDecision(search, trained, 0.0, "", None, None, "retrained", samples)
     if search is not None:
         val, what = search.val_accuracy, f"choice ({search.kind})"
     else:
@@ -110,11 +105,11 @@ def decide_kept(winners: Sequence[Winner], finetuned: object, anchors: object) -
     anchor = None
     if trained:
         best, margin = kept_anchor(val, trained, samples)
-        anchor = best if best["val_accuracy"] - val > margin else None
+        anchor = best if (best.val_accuracy or 0.0) - val > margin else None
     if anchor is not None:
-        return KeptDecision(search, trained, val, what, anchor, int(anchor["trial"]), "retrained")
+        return KeptDecision(search, trained, val, what, anchor, anchor.trial, "retrained", samples)
     weights = search.kind if search is not None else "retrained"
-    return KeptDecision(search, trained, val, what, None, winners[0].number, weights)
+    return KeptDecision(search, trained, val, what, None, winners[0].number, weights, samples)
 
 
 @dataclass(frozen=True)

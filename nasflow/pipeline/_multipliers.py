@@ -25,7 +25,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
-from nasflow.record import MultipliersRecord, StackRecord, TrialRecord
+from nasflow.record import FineTuneResult, MultipliersRecord, StackRecord, TrialRecord
 
 _ONE_SHOT_SOURCE = (
     "the predicted stand-alone training cost (trial user attribute 'train_cost': the "
@@ -48,51 +48,42 @@ def _x(m: float | None, missing: str = "n/a") -> str:
     return f"x{m:.2f}" if m is not None else missing
 
 
-def stack_origin(record: Mapping[str, Any]) -> str:
+def stack_origin(record: StackRecord) -> str:
     """Where a stack record's numbers come from (reused device record or this run)."""
-    origin = record.get("origin")
-    if not isinstance(origin, Mapping):
+    origin = record.origin
+    if origin is None:
         return "stored with this study"
-    when = str(origin.get("measured_at", "?"))[:19].replace("T", " ")
-    if origin.get("kind") == "reused":
+    when = str(origin.measured_at or "?")[:19].replace("T", " ")
+    if origin.kind == "reused":
         return f"this device's record of {when} UTC, reused: no calibration ran for this study"
-    if origin.get("kind") == "calibrated":
-        refused = origin.get("not_stored")
-        kept = f"; NOT stored for the device: {refused}" if refused else ""
+    if origin.kind == "calibrated":
+        kept = f"; NOT stored for the device: {origin.not_stored}" if origin.not_stored else ""
         return f"calibrated on this device for this study, {when} UTC{kept}"
     return f"calibration skipped, {when} UTC"
 
 
-def chosen_multiplier(record: Mapping[str, Any]) -> float | None:
-    """The chosen stack's measured multiplier (schema 1 records kept it in ``end_to_end``)."""
-    return StackRecord.from_dict(record).chosen_multiplier
-
-
-def _stack_part(record: Mapping[str, Any] | None) -> dict[str, Any]:
+def _stack_part(record: StackRecord | None) -> dict[str, Any]:
     if record is None:
         return {
             "multiplier": None,
             "label": "n/a",
             "note": "not measured (the study fixes its stack; stack='auto' measures it)",
         }
-    if record.get("skipped"):
+    if record.skipped:
         return {
             "multiplier": None,
             "label": "n/a",
             "chosen": [],
-            "note": f"not measured: calibration skipped ({record['skipped']}); trained with "
+            "note": f"not measured: calibration skipped ({record.skipped}); trained with "
             f"the baseline; to calibrate, {CALIBRATE_HINT}",
         }
-    mult = chosen_multiplier(record)
-    chosen = list(record.get("chosen") or [])
+    mult = record.chosen_multiplier
+    chosen = list(record.chosen or ())
     origin = stack_origin(record)
     if mult is None:
-        alone = ", ".join(
-            f"{x['name']} {_x(x.get('alone'), 'failed')}"
-            for x in record.get("layers") or []
-            if isinstance(x, Mapping) and StackRecord.from_dict(record).all_layers
-        )
-        gain = (record.get("calibration") or {}).get("min_gain")
+        layers = record.layers if record.all_layers else ()
+        alone = ", ".join(f"{x.name} {_x(x.alone, 'failed')}" for x in layers)
+        gain = record.calibration.min_gain
         need = f"; needed {_x(gain)}" if gain else ""
         alone = f" (MEASURED alone: {alone}{need}" if alone else " (nothing gained enough"
         note = (
@@ -100,12 +91,12 @@ def _stack_part(record: Mapping[str, Any] | None) -> dict[str, Any]:
             "baseline (x1 by definition)"
         )
     else:
-        where = record.get("chosen_from") or "calibration"
+        where = record.chosen_from or "calibration"
         note = f"{'+'.join(chosen)} vs the baseline, {where} of the calibration"
     return {
         "multiplier": mult,
         "label": "MEASURED" if mult is not None else "n/a",
-        "product": record.get("product"),
+        "product": record.product,
         "chosen": chosen,
         "origin": origin,
         "note": f"{note}; {origin}",
@@ -116,7 +107,7 @@ def measured_trainings(
     trials: Iterable[FrozenTrial],
     recipe_epochs: int,
     winners: Iterable[tuple[int, float]] = (),
-    finetuned: Mapping[str, Any] | None = None,
+    finetuned: FineTuneResult | None = None,
 ) -> list[dict[str, Any]]:
     """The stand-alone trainings this run measured, each at the recipe's epochs, beside
     the cost model's prediction for the same architecture.
@@ -126,9 +117,9 @@ def measured_trainings(
         recipe_epochs: The training budget's epochs (``StudySpec.train.epochs``).
         winners: ``(trial number, measured seconds)`` of the winners retrained from
             scratch in this run (not those reused from an earlier run).
-        finetuned: Study user attribute ``nasflow:finetuned`` (the fine-tuning phase's
-            record): each ready model's timed epochs, their mean scaled to
-            ``recipe_epochs``. A trial also retrained counts once, by its retraining.
+        finetuned: The fine-tuning phase's record: each ready model's timed epochs, their
+            mean scaled to ``recipe_epochs``. A trial also retrained counts once, by its
+            retraining.
 
     Returns:
         ``{"trial", "seconds", "predicted", "source"}`` per measured training with a
@@ -148,8 +139,8 @@ def measured_trainings(
                 "predicted": predicted[number],
                 "source": "retrained",
             }
-    for c in (finetuned or {}).get("candidates") or []:
-        number, epochs = c.get("trial"), [float(x) for x in c.get("epoch_seconds") or []]
+    for c in () if finetuned is None else finetuned.candidates:
+        number, epochs = c.trial, list(c.epoch_seconds)
         if number in out or number not in predicted or not epochs:
             continue
         out[number] = {
@@ -166,11 +157,11 @@ def search_multipliers(
     trials: Iterable[FrozenTrial],
     seconds: Mapping[str, float],
     finetune_epochs: int,
-    stack_record: Mapping[str, Any] | None = None,
+    stack_record: StackRecord | None = None,
     measured_standalone: Sequence[float] | None = None,
     measured_runs: Sequence[Mapping[str, Any]] | None = None,
-    finetuned: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    finetuned: FineTuneResult | None = None,
+) -> MultipliersRecord:
     """The search-level multipliers of a finished run (a pure function of its records).
 
     Candidates are the finished trials (complete or pruned); those the cost-model gate
@@ -180,7 +171,7 @@ def search_multipliers(
         trials: The study's trials.
         seconds: The run's phase times (``supernet``, ``search``, ``total``).
         finetune_epochs: The study's fine-tuning epochs per candidate.
-        stack_record: Study user attribute ``nasflow:stack`` (``auto_stack``'s record), or
+        stack_record: The speedup stack's record (``stack="auto"``'s calibration), or
             ``None`` when the stack was not measured.
         measured_standalone: Measured stand-alone training seconds of random architectures
             of the study's space with its recipe (the study's ``baseline`` tables). When
@@ -194,14 +185,15 @@ def search_multipliers(
             of the distinct candidates (the cost model only spreads the measured time
             over them by predicted-cost ratio), against the measured supernet + search
             time; it takes precedence over ``measured_standalone``.
-        finetuned: The fine-tuning phase's record (study user attribute
-            ``nasflow:finetuned``). Where the candidates themselves were not fine-tuned
+        finetuned: The fine-tuning phase's record. Where the candidates themselves were not
+            fine-tuned
             (``finetune_epochs`` 0), its measured early stopping is the early-stopping
             multiplier: every finalist trained to the last rung, each untrained epoch at
             the candidate's own measured epoch time, over the seconds measured. MEASURED.
 
     Returns:
-        A JSON-able record: ``one_shot``, ``early_stopping``, ``gate``, ``stack``, ``ddp``
+        The record (stored as ``to_dict`` gives it): ``one_shot``, ``early_stopping``,
+        ``gate``, ``stack``, ``ddp``
         (each with a ``multiplier``, ``None`` when not measured or not applicable, a
         ``label``: ``"MEASURED"``, ``"ESTIMATE"`` or ``"n/a"``, and a ``note`` saying what
         it comes from), ``compounded`` (product of the available multipliers, and which)
@@ -304,11 +296,11 @@ def search_multipliers(
             else "no fine-tuning: nothing to stop early"
         ),
     }
-    phase = (finetuned or {}).get("early_stopping") or {}
-    spent, full = phase.get("seconds"), phase.get("full_seconds")
-    if not planned and isinstance(spent, int | float) and isinstance(full, int | float):
-        finalists = len((finetuned or {}).get("candidates") or ())
-        rungs = (finetuned or {}).get("rungs") or [None]
+    phase = None if finetuned is None else finetuned.early_stopping
+    if not planned and finetuned is not None and phase is not None:
+        spent, full = phase.seconds, phase.full_seconds
+        finalists = len(finetuned.candidates)
+        rungs = finetuned.rungs or (None,)
         phase_m = _ratio(full, spent)
         early = {
             "multiplier": phase_m,
@@ -350,7 +342,7 @@ def search_multipliers(
     used = [name for name, p in parts.items() if p["multiplier"] is not None]
     product = math.prod(parts[name]["multiplier"] for name in used) if used else None
     measured_parts = [name for name in used if parts[name]["label"] == "MEASURED"]
-    return {
+    record = {
         **parts,
         "compounded": {
             "multiplier": product,
@@ -371,6 +363,7 @@ def search_multipliers(
             "end-to-end multiplier is not measured",
         },
     }
+    return MultipliersRecord.from_dict(record)
 
 
 #: How the summary and the report name each part of the record.
@@ -390,56 +383,55 @@ def multiplier_basis(record: MultipliersRecord) -> dict[str, str]:
     step), keyed by part (``MULTIPLIER_PARTS`` and ``"compounded"``). A part without a
     multiplier says why: its counts (0 candidates...), or its note where there is nothing
     to count (no fine-tuning epochs planned, no stack measured, one process)."""
-    one = record.part("one_shot").fields
-    early, gate = record.part("early_stopping").fields, record.part("gate").fields
-    if one.get("sample_measured_seconds") is not None:
-        spent = one["sample_measured_seconds"]
+    one, early, gate = record.part("one_shot"), record.part("early_stopping"), record.part("gate")
+    if one.sample_measured_seconds is not None and one.scale:
+        spent = one.sample_measured_seconds
         one_text = (
-            f"{one['distinct_candidates']} distinct candidates stand-alone = "
-            f"{one['measured_standalone_seconds']:.0f}s (n={one['sample']} trainings measured "
-            f"in this run: {'; '.join(one['sample_sources'])}; "
-            f"{spent:.1f}s measured vs {spent / one['scale']:.1f}s predicted, "
-            f"x{one['scale']:.2f}, spread over the candidates by predicted cost) vs "
-            f"{one['actual_seconds']:.0f}s supernet + search (measured)"
+            f"{one.distinct_candidates} distinct candidates stand-alone = "
+            f"{one.measured_standalone_seconds:.0f}s (n={one.sample} trainings measured "
+            f"in this run: {'; '.join(one.sample_sources)}; "
+            f"{spent:.1f}s measured vs {spent / one.scale:.1f}s predicted, "
+            f"x{one.scale:.2f}, spread over the candidates by predicted cost) vs "
+            f"{one.actual_seconds:.0f}s supernet + search (measured)"
         )
-    elif one.get("measured_standalone_seconds") is not None:
+    elif one.measured_standalone_seconds is not None:
         one_text = (
-            f"{one['distinct_candidates']} distinct candidates x "
-            f"{one['median_measured_seconds']:.2f}s "
-            f"(median stand-alone training measured on {one['sample']} random architectures "
+            f"{one.distinct_candidates} distinct candidates x "
+            f"{one.median_measured_seconds:.2f}s "
+            f"(median stand-alone training measured on {one.sample} random architectures "
             f"of this space when its baseline tables were made) = "
-            f"{one['measured_standalone_seconds']:.0f}s vs "
-            f"{one['actual_seconds']:.0f}s supernet + search (measured); the cost model "
-            f"predicted {one['estimated_standalone_seconds']:.0f}s"
+            f"{one.measured_standalone_seconds:.0f}s vs "
+            f"{one.actual_seconds:.0f}s supernet + search (measured); the cost model "
+            f"predicted {one.estimated_standalone_seconds:.0f}s"
         )
-    elif "candidates" in one:
+    elif one.candidates is not None:
         one_text = (
-            f"{one['candidates']} distinct candidates stand-alone ~"
-            f"{one['estimated_standalone_seconds']:.0f}s (sum of their predicted train_cost, "
-            f"cost model) vs {one['actual_seconds']:.0f}s supernet + search (measured)"
+            f"{one.candidates} distinct candidates stand-alone ~"
+            f"{one.estimated_standalone_seconds:.0f}s (sum of their predicted train_cost, "
+            f"cost model) vs {one.actual_seconds:.0f}s supernet + search (measured)"
         )
     else:
-        one_text = record.part("one_shot").note or "not in the record"
-    if early.get("epochs_without_pruning"):
+        one_text = one.note or "not in the record"
+    if early.epochs_without_pruning:
         early_text = (
-            f"{early['epochs_trained']} of {early['epochs_without_pruning']} fine-tuning "
+            f"{early.epochs_trained} of {early.epochs_without_pruning} fine-tuning "
             "epochs trained (counted; time assumed proportional to epochs)"
         )
-    elif early.get("full_seconds") is not None:
-        last = early.get("last_rung")
+    elif early.full_seconds is not None:
+        last = early.last_rung
         early_text = (
-            f"{early['seconds']:.1f}s fine-tuning {early['finalists']} finalists against "
-            f"{early['full_seconds']:.1f}s for every finalist to "
+            f"{early.seconds:.1f}s fine-tuning {early.finalists} finalists against "
+            f"{early.full_seconds:.1f}s for every finalist to "
             f"{f'{last} epochs' if last else 'the last rung'} (each epoch timed; the epochs "
             "not trained at each candidate's measured epoch time)"
         )
     else:  # (none planned: the note says why)
-        early_text = record.part("early_stopping").note or "not in the record"
+        early_text = early.note or "not in the record"
     gate_text = (
-        f"{gate['skipped']} distinct candidates skipped, predicted "
-        f"{gate['skipped_predicted_seconds']:.0f}s of training (cost model)"
-        if "skipped" in gate
-        else record.part("gate").note or "not in the record"
+        f"{gate.skipped} distinct candidates skipped, predicted "
+        f"{gate.skipped_predicted_seconds:.0f}s of training (cost model)"
+        if gate.skipped is not None
+        else gate.note or "not in the record"
     )
     short = {"one_shot": "one-shot", "early_stopping": "early stopping", "gate": "gate"}
     of = " x ".join(short.get(n, n) for n in record.compounded_of)
@@ -454,9 +446,8 @@ def multiplier_basis(record: MultipliersRecord) -> dict[str, str]:
     }
 
 
-def format_multipliers(m: Mapping[str, Any]) -> list[str]:
+def format_multipliers(record: MultipliersRecord) -> list[str]:
     """Summary lines for a :func:`search_multipliers` record."""
-    record = MultipliersRecord.from_dict(m)
     basis = multiplier_basis(record)
     lines = ["search-level multipliers (cost without / cost with):"]
     for part in record.parts:
@@ -471,7 +462,7 @@ def format_multipliers(m: Mapping[str, Any]) -> list[str]:
     if record.without_nasflow_seconds is not None:
         one = record.part("one_shot")
         lines.append(
-            f"  {'without nasflow':<16} training the same {one.fields['distinct_candidates']} "
+            f"  {'without nasflow':<16} training the same {one.distinct_candidates} "
             f"distinct candidates stand-alone: {record.without_nasflow_seconds:.0f}s (from "
             f"the measured sample above: {one.label}) vs {record.search_seconds or 0.0:.0f}s "
             "measured here"
@@ -479,42 +470,39 @@ def format_multipliers(m: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def format_stack(record: Mapping[str, Any] | None) -> list[str]:
+def format_stack(record: StackRecord | None) -> list[str]:
     """Summary lines for a ``stack="auto"`` record: the waterfall's numbers, each layer
     alone and cumulatively, their product next to the measured end-to-end figure, the
     interaction, and the stack the study trained with. Empty without a record."""
-    if not isinstance(record, Mapping):
+    if record is None:
         return []
-    if record.get("skipped"):
+    if record.skipped:
         return [
-            f"speedup stack (stack='auto'): calibration SKIPPED: {record['skipped']}; "
+            f"speedup stack (stack='auto'): calibration SKIPPED: {record.skipped}; "
             "trained with the baseline (fp32 eager), nothing measured",
             f"  to calibrate: {CALIBRATE_HINT}",
         ]
-    layers = [x for x in record.get("layers") or [] if isinstance(x, Mapping)]
+    baseline = "the baseline" if record.baseline is None else record.baseline
     lines = [
-        f"speedup stack (stack='auto'), vs {record.get('baseline', 'the baseline')} on "
-        f"{record.get('device', '?')}; {stack_origin(record)}:"
+        f"speedup stack (stack='auto'), vs {baseline} on "
+        f"{'?' if record.device is None else record.device}; {stack_origin(record)}:"
     ]
-    if not StackRecord.from_dict(record).all_layers:  # the chosen layers only
+    if not record.all_layers:  # the chosen layers only
         lines.append(
-            f"  trained with: {'+'.join(record.get('chosen') or []) or 'baseline'} "
-            f"{_x(chosen_multiplier(record))} MEASURED"
+            f"  trained with: {'+'.join(record.chosen or ()) or 'baseline'} "
+            f"{_x(record.chosen_multiplier)} MEASURED"
         )
         return lines
     lines.append(f"  {'layer':<14} {'alone':>7}  {'cumulative':>10}  used  (all MEASURED)")
-    decisions = {
-        c.get("name"): c for c in record.get("candidates") or [] if isinstance(c, Mapping)
-    }
-    for x in layers:
-        used = "yes" if x.get("kept") else "no"
-        decision = decisions.get(x["name"]) or {}
-        why = str(decision.get("reason", ""))
-        if decision.get("kept") and not x.get("kept"):
+    for x in record.layers:
+        used = "yes" if x.kept else "no"
+        decision = record.decision(x.name)
+        why = "" if decision is None else decision.reason
+        if decision is not None and decision.kept and not x.kept:
             why += "; not in the fastest variant of the final run"
         lines.append(
-            f"  {x['name']:<14} {_x(x.get('alone'), 'failed'):>7}  "
-            f"{_x(x.get('cumulative'), '-'):>10}  {used:<4}  {why}"
+            f"  {x.name:<14} {_x(x.alone, 'failed'):>7}  "
+            f"{_x(x.cumulative, '-'):>10}  {used:<4}  {why}"
         )
 
     def row(name: str, value: float | None, text: str) -> str:
@@ -523,56 +511,53 @@ def format_stack(record: Mapping[str, Any] | None) -> list[str]:
     lines.append(
         row(
             "product of the layers alone",
-            record.get("product"),
+            record.product,
             "ESTIMATE of the stacked layers (assumes they are independent)",
         )
     )
     lines.append(
-        row(f"end to end, all {len(layers)} stacked", record.get("end_to_end"), "MEASURED")
+        row(f"end to end, all {len(record.layers)} stacked", record.end_to_end, "MEASURED")
     )
-    lines.append(row("interaction", record.get("interaction"), "measured end to end / product"))
-    noise = record.get("noise")
-    if isinstance(noise, Mapping) and noise.get("multiplier") is not None:
+    lines.append(row("interaction", record.interaction, "measured end to end / product"))
+    if record.noise_multiplier is not None:
         lines.append(
             row(
                 "noise floor",
-                noise["multiplier"],
+                record.noise_multiplier,
                 "MEASURED (the baseline against its reseeded replica)",
             )
         )
-    chosen = list(record.get("chosen") or [])
-    if chosen:
+    cal = record.calibration
+    if record.chosen:
         lines.append(
-            f"  trained with: {'+'.join(chosen)} {_x(chosen_multiplier(record))} MEASURED "
-            f"against the baseline ({record.get('chosen_from') or 'calibration'})"
+            f"  trained with: {'+'.join(record.chosen)} {_x(record.chosen_multiplier)} "
+            f"MEASURED against the baseline ({record.chosen_from or 'calibration'})"
         )
     else:
-        gain = (record.get("calibration") or {}).get("min_gain")
         lines.append(
             "  trained with: the baseline (fp32 eager): no layer gained "
-            f"{_x(gain, 'enough')} on this device without losing accuracy (see each reason)"
+            f"{_x(cal.min_gain, 'enough')} on this device without losing accuracy (see each "
+            "reason)"
         )
-    cal = record.get("calibration") or {}
-    if cal.get("seconds") is not None:
-        budget = cal.get("budget_seconds")
-        of = f" of a {budget:g}s budget" if budget else ""
+    if cal.seconds is not None:
+        of = f" of a {cal.budget_seconds:g}s budget" if cal.budget_seconds else ""
         phases = []
-        if cal.get("first_phase") not in (None, "complete"):
-            phases.append(f"first phase {cal['first_phase']}")
-        if str(cal.get("second_phase", "")).startswith("skipped"):
-            phases.append(f"second phase {cal['second_phase']}")
+        if cal.first_phase not in (None, "complete"):
+            phases.append(f"first phase {cal.first_phase}")
+        if str(cal.second_phase or "").startswith("skipped"):
+            phases.append(f"second phase {cal.second_phase}")
         more = f"; {'; '.join(phases)}" if phases else ""
-        lines.append(f"  calibration: {cal['seconds']:.0f}s{of} (measured when it ran){more}")
+        lines.append(f"  calibration: {cal.seconds:.0f}s{of} (measured when it ran){more}")
     return lines
 
 
-def stack_line(record: Mapping[str, Any]) -> str:
+def stack_line(record: StackRecord) -> str:
     """One log line: the stack a study trains with and where it comes from."""
-    if record.get("skipped"):
+    if record.skipped:
         return (
-            f"speedup stack: calibration skipped ({record['skipped']}); training with the "
+            f"speedup stack: calibration skipped ({record.skipped}); training with the "
             f"baseline; to calibrate, {CALIBRATE_HINT}"
         )
-    chosen = list(record.get("chosen") or [])
-    what = f"{'+'.join(chosen)} {_x(chosen_multiplier(record))}" if chosen else "the baseline"
+    chosen = "+".join(record.chosen or ())
+    what = f"{chosen} {_x(record.chosen_multiplier)}" if chosen else "the baseline"
     return f"speedup stack: {what}; {stack_origin(record)}"

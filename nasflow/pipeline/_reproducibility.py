@@ -29,13 +29,19 @@ still interleave."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
 from nasflow import settings
-from nasflow.record import COST_TABLE_KEY, STACK_KEY
+from nasflow.record import (
+    CostTableRecord,
+    ReproducibilityRecord,
+    StackRecord,
+    study_cost_table,
+    study_stack,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -65,17 +71,16 @@ def use_deterministic(enabled: bool) -> Callable[[], None]:
     return restore
 
 
-def _stack_input(spec: StudySpec, record: Any) -> tuple[str, bool]:
+def _stack_input(spec: StudySpec, record: StackRecord | None) -> tuple[str, bool]:
     """``(what the stack was, whether a clock chose it)``."""
     if spec.stack != "auto":
         fixed = "plain fp32" if spec.stack is None else "fixed by the study"
         return f"stack {fixed}", False
-    if not isinstance(record, Mapping):
+    if record is None:
         return "stack plain fp32 ('auto' not calibrated: deterministic mode)", False
-    origin = record.get("origin")
-    kind = origin.get("kind") if isinstance(origin, Mapping) else None
+    kind = None if record.origin is None else record.origin.kind
     if kind == "reused":
-        when = str(origin.get("measured_at", "?"))[:16]  # type: ignore[union-attr]
+        when = str(record.origin.measured_at or "?")[:16]  # type: ignore[union-attr]
         return f"stack from this device's calibration record of {when}, reused", False
     if kind == "calibrated":
         return "stack calibrated now (timed; under load it keeps other layers)", True
@@ -84,17 +89,17 @@ def _stack_input(spec: StudySpec, record: Any) -> tuple[str, bool]:
     return "stack stored with the study (resumed)", False
 
 
-def _cost_input(spec: StudySpec, record: Any) -> tuple[str, bool]:
+def _cost_input(spec: StudySpec, record: CostTableRecord | None) -> tuple[str, bool]:
     """``(where the predicted costs came from, whether timings measured now set them)``."""
     if spec.table is not None:
         return "no costs (tabular)", False
     if spec.cost == "measure":
         return "every candidate's cost timed when scored (cost='measure')", True
-    if not isinstance(record, Mapping):
+    if record is None:
         return "cost table not recorded", False
-    source = record.get("source")
-    loaded = " on a machine that looked loaded" if record.get("loaded") else ""
-    when = str(record.get("measured_at", "?"))[:16]
+    source = record.source
+    loaded = " on a machine that looked loaded" if record.loaded else ""
+    when = str(record.measured_at or "?")[:16]
     if source == "measured now":
         return f"cost table measured now{loaded} (its timings set every predicted cost)", True
     return f"cost table of {when}{loaded}, reused as stored", False
@@ -105,7 +110,7 @@ def reproducibility_record(
     spec: StudySpec,
     ran_trials: Sequence[int] = (),
     timeout: float | None = None,
-) -> dict[str, Any]:
+) -> ReproducibilityRecord:
     """Which timing-dependent inputs a finished run used (study user attribute
     ``nasflow:reproducibility``; :func:`reproducibility_line` says it).
 
@@ -120,8 +125,8 @@ def reproducibility_record(
         ``deterministic``, ``threads`` (torch's intra-op threads), ``inputs`` (each input:
         what it was), and ``timed`` (the inputs a clock decided in this run).
     """
-    stack, stack_timed = _stack_input(spec, study.user_attrs.get(STACK_KEY))
-    cost, cost_timed = _cost_input(spec, study.user_attrs.get(COST_TABLE_KEY))
+    stack, stack_timed = _stack_input(spec, study_stack(study))
+    cost, cost_timed = _cost_input(spec, study_cost_table(study))
     inputs, timed = [stack, cost], [s for s, t in ((stack, stack_timed), (cost, cost_timed)) if t]
     if spec.finetuning is not None and len(spec.objectives) > 1:
         how = "predicted cost" if spec.deterministic else "measured epoch seconds"
@@ -135,33 +140,29 @@ def reproducibility_record(
         timed.append(f"{others} trials scored by other processes, as they interleaved")
     if timeout is not None:
         timed.append(f"the screening ended by a {timeout:g} s timeout")
-    return {
-        "deterministic": bool(spec.deterministic),
-        "threads": torch.get_num_threads(),
-        "inputs": inputs,
-        "timed": timed,
-    }
+    return ReproducibilityRecord(
+        bool(spec.deterministic), torch.get_num_threads(), tuple(inputs), tuple(timed)
+    )
 
 
-def reproducibility_line(record: Mapping[str, Any]) -> str:
+def reproducibility_line(record: ReproducibilityRecord) -> str:
     """One summary line: what a rerun with the same seed reproduces, and what the clock
     decided in this run (and how to fix it)."""
-    threads = record.get("threads")
-    timed = list(record.get("timed") or [])
+    timed = list(record.timed)
     setting = (
         "deterministic mode (torch deterministic algorithms, "
-        if record.get("deterministic")
+        if record.deterministic
         else "seed fixed ("
-    ) + f"{threads} threads)"
+    ) + f"{record.threads} threads)"
     if not timed:
         return (
             f"reproducibility: {setting}; no clock decided anything: "
-            f"{'; '.join(record.get('inputs') or [])}; a rerun with the same seed, storage "
+            f"{'; '.join(record.inputs)}; a rerun with the same seed, storage "
             "kind, stored tables and thread count keeps the same model"
         )
     fix = (
         ""
-        if record.get("deterministic")
+        if record.deterministic
         else "; `nasflow search --deterministic` (StudySpec(deterministic=True)) fixes the "
         "stack, the costs and the promotion"
     )

@@ -23,7 +23,7 @@ from nasflow.pipeline._baseline import baseline_record, read_baseline, screening
 from nasflow.pipeline._context import RunContext, Winner, tables_url_of
 from nasflow.pipeline._costtable import check_caches
 from nasflow.pipeline._identity import scoring_record
-from nasflow.pipeline._kept import decide_kept
+from nasflow.pipeline._kept import KeptDecision, decide_kept
 from nasflow.pipeline._multipliers import measured_trainings, search_multipliers
 from nasflow.pipeline._phases._anchors import run_anchors
 from nasflow.pipeline._phases._finetune import run_finetune
@@ -34,22 +34,18 @@ from nasflow.pipeline._phases._trust import run_trust
 from nasflow.pipeline._recovery import heartbeat_settings, sweep_zombies
 from nasflow.pipeline._reproducibility import reproducibility_record, use_deterministic
 from nasflow.record import (
-    ANCHORS_KEY,
-    BASELINE_KEY,
-    FINETUNED_KEY,
-    KEPT_KEY,
-    MULTIPLIERS_KEY,
-    REPRODUCIBILITY_KEY,
-    SCREENING_KEY,
-    SECONDS_KEY,
-    STACK_KEY,
     RunFolder,
     StudyMismatchError,
     check_identity,
     has_identity,
+    study_anchors,
+    study_finetuned,
     study_identity,
+    study_stack,
     supernet_identity,
     write_identity,
+    write_record,
+    write_seconds,
 )
 from nasflow.search import StudySpec, sampler_seed, study_pruner, study_sampler
 from nasflow.storage import (
@@ -77,6 +73,9 @@ class RunResult:
     seconds: dict[str, float] = field(default_factory=dict)
     ran_trials: list[int] = field(default_factory=list)
     spec: StudySpec | None = None
+    #: Which model the run keeps and why (decided once, when the run finished; ``None``:
+    #: not decided here, as on a DDP rank other than 0).
+    kept: KeptDecision | None = None
 
 
 class StudyRunner:
@@ -299,10 +298,12 @@ class StudyRunner:
                 phase3 = run_winners(ctx)
                 winners, seconds["retrain"] = list(phase3.winners), phase3.seconds
             seconds["total"] = time.perf_counter() - t0
-            if not worker and is_rank_zero():
-                self._record(study, seconds, winners)
-                why = reproducibility_record(study, spec, self.ran_trials, timeout)
-                study.set_user_attr(REPRODUCIBILITY_KEY, why)
+            kept = None
+            if is_rank_zero():  # which model is kept: decided once, here
+                kept = decide_kept(winners, study_finetuned(study), study_anchors(study))
+            if not worker and kept is not None:
+                self._record(study, seconds, winners, kept)
+                write_record(study, reproducibility_record(study, spec, self.ran_trials, timeout))
             return RunResult(
                 study,
                 self.out,
@@ -312,6 +313,7 @@ class StudyRunner:
                 seconds,
                 list(self.ran_trials),
                 spec,
+                kept,
             )
         except (optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError) as e:
             failed = storage_failure(e, self.storage)  # a full disk: one line naming it
@@ -323,23 +325,26 @@ class StudyRunner:
             self.close()
 
     def _record(
-        self, study: optuna.Study, seconds: dict[str, float], winners: list[Winner]
+        self,
+        study: optuna.Study,
+        seconds: dict[str, float],
+        winners: list[Winner],
+        kept: KeptDecision,
     ) -> None:
-        """The study-level records of a finished run: phase timings, screening and the
-        search-level multipliers (the one-shot one from the stand-alone trainings this run
-        measured: ``winners`` retrained now, the fine-tuned ready models)."""
+        """The study-level records of a finished run: phase timings, the kept model
+        (``kept``), screening and the search-level multipliers (the one-shot one from the
+        stand-alone trainings this run measured: ``winners`` retrained now, the fine-tuned
+        ready models)."""
         spec = self.spec
-        study.set_user_attr(SECONDS_KEY, seconds)
-        kept = decide_kept(
-            winners, study.user_attrs.get(FINETUNED_KEY), study.user_attrs.get(ANCHORS_KEY)
-        ).record()
-        if kept is not None:
-            study.set_user_attr(KEPT_KEY, kept)
+        write_seconds(study, seconds)
+        finetuned = study_finetuned(study)
+        if kept.record is not None:
+            write_record(study, kept.record)
         screening = screening_record(study)
         if screening is not None:
-            study.set_user_attr(SCREENING_KEY, screening)
+            write_record(study, screening)
         if spec.baseline:  # the share of random architectures the kept model beats
-            study.set_user_attr(BASELINE_KEY, baseline_record(spec.baseline).to_dict())
+            write_record(study, baseline_record(spec.baseline))
         if spec.table is None:
             trials = study.get_trials(deepcopy=False)
             measured = read_baseline(spec.baseline)[1] if spec.baseline else None
@@ -347,15 +352,15 @@ class StudyRunner:
                 trials,
                 spec.train.epochs,
                 [(w.number, w.measured_train_cost) for w in winners if not w.reused],
-                study.user_attrs.get(FINETUNED_KEY),
+                finetuned,
             )
             multipliers = search_multipliers(
                 trials,
                 seconds,
                 spec.finetune_epochs,
-                study.user_attrs.get(STACK_KEY),
+                study_stack(study),
                 measured_standalone=measured or None,
                 measured_runs=runs,
-                finetuned=study.user_attrs.get(FINETUNED_KEY),
+                finetuned=finetuned,
             )
-            study.set_user_attr(MULTIPLIERS_KEY, multipliers)
+            write_record(study, multipliers)

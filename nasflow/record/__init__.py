@@ -19,15 +19,25 @@ the study runner (torch, the trainer, the data) for a report that only opens a s
 So it imports only the standard library, Optuna and nasflow's light top-level modules;
 the space registry and the storage are imported when a study is opened.
 
+Every study record is typed, read and written once, here: a frozen dataclass per record
+(``from_dict`` checks the stored record once, ``to_dict`` gives it back as stored), one
+reader per record on a study (``study_stack(study)``, ``study_finetuned(study)``...:
+``None`` where the study holds none) and one writer (:func:`write_record`). Nothing
+outside this package reads a study's or a trial's user attributes (a test guards it).
+
 The package's modules: ``_keys`` (every key, defined nowhere else), ``_folder`` (the run
 folder), ``_identity`` (writing and checking a study's identity), ``_reading`` (opening a
-stored study, score reuse, constraints) and ``_typed`` (one frozen dataclass per record).
-Import from ``nasflow.record``, not from them.
+stored study, score reuse, constraints), ``_typed`` (a trial's record, a saved winner's,
+the baseline table's), ``_measured`` (the stack's, the cost table's and the multipliers'
+records), ``_phases`` (the records the phases write), ``_finetuned`` (the fine-tuning
+phase's) and ``_study`` (the readers and the writer). Import from ``nasflow.record``, not
+from them.
 """
 
 from __future__ import annotations
 
 from nasflow.errors import StudyRecordError
+from nasflow.record._finetuned import EarlyStopping, FineTuned, FineTuneResult, ReadyModelError
 from nasflow.record._folder import RunFolder, StudyMismatchError
 from nasflow.record._identity import (
     check_identity,
@@ -38,6 +48,8 @@ from nasflow.record._identity import (
     scoring_identity,
     study_data_fingerprint,
     study_identity,
+    study_scoring,
+    study_space_identity,
     supernet_identity,
     write_identity,
 )
@@ -83,6 +95,7 @@ from nasflow.record._keys import (
     SUPERNET_IDENTITY_KEY,
     SUPERNET_KEY,
     SUPERNET_LOSS_ATTR,
+    TABLE_KEY_ATTR,
     TRACEBACK_ATTR,
     TRAIN_COST_ATTR,
     TRIAL_ATTRS,
@@ -90,14 +103,35 @@ from nasflow.record._keys import (
     retrain_key,
     rung_key,
 )
-from nasflow.record._reading import (
+from nasflow.record._measured import (
+    MULTIPLIER_PARTS,
+    STACK_SCHEMA,
+    CalibrationStep,
+    CostCalibration,
+    CostTableRecord,
+    MultiplierPart,
+    MultipliersRecord,
+    StackCalibration,
+    StackDecision,
+    StackLayer,
+    StackOrigin,
+    StackRecord,
+)
+from nasflow.record._phases import (
+    AnchorEntry,
+    AnchorsRecord,
     KeptRecord,
+    ReproducibilityRecord,
+    RetrainRecord,
+    ScreeningRecord,
+    SupernetRecord,
+    TrustRecord,
+)
+from nasflow.record._reading import (
     StoredStudy,
     copy_constraints,
     get_constraints,
-    kept_record,
     open_stored_study,
-    retrain_records,
     reuse_score,
     sampler_constraints_kwargs,
     scored_trial,
@@ -105,22 +139,28 @@ from nasflow.record._reading import (
     stored_space,
     study_metric_names,
     study_objectives,
-    study_stack_dict,
+    trial_rung,
+    trial_screen,
 )
-from nasflow.record._typed import (
-    MULTIPLIER_PARTS,
-    STACK_SCHEMA,
-    WINNER_IDENTITY,
-    BaselineRecord,
-    CalibrationStep,
-    CostCalibration,
-    CostTableRecord,
-    MultiplierPart,
-    MultipliersRecord,
-    StackRecord,
-    TrialRecord,
-    WinnerRecord,
+from nasflow.record._study import (
+    StudyRecord,
+    study_anchors,
+    study_baseline,
+    study_cost_table,
+    study_finetuned,
+    study_kept,
+    study_multipliers,
+    study_reproducibility,
+    study_retrains,
+    study_screening,
+    study_seconds,
+    study_stack,
+    study_supernet,
+    study_trust,
+    write_record,
+    write_seconds,
 )
+from nasflow.record._typed import WINNER_IDENTITY, BaselineRecord, TrialRecord, WinnerRecord
 
 __all__ = [
     "ANCHORS_KEY",
@@ -166,24 +206,41 @@ __all__ = [
     "SUPERNET_IDENTITY_KEY",
     "SUPERNET_KEY",
     "SUPERNET_LOSS_ATTR",
+    "TABLE_KEY_ATTR",
     "TRACEBACK_ATTR",
     "TRAIN_COST_ATTR",
     "TRIAL_ATTRS",
     "TRUST_KEY",
     "WINNER_IDENTITY",
+    "AnchorEntry",
+    "AnchorsRecord",
     "BaselineRecord",
     "CalibrationStep",
     "CostCalibration",
     "CostTableRecord",
+    "EarlyStopping",
+    "FineTuneResult",
+    "FineTuned",
     "KeptRecord",
     "MultiplierPart",
     "MultipliersRecord",
+    "ReadyModelError",
+    "ReproducibilityRecord",
+    "RetrainRecord",
     "RunFolder",
+    "ScreeningRecord",
+    "StackCalibration",
+    "StackDecision",
+    "StackLayer",
+    "StackOrigin",
     "StackRecord",
     "StoredStudy",
     "StudyMismatchError",
+    "StudyRecord",
     "StudyRecordError",
+    "SupernetRecord",
     "TrialRecord",
+    "TrustRecord",
     "WinnerRecord",
     "check_identity",
     "checkpoint_fingerprint",
@@ -191,10 +248,8 @@ __all__ = [
     "copy_constraints",
     "get_constraints",
     "has_identity",
-    "kept_record",
     "open_stored_study",
     "retrain_key",
-    "retrain_records",
     "reuse_score",
     "rung_key",
     "sampler_constraints_kwargs",
@@ -203,11 +258,29 @@ __all__ = [
     "scoring_identity",
     "set_constraints",
     "stored_space",
+    "study_anchors",
+    "study_baseline",
+    "study_cost_table",
     "study_data_fingerprint",
+    "study_finetuned",
     "study_identity",
+    "study_kept",
     "study_metric_names",
+    "study_multipliers",
     "study_objectives",
-    "study_stack_dict",
+    "study_reproducibility",
+    "study_retrains",
+    "study_scoring",
+    "study_screening",
+    "study_seconds",
+    "study_space_identity",
+    "study_stack",
+    "study_supernet",
+    "study_trust",
     "supernet_identity",
+    "trial_rung",
+    "trial_screen",
     "write_identity",
+    "write_record",
+    "write_seconds",
 ]

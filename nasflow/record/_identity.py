@@ -175,6 +175,25 @@ def study_data_fingerprint(study: optuna.Study) -> str | None:
     return data if isinstance(data, str) else None
 
 
+def study_scoring(study: optuna.Study) -> dict[str, Any]:
+    """What a study's scores were measured with (its ``SCORING_KEY`` record: the data's
+    fingerprint, the recipes, the cost estimator), ``{}`` where it records none."""
+    try:
+        scoring = json.loads(study.user_attrs.get(SCORING_KEY) or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return scoring if isinstance(scoring, dict) else {}
+
+
+def study_space_identity(study: optuna.Study) -> tuple[str | None, str | None]:
+    """``(space name, space fingerprint)`` a study records (``None`` where it does not)."""
+    name, fingerprint = study.user_attrs.get(SPACE_KEY), study.user_attrs.get(FINGERPRINT_KEY)
+    return (
+        name if isinstance(name, str) else None,
+        fingerprint if isinstance(fingerprint, str) else None,
+    )
+
+
 def has_identity(study: optuna.Study) -> bool:
     """Whether nasflow recorded (part of) an identity on ``study``."""
     return any(k in study.user_attrs for k in IDENTITY_KEYS)

@@ -36,8 +36,8 @@ TRUST_KEY = "nasflow:trust"
 #: Study user attribute holding the cost table's stability record.
 COST_TABLE_KEY = "nasflow:cost_table"
 #: Study user attribute holding the fine-tuning phase's record (every fine-tuned finalist;
-#: typed by ``nasflow.search.FineTuneResult.from_record``, each ready model's own record in
-#: ``RunFolder.ready`` by ``nasflow.search.read_ready``).
+#: typed by ``nasflow.record.FineTuneResult``, each ready model's own record in
+#: ``RunFolder.ready`` by ``nasflow.pipeline.read_ready``).
 FINETUNED_KEY = "nasflow:finetuned"
 #: Study user attribute holding the zero-cost anchors' record (each anchor's trial, how it
 #: was chosen, its from-scratch training; phase 0, ``nasflow.search.Anchors``).
@@ -100,6 +100,8 @@ RESUMED_AT_ATTR = "resumed_at"
 DUPLICATE_KEY = "duplicate_of"
 #: Trial user attribute of a zero-cost anchor's trial: its index among the anchors.
 ANCHOR_ATTR = "anchor"
+#: Trial user attribute of a tabular study's trial: the table's key of its architecture.
+TABLE_KEY_ATTR = "table_key"
 #: Every trial user attribute nasflow writes besides its ``nasflow:`` keys.
 TRIAL_ATTRS = (
     ARCH_ATTR,
@@ -116,6 +118,7 @@ TRIAL_ATTRS = (
     RESUMED_AT_ATTR,
     DUPLICATE_KEY,
     ANCHOR_ATTR,
+    TABLE_KEY_ATTR,
 )
 #: Trial user attributes of a finished attempt that must not leak into its retry.
 PER_ATTEMPT_ATTRS = (FAIL_REASON_ATTR, TRACEBACK_ATTR)

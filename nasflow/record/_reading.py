@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -20,13 +20,12 @@ from nasflow.record._keys import (
     CONSTRAINTS_KEY,
     DUPLICATE_KEY,
     FINGERPRINT_KEY,
-    KEPT_KEY,
     OBJECTIVES_KEY,
     PREFIX,
-    RETRAIN_PREFIX,
+    SCREEN_KEY,
     SPACE_CONFIG_KEY,
     SPACE_KEY,
-    STACK_KEY,
+    rung_key,
 )
 
 if TYPE_CHECKING:
@@ -132,55 +131,16 @@ def study_metric_names(study: optuna.Study) -> list[str]:
     return [f"objective {i}" for i in range(len(study.directions))]
 
 
-def retrain_records(study: optuna.Study) -> dict[int, dict[str, Any]]:
-    """Trial number -> phase-3 record (``test_accuracy``, ``measured_train_cost``, ...)."""
-    out: dict[int, dict[str, Any]] = {}
-    for key, record in study.user_attrs.items():
-        suffix = key[len(RETRAIN_PREFIX) :]
-        if key.startswith(RETRAIN_PREFIX) and suffix.isdigit() and isinstance(record, dict):
-            out[int(suffix)] = record
-    return dict(sorted(out.items()))
+def trial_screen(trial: FrozenTrial | optuna.Trial) -> list[float] | None:
+    """A trial's objective vector at the supernet's weights (``SCREEN_KEY``), if recorded."""
+    values = trial.user_attrs.get(SCREEN_KEY)
+    return list(values) if isinstance(values, list | tuple) else None
 
 
-class KeptRecord(NamedTuple):
-    """The model a finished run keeps (``KEPT_KEY``).
-
-    Attributes:
-        trial: The kept trial's number.
-        weights: ``"retrained"`` (from scratch) or ``"fine-tuned"`` (from the supernet's
-            inherited weights).
-        source: ``"search"`` (the search's choice) or ``"anchor"`` (a zero-cost anchor
-            trained from scratch before the supernet, kept for validating higher).
-    """
-
-    trial: int
-    weights: str
-    source: str
-
-
-def kept_record(study: optuna.Study) -> KeptRecord | None:
-    """The study's record of the model it keeps, or ``None`` where it has none (nothing
-    was retrained, or the study predates the record). A record this version cannot read
-    is ignored like a missing one: the callers fall back to the most accurate Pareto
-    trial, as before the record existed."""
-    raw = study.user_attrs.get(KEPT_KEY)
-    if not isinstance(raw, dict):
-        return None
-    trial, weights, source = raw.get("trial"), raw.get("weights"), raw.get("source")
-    if not isinstance(trial, int) or isinstance(trial, bool):
-        return None
-    if weights not in ("retrained", "fine-tuned") or source not in ("search", "anchor"):
-        return None
-    return KeptRecord(trial, weights, source)
-
-
-def study_stack_dict(study: optuna.Study) -> dict[str, Any] | None:
-    """The ``Stack.to_dict()`` a ``stack="auto"`` study resolved to and trains with (its
-    ``STACK_KEY`` record's ``"stack"``), or ``None`` where none is recorded."""
-    stored = study.user_attrs.get(STACK_KEY)
-    if isinstance(stored, dict) and isinstance(stored.get("stack"), dict):
-        return dict(stored["stack"])
-    return None
+def trial_rung(trial: FrozenTrial | optuna.Trial, rung: int) -> list[float] | None:
+    """A trial's objective vector at pruner rung ``rung`` (:func:`rung_key`), if recorded."""
+    values = trial.user_attrs.get(rung_key(rung))
+    return list(values) if isinstance(values, list | tuple) else None
 
 
 # ---------------------------------------------------------------------- score reuse

@@ -154,22 +154,21 @@ def _meta_html(study: optuna.Study, storage_label: str) -> str:
     dirs = ", ".join(f"{n} ({d.name.lower()})" for n, d in pairs)
     states = [t.state for t in study.get_trials(deepcopy=False)]
     counts = ", ".join(f"{states.count(s)} {s.name.lower()}" for s in TrialState if s in states)
+    space, fingerprint = record.study_space_identity(study)
     lines = [
         f"storage: {storage_label}" if storage_label else "",
-        f"space: {study.user_attrs.get(record.SPACE_KEY, '?')} "
-        f"(fingerprint {study.user_attrs.get(record.FINGERPRINT_KEY, '?')})",
+        f"space: {space or '?'} (fingerprint {fingerprint or '?'})",
         f"objectives: {dirs}",
         f"trials: {counts or 'none'}",
     ]
-    sup = study.user_attrs.get(record.SUPERNET_KEY)
-    if isinstance(sup, dict):
+    sup = record.study_supernet(study)
+    if sup is not None:
         lines.append(
-            f"supernet: {sup.get('sampler')} sampling, {sup.get('epochs')} epochs, "
-            f"{float(sup.get('seconds', 0.0)):.1f} s"
+            f"supernet: {sup.sampler} sampling, {sup.epochs} epochs, {sup.seconds or 0.0:.1f} s"
         )
-    secs = study.user_attrs.get(record.SECONDS_KEY)
-    if isinstance(secs, dict):
-        lines.append("time: " + ", ".join(f"{k} {float(v):.1f} s" for k, v in secs.items()))
+    secs = record.study_seconds(study)
+    if secs:
+        lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items()))
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines.append(f"generated {when} by nasflow {nasflow.__version__}")
     return "<br>".join(html.escape(s) for s in lines if s)

@@ -12,19 +12,19 @@ from typing import Any, NamedTuple
 
 import optuna
 
-from nasflow.errors import ConfigError
-from nasflow.pipeline import MULTIPLIER_TITLES, FineTuneResult, ReadyModelError, multiplier_basis
+from nasflow.pipeline import MULTIPLIER_TITLES, multiplier_basis
 from nasflow.record import (
-    ANCHORS_KEY,
-    FINETUNED_KEY,
-    STACK_KEY,
-    SUPERNET_KEY,
     CostCalibration,
-    CostTableRecord,
-    MultipliersRecord,
-    StackRecord,
+    ReadyModelError,
+    StackOrigin,
     TrialRecord,
-    retrain_records,
+    study_anchors,
+    study_cost_table,
+    study_finetuned,
+    study_multipliers,
+    study_retrains,
+    study_stack,
+    study_supernet,
 )
 from nasflow.report._study import Summarizer, generic_summary
 
@@ -83,17 +83,16 @@ def fairness_data(study: optuna.Study) -> FairnessData:
     choices is trained ``floor(M/m)`` or ``ceil(M/m)`` times per step (exactly ``M/m`` when
     ``m`` divides ``M``), so over ``S`` steps its count lies in ``[S*floor(M/m), S*ceil(M/m)]``.
     """
-    record = study.user_attrs.get(SUPERNET_KEY)
-    if not isinstance(record, dict):
+    record = study_supernet(study)
+    if record is None:
         return FairnessData(None, None, None, [])
     grouped: dict[str, tuple[list[Any], list[int]]] = {}
-    for row in record.get("op_counts", []):
-        label, value, count = row
-        vals, counts = grouped.setdefault(str(label), ([], []))
+    for label, value, count in record.op_counts:
+        vals, counts = grouped.setdefault(label, ([], []))
         vals.append(value)
-        counts.append(int(count))
-    sampler = record.get("sampler")
-    m_paths = record.get("paths_per_step")
+        counts.append(count)
+    sampler = record.sampler
+    m_paths = record.paths_per_step
     totals = {sum(c) for _, c in grouped.values()}
     steps = None
     if isinstance(m_paths, int) and m_paths > 0 and len(totals) == 1:
@@ -106,15 +105,7 @@ def fairness_data(study: optuna.Study) -> FairnessData:
             m = len(vals)
             low, high = steps * (m_paths // m), steps * -(-m_paths // m)
         labels.append(LabelCounts(label, vals, counts, low, high))
-    split = record.get("split")
-    return FairnessData(
-        sampler,
-        m_paths,
-        steps,
-        labels,
-        split if isinstance(split, str) else None,
-        record.get("split_epoch"),
-    )
+    return FairnessData(sampler, m_paths, steps, labels, record.split, record.split_epoch)
 
 
 # ---------------------------------------------------------------------- cost model
@@ -155,11 +146,11 @@ def costmodel_data(study: optuna.Study) -> CostModelData:
     """Predicted ``train_cost`` against phase 3's ``measured_train_cost``, per winner, and
     the cost model's calibration steps (``CostTableRecord.calibration``)."""
     points = []
-    for number, rec in retrain_records(study).items():
-        pred, meas = rec.get("predicted_train_cost"), rec.get("measured_train_cost")
-        if isinstance(pred, (int, float)) and isinstance(meas, (int, float)):
-            points.append(CostPoint(number, float(pred), float(meas)))
-    table = CostTableRecord.from_study(study)
+    for number, rec in study_retrains(study).items():
+        pred, meas = rec.predicted_train_cost, rec.measured_train_cost
+        if pred is not None and meas is not None:
+            points.append(CostPoint(number, pred, meas))
+    table = study_cost_table(study)
     if table is None:
         why = (
             "the study records no cost model (its cost estimator timed every candidate, "
@@ -237,81 +228,50 @@ class StackData(NamedTuple):
         return self.end_to_end / self.product
 
 
-def _multiplier(value: Any, what: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ConfigError(f"{STACK_KEY}: {what} must be a positive finite number, got {value!r}")
-    return float(value)
-
-
 def stack_data(study: optuna.Study) -> StackData:
-    """The stack's measured multipliers from study user attribute ``nasflow:stack``.
-
-    The record (written by whatever measures the stack) is a JSON object::
-
-        {"baseline": "fp32 eager",          # what every multiplier is relative to
-         "device": "cpu, 2 cores",          # where it was measured
-         "layers": [{"name": "channels_last", "alone": 1.12, "cumulative": 1.12}, ...],
-         "end_to_end": 1.31}                # whole stack vs baseline; null if not measured
+    """The stack's measured multipliers from the study's stack record
+    (:class:`~nasflow.record.StackRecord`).
 
     A multiplier is baseline cost / cost with the layer on the same work, measured in the
-    same run; ``null`` means not measured (such a layer is named, never drawn, and no
-    interaction is computed). Other keys are ignored. Without the record nothing is drawn
-    but a "not measured" panel: no number is ever made up.
+    same run; ``None`` means not measured (such a layer is named, never drawn, and no
+    interaction is computed). Without the record nothing is drawn but a "not measured"
+    panel: no number is ever made up.
 
     Raises:
-        ValueError: A malformed record, naming the bad value.
+        ValueError: A malformed record, naming the bad value (``StudyRecordError``).
     """
-    rec = study.user_attrs.get(STACK_KEY)
+    rec = study_stack(study)
     if rec is None:
         return StackData(False, "", "", [], None)
-    if not isinstance(rec, dict) or not isinstance(rec.get("layers"), list):
-        raise ConfigError(f"{STACK_KEY} must be an object with a 'layers' list, got {rec!r}")
-    baseline, device = str(rec.get("baseline", "baseline")), str(rec.get("device", ""))
-    if rec.get("skipped"):
-        note = f"The stack calibration was skipped: {rec['skipped']}. Training ran as {baseline}."
+    baseline = "baseline" if rec.baseline is None else rec.baseline
+    device = "" if rec.device is None else rec.device
+    if rec.skipped:
+        note = f"The stack calibration was skipped: {rec.skipped}. Training ran as {baseline}."
         return StackData(False, baseline, device, [], None, [], None, note)
-    layers = []
-    for i, layer in enumerate(rec["layers"]):
-        if not isinstance(layer, dict) or not isinstance(layer.get("name"), str):
-            raise ConfigError(f"{STACK_KEY}: layer {i} must have a string 'name', got {layer!r}")
-        alone, cum = layer.get("alone"), layer.get("cumulative")
-        layers.append(
-            StackLayerRow(
-                layer["name"],
-                None if alone is None else _multiplier(alone, f"layer {layer['name']!r} 'alone'"),
-                None if cum is None else _multiplier(cum, f"layer {layer['name']!r} 'cumulative'"),
-            )
-        )
-    e2e = rec.get("end_to_end")
-    chosen = rec.get("chosen")
-    chosen = [str(c) for c in chosen] if isinstance(chosen, list) else None
-    typed = StackRecord.from_dict(rec)
-    mult = typed.chosen_multiplier if typed.all_layers else None
+    layers = [StackLayerRow(x.name, x.alone, x.cumulative) for x in rec.layers]
+    # (A schema 1 record's ``end_to_end`` is its chosen stack's multiplier.)
+    end_to_end = rec.end_to_end if rec.all_layers else rec.chosen_multiplier
+    chosen = None if rec.chosen is None else list(rec.chosen)
     return StackData(
         True,
         baseline,
         device,
         layers,
-        None if e2e is None else _multiplier(e2e, "'end_to_end'"),
+        end_to_end,
         chosen,
-        None if mult is None else _multiplier(mult, "'chosen_multiplier'"),
-        _origin(rec.get("origin")),
+        rec.chosen_multiplier if rec.all_layers else None,
+        _origin(rec.origin),
     )
 
 
-def _origin(origin: Any) -> str:
+def _origin(origin: StackOrigin | None) -> str:
     """Where a ``stack="auto"`` record's numbers come from, in words."""
-    if not isinstance(origin, dict):
+    if origin is None:
         return ""
-    when = str(origin.get("measured_at", ""))[:19].replace("T", " ")
-    if origin.get("kind") == "reused":
+    when = str(origin.measured_at or "")[:19].replace("T", " ")
+    if origin.kind == "reused":
         return f"Measured on this device on {when} UTC and reused: no calibration ran here."
-    if origin.get("kind") == "calibrated":
+    if origin.kind == "calibrated":
         return f"Calibrated on this device for this study ({when} UTC)."
     return ""
 
@@ -364,7 +324,7 @@ class MultipliersData(NamedTuple):
 def multipliers_data(study: optuna.Study) -> MultipliersData:
     """The record the search summary's multiplier lines are printed from, with the same
     basis text (``nasflow.search.multiplier_basis``)."""
-    record = MultipliersRecord.from_study(study)
+    record = study_multipliers(study)
     if record is None:
         return MultipliersData(False, [])
     basis = multiplier_basis(record)
@@ -421,13 +381,12 @@ def ready_models(study: optuna.Study, summarize: Summarizer = generic_summary) -
     """The ready models (``FineTuneResult.ready``) from the study's fine-tuning record,
     each with its trial's predicted cost and parameters (for the trade-off figures);
     ``summarize`` names an architecture from its JSON."""
-    record = study.user_attrs.get(FINETUNED_KEY)
-    if record is None:
-        return ReadyModels(False, [])
     try:
-        result = FineTuneResult.from_record(record)
+        result = study_finetuned(study)
     except ReadyModelError as e:
         return ReadyModels(True, [], str(e))
+    if result is None:
+        return ReadyModels(False, [])
     trials = {t.number: TrialRecord.from_trial(t) for t in study.get_trials(deepcopy=False)}
     rows = []
     for c in result.ready:
@@ -474,24 +433,22 @@ class AnchorRow(NamedTuple):
 def anchor_models(study: optuna.Study, summarize: Summarizer = generic_summary) -> list[AnchorRow]:
     """The trained zero-cost anchors (``nasflow:anchors``), each with its trial's predicted
     cost (for the trade-off figures); none where the study has no such record."""
-    record = study.user_attrs.get(ANCHORS_KEY)
-    if not isinstance(record, dict):
+    record = study_anchors(study)
+    if record is None:
         return []
     trials = {t.number: TrialRecord.from_trial(t) for t in study.get_trials(deepcopy=False)}
     rows = []
-    for a in record.get("anchors", []):
-        if not isinstance(a, dict) or not isinstance(a.get("val_accuracy"), float | int):
-            continue
-        trial = trials.get(int(a["trial"]), TrialRecord())
+    for a in record.trained:
+        trial = trials.get(a.trial, TrialRecord())
         rows.append(
             AnchorRow(
-                int(a["trial"]),
-                float(a["val_accuracy"]),
-                a.get("test_accuracy"),
-                float(a.get("measured_train_cost") or 0.0),
+                a.trial,
+                float(a.val_accuracy or 0.0),
+                a.test_accuracy,
+                float(a.measured_train_cost or 0.0),
                 trial.train_cost,
-                trial.params if trial.params is not None else a.get("params"),
-                summarize(a["arch"]),
+                trial.params if trial.params is not None else a.params,
+                summarize(a.arch),
             )
         )
     return rows

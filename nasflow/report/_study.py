@@ -43,7 +43,7 @@ def summarizer(study: optuna.Study, space: SearchSpace | None = None) -> Summari
     Raises:
         ReportError: ``space`` is not the space the study was created with.
     """
-    recorded = study.user_attrs.get(record.FINGERPRINT_KEY)
+    recorded = record.study_space_identity(study)[1]
     if space is not None and recorded is not None and space.fingerprint() != recorded:
         raise ReportError(
             f"space {space.name!r} has fingerprint {space.fingerprint()!r}, but study "

@@ -13,14 +13,7 @@ import numpy as np
 import optuna
 
 from nasflow import names
-from nasflow.record import (
-    SECONDS_KEY,
-    KeptRecord,
-    TrialRecord,
-    WinnerRecord,
-    kept_record,
-    retrain_records,
-)
+from nasflow.record import KeptRecord, TrialRecord, study_kept, study_retrains, study_seconds
 from nasflow.report._records import anchor_models, ready_models
 from nasflow.report._study import Summarizer, generic_summary
 from nasflow.search import non_dominated_sort
@@ -102,11 +95,10 @@ def _is_kept(kept: KeptRecord | None, number: int, kind: str) -> bool:
 def trained_front(study: optuna.Study, summarize: Summarizer = generic_summary) -> TrainedFront:
     """Every trained model of the study at its own measured numbers, the from-scratch front
     among them and the kept one marked."""
-    kept = kept_record(study)
+    kept = study_kept(study)
     trials = {t.number: TrialRecord.from_trial(t) for t in study.get_trials(deepcopy=False)}
     models: list[TrainedModel] = []
-    for number, raw in retrain_records(study).items():
-        w = WinnerRecord.from_dict(raw)
+    for number, w in study_retrains(study).items():
         trial = trials.get(number, TrialRecord())
         if w.measured_train_cost is None:
             continue
@@ -161,11 +153,9 @@ def trained_front(study: optuna.Study, summarize: Summarizer = generic_summary) 
         ranks = non_dominated_sort(values, ["maximize", "minimize"])
         for i, rank in zip(scratch, ranks, strict=True):
             drawn[i] = drawn[i]._replace(on_front=bool(rank == 0))
-    seconds = study.user_attrs.get(SECONDS_KEY)
-    supernet = seconds.get("supernet") if isinstance(seconds, dict) else None
     return TrainedFront(
         drawn,
         [m for m in marked if m.test_accuracy is None],
         kept,
-        float(supernet) if isinstance(supernet, int | float) else None,
+        study_seconds(study).get("supernet"),
     )

@@ -6,8 +6,7 @@ in ``_figures.py`` (the split Optuna's ``visualization`` package uses).
 
 from __future__ import annotations
 
-import json
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import optuna
@@ -15,19 +14,20 @@ from optuna.trial import FrozenTrial, TrialState
 
 from nasflow import names
 from nasflow._checks import check_choice
-from nasflow.pipeline import FineTuneResult, ReadyModelError, pareto_trials
+from nasflow.pipeline import pareto_trials
 from nasflow.record import (
-    FINETUNED_KEY,
     PARAMS_ATTR,
-    SCORING_KEY,
     TRAIN_COST_ATTR,
-    CostTableRecord,
     KeptRecord,
+    ReadyModelError,
     TrialRecord,
     get_constraints,
-    kept_record,
-    retrain_records,
+    study_cost_table,
+    study_finetuned,
+    study_kept,
     study_metric_names,
+    study_retrains,
+    study_scoring,
 )
 from nasflow.report._records import anchor_models, ready_models
 from nasflow.report._study import Summarizer, generic_summary
@@ -57,7 +57,7 @@ def cost_basis(study: optuna.Study) -> CostBasis:
     """What the ``train_cost`` of the study's trials is: the cost model's seconds of one
     undisturbed training step (its clock, from the study's cost-table record) times the
     recipe's steps, or a step timed during the search (``StudySpec.cost="measure"``)."""
-    table = CostTableRecord.from_study(study)
+    table = study_cost_table(study)
     if table is not None and table.clock:
         return CostBasis(
             f"{names.PREDICTED_COST}: {table.clock} of undisturbed steps",
@@ -66,11 +66,7 @@ def cost_basis(study: optuna.Study) -> CostBasis:
             "steps) times the recipe's steps; a training measured on this machine counts wall "
             "time, longer when other work shares the cores",
         )
-    try:
-        scoring = json.loads(study.user_attrs.get(SCORING_KEY) or "{}")
-    except (TypeError, ValueError):
-        scoring = {}
-    if isinstance(scoring, dict) and scoring.get("cost") == "measure":
+    if study_scoring(study).get("cost") == "measure":
         return CostBasis(
             f"{names.PREDICTED_COST}: timed steps x recipe steps",
             "predicted training cost: each candidate's median training step, timed during "
@@ -148,15 +144,16 @@ def tradeoff_data(
         ValueError: ``x_attr`` is not one of ``AXES``.
     """
     check_choice("x_attr", x_attr, sorted(AXES))
-    winners = retrain_records(study)
+    winners = study_retrains(study)
     points: list[TrialPoint] = []
     left_out = 0
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
-        x = t.user_attrs.get(x_attr)
-        skipped = TrialRecord.from_trial(t).skipped
+        rec = TrialRecord.from_trial(t)
+        x = rec.train_cost if x_attr == TRAIN_COST_ATTR else rec.params
+        skipped = rec.skipped
         if t.state == TrialState.PRUNED and not skipped:
             continue  # stopped early by the pruner: shown in the budget figure
-        if not isinstance(x, (int, float)) or (t.state == TrialState.COMPLETE and not t.values):
+        if x is None or (t.state == TrialState.COMPLETE and not t.values):
             left_out += 1
             continue
         arch = _arch(t, summarize)
@@ -165,8 +162,8 @@ def tradeoff_data(
             continue
         status = INFEASIBLE if _violates(t) else DOMINATED
         acc = float(t.values[0])
-        test = _num(winners.get(t.number, {}), "test_accuracy")
         won = t.number in winners
+        test = winners[t.number].test_accuracy if won else None
         points.append(TrialPoint(t.number, acc, float(x), status, won, arch, "", test))
     feasible = [i for i, p in enumerate(points) if p.status == DOMINATED]
     if feasible:
@@ -182,7 +179,7 @@ def tradeoff_data(
         points,
         left_out,
         study_metric_names(study)[0],
-        kept_record(study),
+        study_kept(study),
         basis.what if basis else "",
     )
 
@@ -241,9 +238,10 @@ def budget_data(study: optuna.Study) -> BudgetData:
         else:
             labels.append(SKIPPED if rec.skipped else PRUNED)
     try:
-        finetuned = len(FineTuneResult.from_record(study.user_attrs.get(FINETUNED_KEY)).candidates)
-    except ReadyModelError:  # no fine-tuning phase (or a record the ready table reports)
-        finetuned = 0
+        tuned = study_finetuned(study)
+    except ReadyModelError:  # a record the ready table reports
+        tuned = None
+    finetuned = 0 if tuned is None else len(tuned.candidates)
     return BudgetData(numbers, epochs, labels, finetuned)
 
 
@@ -287,11 +285,6 @@ class ParetoTable(NamedTuple):
     cost_basis: str = ""
 
 
-def _num(record: dict[str, Any], key: str) -> float | None:
-    v = record.get(key)
-    return float(v) if isinstance(v, (int, float)) else None
-
-
 def _trainings(study: optuna.Study) -> tuple[dict[int, list[str]], dict[int, tuple]]:
     """Per trial: how it was trained, in words, and its from-scratch ``(test, seconds)``
     (phase 3's retrain before an anchor's training)."""
@@ -306,9 +299,9 @@ def _trainings(study: optuna.Study) -> tuple[dict[int, list[str]], dict[int, tup
     for a in anchor_models(study):
         words.setdefault(a.number, []).insert(0, "zero-cost anchor, from scratch")
         scratch[a.number] = (a.test_accuracy, a.seconds)
-    for number, rec in retrain_records(study).items():
+    for number, rec in study_retrains(study).items():
         words.setdefault(number, []).insert(0, "retrained from scratch (phase 3)")
-        scratch[number] = (_num(rec, "test_accuracy"), _num(rec, "measured_train_cost"))
+        scratch[number] = (rec.test_accuracy, rec.measured_train_cost)
     return words, scratch
 
 
@@ -323,7 +316,7 @@ def _kept_words(kept: KeptRecord) -> str:
 def pareto_table(study: optuna.Study, summarize: Summarizer = generic_summary) -> ParetoTable:
     """The non-dominated completed trials (``nasflow.search.pareto_trials``), each with how
     it was trained, and the kept trial marked (added first where it is not in the set)."""
-    kept = kept_record(study)
+    kept = study_kept(study)
     words, scratch = _trainings(study)
     front = pareto_trials(study)
     numbers = {t.number for t in front}

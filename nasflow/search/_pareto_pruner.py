@@ -40,7 +40,7 @@ from optuna.trial import TrialState
 
 from nasflow._checks import check_int
 from nasflow.errors import ConfigError, ConfigTypeError
-from nasflow.record import LAST_STEP_KEY, LAST_VALUES_KEY, rung_key
+from nasflow.record import LAST_STEP_KEY, LAST_VALUES_KEY, rung_key, trial_rung
 from nasflow.search._pareto import crowding_distance, non_dominated_sort
 
 __all__ = ["ParetoSuccessiveHalvingPruner", "report_values", "should_prune"]
@@ -280,8 +280,7 @@ class ParetoSuccessiveHalvingPruner(optuna.pruners.BasePruner):
         rung: int,
         vector: list[float],
     ) -> bool:
-        key = rung_key(rung)
-        others = [other.user_attrs.get(key) for other in trials if other.number != number]
+        others = [trial_rung(other, rung) for other in trials if other.number != number]
         return promoted(
             vector, others, study.directions, self._reduction_factor, self._bootstrap_count
         )

@@ -8,8 +8,8 @@ from typing import NamedTuple
 import optuna
 from optuna.trial import TrialState
 
-from nasflow.errors import ConfigError
-from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, reuse_score
+from nasflow.errors import ConfigError, NotFoundError
+from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, TABLE_KEY_ATTR, TrialRecord, reuse_score
 from nasflow.space import Arch
 from nasflow.tabular._table import TabularBenchmark
 
@@ -40,7 +40,7 @@ class TabularObjective:
         table = self.table
         arch = table.space.suggest(trial)
         trial.set_user_attr(ARCH_ATTR, arch.to_json())
-        trial.set_user_attr("table_key", table.key(arch))
+        trial.set_user_attr(TABLE_KEY_ATTR, table.key(arch))
         reused = reuse_score(trial, arch)
         if reused is not None:  # already scored in this study
             return reused  # type: ignore[return-value]
@@ -54,7 +54,7 @@ class TabularObjective:
         it differs); NaN, with ``user_attrs["fail_reason"]``, where the table has no row.
         It does not look for an earlier trial of ``arch``."""
         table = self.table
-        trial.set_user_attr("table_key", table.key(arch))
+        trial.set_user_attr(TABLE_KEY_ATTR, table.key(arch))
         if arch not in table:
             trial.set_user_attr(FAIL_REASON_ATTR, f"no row in {table.path.name}")
             return math.nan
@@ -103,12 +103,16 @@ def tabular_outcome(study: optuna.Study, table: TabularBenchmark) -> TabularOutc
     if not done:
         return None
     best = max(done, key=lambda t: (t.values[0], -t.number))  # earliest of equal values
-    arch = table.arch(best.user_attrs["table_key"])
+    keys = {t.number: TrialRecord.from_trial(t).table_key for t in done}
+    best_key = keys[best.number]
+    if best_key is None:
+        raise NotFoundError(f"trial {best.number} records no {TABLE_KEY_ATTR!r}")
+    arch = table.arch(best_key)
     return TabularOutcome(
         trials=len(done),
-        distinct=len({t.user_attrs.get("table_key", t.number) for t in done}),
+        distinct=len({number if key is None else key for number, key in keys.items()}),
         best_number=best.number,
-        best_key=best.user_attrs["table_key"],
+        best_key=best_key,
         best_value=best.values[0],
         report_value=table.lookup(arch, table.report_metric),
         optimum=table.optimum,

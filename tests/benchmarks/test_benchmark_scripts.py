@@ -137,7 +137,7 @@ def test_b1_replay_of_random_search_on_the_table_follows_the_incumbent(tmp_path:
 
 
 def test_b1_counts_ready_models_as_trained_events_with_an_estimated_cost() -> None:
-    from nasflow.pipeline import FineTuned, FineTuneResult
+    from nasflow.record import FineTuned, FineTuneResult
     from nasflow.search import load_study_file
 
     b1 = _load("search_efficiency.py")
@@ -164,7 +164,7 @@ def test_b1_counts_each_ready_model_when_its_last_epoch_ended() -> None:
     """With the study's ``trained_cpu_seconds``, ready models are events at the run's CPU
     time their weights were final, in that order (the incumbent is read from the events
     before each)."""
-    from nasflow.pipeline import FineTuned, FineTuneResult
+    from nasflow.record import FineTuned, FineTuneResult
     from nasflow.search import load_study_file
 
     b1 = _load("search_efficiency.py")
@@ -257,7 +257,7 @@ def test_b6_replays_the_kept_weights_margin() -> None:
     retrain; the replay counts the picks that kept the lower-testing weights."""
     from dataclasses import asdict
 
-    from nasflow.pipeline import FineTuned
+    from nasflow.record import FineTuned
 
     b6 = _load("suite_runs.py")
     study = str(ROOT / "studies" / "mnist1d_front.py")

@@ -16,7 +16,7 @@ import numpy as np
 import optuna
 import pytest
 
-from nasflow.pipeline import FineTuned
+from nasflow.record import FineTuned
 from nasflow.search import Anchors, load_study_file
 from nasflow.space import Arch
 from nasflow.train.stack import Stack

@@ -86,10 +86,11 @@ def test_a_study_refuses_anchors_that_are_not_an_anchors(tmp_path) -> None:
 
 def test_the_summary_compares_the_kept_model_with_the_best_anchor() -> None:
     from nasflow.pipeline._result._summary import anchors_verdict
+    from nasflow.record import AnchorEntry
 
     anchors = [
-        {"trial": 0, "val_accuracy": 0.90},
-        {"trial": 3, "val_accuracy": 0.95},
+        AnchorEntry(0, 0, "{}", 1, 1, "", val_accuracy=0.90),
+        AnchorEntry(1, 3, "{}", 1, 1, "", val_accuracy=0.95),
     ]
     # 500 validation samples near 95%: one standard error is about 0.9 points.
     ahead = anchors_verdict("s", 0.98, "choice (retrained)", anchors, 500)

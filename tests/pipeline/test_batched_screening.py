@@ -35,6 +35,8 @@ from nasflow.record import (
     SUPERNET_ACCURACY_ATTR,
     SUPERNET_LOSS_ATTR,
     TRAIN_COST_ATTR,
+    FineTuned,
+    FineTuneResult,
     get_constraints,
 )
 from nasflow.search import load_study_file
@@ -250,12 +252,13 @@ def test_the_one_shot_multiplier_is_measured_from_this_runs_trainings() -> None:
         _trial(2, "c", 30.0),
         _trial(3, "a", 10.0, duplicate=True),  # a repeat: never counted
     ]
-    finetuned = {  # ready models: trial 1 (also retrained: counted once) and trial 2
-        "candidates": [
-            {"trial": 1, "epoch_seconds": [9.0, 9.0]},
-            {"trial": 2, "epoch_seconds": [1.0, 2.0, 3.0]},
-        ]
-    }
+    finetuned = FineTuneResult(  # ready models: trial 1 (also retrained: counted once), 2
+        (
+            FineTuned(1, "b", 0.5, (0.5, 0.5), (9.0, 9.0)),
+            FineTuned(2, "c", 0.5, (0.5, 0.5, 0.5), (1.0, 2.0, 3.0)),
+        ),
+        3,
+    )
     runs = measured_trainings(trials, 12, winners=[(1, 30.0)], finetuned=finetuned)
     assert [(r["trial"], r["source"]) for r in runs] == [
         (1, "retrained"),
@@ -263,7 +266,8 @@ def test_the_one_shot_multiplier_is_measured_from_this_runs_trainings() -> None:
     ]
     assert runs[1]["seconds"] == pytest.approx(2.0 * 12)  # mean epoch x the recipe's epochs
     seconds = {"supernet": 6.0, "search": 4.0, "total": 12.0}
-    m = search_multipliers(trials, seconds, 0, measured_runs=runs)
+    record = search_multipliers(trials, seconds, 0, measured_runs=runs)
+    m = record.to_dict()
     one = m["one_shot"]
     assert one["label"] == "MEASURED" and one["estimate"] is False
     assert one["sample"] == 2 and one["distinct_candidates"] == 3
@@ -273,14 +277,14 @@ def test_the_one_shot_multiplier_is_measured_from_this_runs_trainings() -> None:
     assert one["measured_standalone_seconds"] == pytest.approx(64.8)
     assert one["multiplier"] == pytest.approx(6.48)
     assert "one_shot" in m["compounded"]["measured"]
-    lines = format_multipliers(m)
+    lines = format_multipliers(record)
     one_line = next(line for line in lines if "one-shot" in line)
     assert "MEASURED" in one_line and "n=2 trainings measured in this run" in one_line
     assert "3 distinct candidates" in one_line
     compounded = lines.index(next(line for line in lines if "compounded" in line))
     assert compounded > lines.index(one_line)
     # Without trainings measured in this run it stays an estimate, repeats still once.
-    plain = search_multipliers(trials, seconds, 0)["one_shot"]
+    plain = search_multipliers(trials, seconds, 0).to_dict()["one_shot"]
     assert plain["label"] == "ESTIMATE" and plain["estimated_standalone_seconds"] == 60.0
 
 

@@ -13,13 +13,7 @@ import torch
 
 from nasflow.cli import main
 from nasflow.cost import CostModel
-from nasflow.pipeline import (
-    FineTuned,
-    FineTuneResult,
-    StudyRunner,
-    reproducibility_line,
-    reproducibility_record,
-)
+from nasflow.pipeline import StudyRunner, reproducibility_line, reproducibility_record
 from nasflow.pipeline._phases._ready import promote
 from nasflow.record import (
     COST_TABLE_KEY,
@@ -27,6 +21,9 @@ from nasflow.record import (
     KEPT_KEY,
     REPRODUCIBILITY_KEY,
     STACK_KEY,
+    FineTuned,
+    FineTuneResult,
+    study_reproducibility,
 )
 from nasflow.search import StudyFileError, load_study_file
 from tests._study_template import write_study
@@ -85,15 +82,13 @@ def test_two_deterministic_runs_keep_the_same_model_where_timings_would_differ(
     (timed,) = first.user_attrs[REPRODUCIBILITY_KEY]["timed"]
     assert timed.startswith("cost table measured now")
     assert second.user_attrs[REPRODUCIBILITY_KEY]["timed"] == []
-    assert "no clock decided anything" in reproducibility_line(
-        second.user_attrs[REPRODUCIBILITY_KEY]
-    )
+    assert "no clock decided anything" in reproducibility_line(study_reproducibility(second))
 
     def screened(study: optuna.Study) -> list[tuple[str, tuple[float, ...]]]:
         return [(t.user_attrs["arch"], tuple(t.values)) for t in study.trials if t.values]
 
     assert screened(first) == screened(second) and len(screened(first)) == 8
-    ready = [FineTuneResult.from_record(s.user_attrs[FINETUNED_KEY]).ready for s in runs]
+    ready = [FineTuneResult.from_dict(s.user_attrs[FINETUNED_KEY]).ready for s in runs]
     assert [(c.trial, c.val_accuracy, c.epochs) for c in ready[0]] == [
         (c.trial, c.val_accuracy, c.epochs) for c in ready[1]
     ]
@@ -147,11 +142,12 @@ def test_the_line_names_what_the_clock_decided_and_the_flag_that_fixes_it(
 ) -> None:
     spec = _spec(tmp_path / "s", deterministic=False)
     study = optuna.create_study(directions=spec.directions)
-    study.set_user_attr(STACK_KEY, {"origin": {"kind": "calibrated", "measured_at": "x"}})
+    calibrated = {"layers": [], "origin": {"kind": "calibrated", "measured_at": "x"}}
+    study.set_user_attr(STACK_KEY, calibrated)
     study.set_user_attr(COST_TABLE_KEY, {"source": "measured now", "loaded": True})
     study.add_trial(optuna.trial.create_trial(values=[0.5, 1.0]))  # another process's
     record = reproducibility_record(study, spec, ran_trials=[], timeout=60.0)
-    assert not record["deterministic"] and record["threads"] == torch.get_num_threads()
+    assert not record.deterministic and record.threads == torch.get_num_threads()
     line = reproducibility_line(record)
     assert line.startswith("reproducibility: seed fixed (")
     for part in (
@@ -163,13 +159,13 @@ def test_the_line_names_what_the_clock_decided_and_the_flag_that_fixes_it(
         "`nasflow search --deterministic`",
     ):
         assert part in line, part
-    quiet = {"origin": {"kind": "reused", "measured_at": "2025-01-02T03:04"}}
+    quiet = {"layers": [], "origin": {"kind": "reused", "measured_at": "2025-01-02T03:04"}}
     study.set_user_attr(STACK_KEY, quiet)
     study.set_user_attr(COST_TABLE_KEY, {"source": "shared table", "measured_at": "2025-01"})
     done = reproducibility_record(study, spec, ran_trials=[0])
-    assert done["timed"] == [
-        "fine-tuning promoted by validation accuracy and measured epoch seconds"
-    ]
+    assert done.timed == (
+        "fine-tuning promoted by validation accuracy and measured epoch seconds",
+    )
 
 
 @pytest.mark.slow

@@ -18,13 +18,11 @@ from nasflow.pipeline._kept import kept_weights
 from nasflow.pipeline._phases._ready import (
     PROGRESS_FILE,
     Finalist,
-    FineTuned,
-    FineTuneResult,
-    ReadyModelError,
     promote,
     read_ready,
     run_finetuning,
 )
+from nasflow.record import FineTuned, FineTuneResult, ReadyModelError
 from nasflow.search import FineTuning
 from nasflow.train import EpochTrainer, SupernetConfig, SupernetTrainer, TrainConfig
 from tests._spaces import tiny_mnist1d
@@ -126,7 +124,7 @@ def test_a_diverging_candidate_is_dropped_and_the_phase_goes_on(
     monkeypatch.setattr(supernet, "extract", nan_for_the_first)
     res = _run(trained, tmp_path, FineTuning(rungs=(1, 2), keep=0.5))
     by_trial = {c.trial: c for c in res.candidates}
-    assert by_trial[0].status == "diverged" and by_trial[0].val_curve == []
+    assert by_trial[0].status == "diverged" and by_trial[0].val_curve == ()
     assert not (tmp_path / "trial-0" / "model.safetensors").exists()
     assert sorted(c.epochs for c in res.ready) == [1, 2, 2]  # 3 left: 2 promoted
     assert json.loads((tmp_path / "trial-0" / PROGRESS_FILE).read_text())["status"] == "diverged"
@@ -224,14 +222,14 @@ def test_fine_tuned_weights_must_validate_higher_by_two_standard_errors() -> Non
 
 def test_the_record_keeps_the_validation_size_and_checks_it() -> None:
     record = {"candidates": [], "rungs": [1, 2], "val_samples": 500}
-    assert FineTuneResult.from_record(record).val_samples == 500
-    assert FineTuneResult.from_record({**record, "val_samples": None}).val_samples is None
+    assert FineTuneResult.from_dict(record).val_samples == 500
+    assert FineTuneResult.from_dict({**record, "val_samples": None}).val_samples is None
     with pytest.raises(ReadyModelError, match=r"val_samples is 0, not a positive count"):
-        FineTuneResult.from_record({**record, "val_samples": 0})
+        FineTuneResult.from_dict({**record, "val_samples": 0})
 
 
 def test_a_candidate_records_when_its_weights_were_final() -> None:
-    from nasflow.pipeline import FineTuned
+    from nasflow.record import FineTuned
 
     base = {
         "trial": 1,

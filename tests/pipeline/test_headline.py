@@ -75,6 +75,7 @@ def _study(kept: dict[str, Any], anchor_val: float = 0.80, **attrs: Any):
         for i, op in enumerate(["k3", "k5", "k7"])
     ]
     anchor = {
+        "index": 0,
         "trial": 0,
         "val_accuracy": anchor_val,
         "test_accuracy": anchor_val - 0.01,

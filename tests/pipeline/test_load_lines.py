@@ -6,12 +6,15 @@ from __future__ import annotations
 from nasflow.cost import assess_reference
 from nasflow.pipeline._costtable import format_cost_table
 from nasflow.pipeline._multipliers import stack_line
+from nasflow.record import CostTableRecord, StackRecord
 from tests.pipeline.test_multipliers import AUTO
 
 
-def _table(share: float) -> dict:
+def _table(share: float) -> CostTableRecord:
     rounds = [1.00e-3, 1.02e-3, 1.01e-3]  # the reference op's rounds agree
-    return {**assess_reference("thread CPU time", rounds, core_share=share).to_dict()}
+    return CostTableRecord.from_dict(
+        assess_reference("thread CPU time", rounds, core_share=share).to_dict()
+    )
 
 
 def test_a_table_measured_under_a_steady_load_is_not_called_steady() -> None:
@@ -29,5 +32,5 @@ def test_a_steady_table_says_the_share_it_was_measured_at() -> None:
 def test_the_stack_line_says_a_calibration_was_not_stored() -> None:
     why = "the machine looked loaded while it ran (a busy thread got 40% of a core)"
     origin = {"kind": "calibrated", "measured_at": "2026-11-27T10:00:00", "not_stored": why}
-    line = stack_line({**AUTO, "origin": origin})
+    line = stack_line(StackRecord.from_dict({**AUTO, "origin": origin}))
     assert line.endswith(f"; NOT stored for the device: {why}") and "\n" not in line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import optuna
@@ -10,6 +11,22 @@ from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 
 from nasflow.pipeline._multipliers import format_multipliers, format_stack, search_multipliers
+from nasflow.record import (
+    EarlyStopping,
+    FineTuned,
+    FineTuneResult,
+    MultipliersRecord,
+    StackRecord,
+)
+
+
+def _stored(record: MultipliersRecord) -> dict:
+    """The record as the study stores it."""
+    return record.to_dict()
+
+
+def _stack(record: dict) -> StackRecord:
+    return StackRecord.from_dict(record)
 
 
 def _trial(state: TrialState, cost: float, epochs: int | None = None, skipped: bool = False):
@@ -38,7 +55,7 @@ SECONDS = {"supernet": 30.0, "search": 20.0, "total": 70.0}
 
 
 def test_each_multiplier_is_computed_from_its_own_records() -> None:
-    m = search_multipliers(TRIALS, SECONDS, finetune_epochs=3)
+    m = _stored(search_multipliers(TRIALS, SECONDS, finetune_epochs=3))
     assert m["one_shot"]["estimate"] is True
     assert m["one_shot"]["estimated_standalone_seconds"] == 200.0  # evaluated: 100+60+40
     assert m["one_shot"]["actual_seconds"] == 50.0
@@ -67,12 +84,14 @@ def test_each_multiplier_is_computed_from_its_own_records() -> None:
 
 def test_a_measured_stack_joins_the_product_and_the_summary_names_it() -> None:
     record = {"end_to_end": 1.2, "product": 1.25, "chosen": ["threads", "amp"], "layers": []}
-    m = search_multipliers(TRIALS, SECONDS, finetune_epochs=3, stack_record=record)
+    m = _stored(
+        search_multipliers(TRIALS, SECONDS, finetune_epochs=3, stack_record=_stack(record))
+    )
     assert m["stack"]["multiplier"] == 1.2 and m["stack"]["chosen"] == ["threads", "amp"]
     assert m["stack"]["label"] == "MEASURED"
     assert m["compounded"]["of"][-1] == "stack" and m["compounded"]["measured"] == ["stack"]
     assert m["compounded"]["multiplier"] == pytest.approx(4.0 * 9 / 7 * 1.25 * 1.2)
-    text = "\n".join(format_multipliers(m))
+    text = "\n".join(format_multipliers(MultipliersRecord.from_dict(m)))
     assert "ESTIMATE" in text and "x1.20  MEASURED" in text and "threads+amp" in text
     assert f"x{4.0 * 9 / 7 * 1.25 * 1.2:.2f}" in text
     # The measured wall time of the search stands beside the compounded estimate.
@@ -107,10 +126,10 @@ AUTO = {
 
 
 def test_the_stack_multiplier_is_the_chosen_stack_and_the_summary_shows_the_waterfall() -> None:
-    m = search_multipliers(TRIALS, SECONDS, 3, stack_record=AUTO)
+    m = _stored(search_multipliers(TRIALS, SECONDS, 3, stack_record=_stack(AUTO)))
     assert m["stack"]["multiplier"] == 1.4  # the chosen stack, not all layers stacked
     assert "reused: no calibration ran" in m["stack"]["note"]
-    text = "\n".join(format_stack(AUTO))
+    text = "\n".join(format_stack(_stack(AUTO)))
     assert "reused: no calibration ran for this study" in text
     amp = next(x for x in text.splitlines() if x.strip().startswith("amp"))
     assert "x0.80" in amp and "no" in amp and "gain x0.80 < x1.05" in amp
@@ -119,31 +138,33 @@ def test_the_stack_multiplier_is_the_chosen_stack_and_the_summary_shows_the_wate
     assert "interaction" in text and "x0.92" in text
     assert "trained with: threads x1.40 MEASURED" in text and "12s of a 60s budget" in text
     nothing = {**AUTO, "chosen": [], "chosen_multiplier": None, "chosen_from": None}
-    m = search_multipliers(TRIALS, SECONDS, 3, stack_record=nothing)
+    m = _stored(search_multipliers(TRIALS, SECONDS, 3, stack_record=_stack(nothing)))
     assert m["stack"]["multiplier"] is None and m["stack"]["label"] == "n/a"
     assert "no layer kept" in m["stack"]["note"]
     assert "MEASURED alone: amp x0.80, threads x1.50" in m["stack"]["note"]
-    assert "trained with: the baseline" in "\n".join(format_stack(nothing))
+    assert "trained with: the baseline" in "\n".join(format_stack(_stack(nothing)))
 
 
 def test_a_skipped_calibration_is_not_a_measurement_and_says_how_to_run_it() -> None:
     skipped = {"schema": 2, "skipped": "estimated 900s exceeds the 60s budget", "layers": []}
-    m = search_multipliers(TRIALS, SECONDS, 3, stack_record=skipped)
+    m = _stored(search_multipliers(TRIALS, SECONDS, 3, stack_record=_stack(skipped)))
     assert m["stack"]["multiplier"] is None and m["stack"]["label"] == "n/a"
     assert "stack" not in m["compounded"]["of"]
-    text = "\n".join(format_stack(skipped) + format_multipliers(m))
+    text = "\n".join(
+        format_stack(_stack(skipped)) + format_multipliers(MultipliersRecord.from_dict(m))
+    )
     assert "calibration SKIPPED: estimated 900s exceeds the 60s budget" in text
     assert "--recalibrate-stack" in text and "measure-stack --auto" in text
     assert format_stack(None) == []
 
 
 def test_nothing_to_measure_gives_no_made_up_numbers() -> None:
-    m = search_multipliers([], {"supernet": 0.0, "search": 0.0}, finetune_epochs=0)
+    m = _stored(search_multipliers([], {"supernet": 0.0, "search": 0.0}, finetune_epochs=0))
     for name in ("one_shot", "early_stopping", "gate", "stack", "ddp", "compounded"):
         assert m[name]["multiplier"] is None, name
-    assert "n/a" in "\n".join(format_multipliers(m))
+    assert "n/a" in "\n".join(format_multipliers(MultipliersRecord.from_dict(m)))
     calibrated_nothing = {"end_to_end": None, "product": None, "chosen": [], "layers": []}
-    m = search_multipliers(TRIALS, SECONDS, 0, stack_record=calibrated_nothing)
+    m = _stored(search_multipliers(TRIALS, SECONDS, 0, stack_record=_stack(calibrated_nothing)))
     assert m["stack"]["multiplier"] is None and "baseline" in m["stack"]["note"]
     assert m["early_stopping"]["multiplier"] is None  # no fine-tuning at all
     assert all(math.isfinite(m[n]["multiplier"]) for n in ("one_shot", "gate"))
@@ -158,7 +179,7 @@ def test_a_baseline_sample_times_the_candidates_without_nasflow() -> None:
         return t
 
     trials = [scored("a", 100.0), scored("b", 60.0), scored("c", 40.0), scored("a", 100.0, True)]
-    m = search_multipliers(trials, SECONDS, 0, measured_standalone=[10.0, 30.0, 20.0])
+    m = _stored(search_multipliers(trials, SECONDS, 0, measured_standalone=[10.0, 30.0, 20.0]))
     one = m["one_shot"]
     # 3 distinct candidates (the duplicate reused a score) x the sample's median 20 s.
     assert one["distinct_candidates"] == 3 and one["median_measured_seconds"] == 20.0
@@ -170,40 +191,45 @@ def test_a_baseline_sample_times_the_candidates_without_nasflow() -> None:
     assert one["estimated_standalone_seconds"] == 200.0
     assert "one_shot" in m["compounded"]["of"] and "one_shot" not in m["compounded"]["measured"]
     assert m["end_to_end"]["without_nasflow_seconds"] == 60.0
-    text = "\n".join(format_multipliers(m))
+    text = "\n".join(format_multipliers(MultipliersRecord.from_dict(m)))
     assert "measured on 3 random architectures" in text
     assert "without nasflow" in text and "60s" in text
     # Without a sample it stays an estimate, and no "without nasflow" figure is invented.
-    plain = search_multipliers(trials, SECONDS, 0)
+    plain = _stored(search_multipliers(trials, SECONDS, 0))
     assert plain["one_shot"]["label"] == "ESTIMATE"
     assert plain["end_to_end"]["without_nasflow_seconds"] is None
-    assert "without nasflow" not in "\n".join(format_multipliers(plain))
+    assert "without nasflow" not in "\n".join(
+        format_multipliers(MultipliersRecord.from_dict(plain))
+    )
 
 
 def test_the_fine_tuning_phase_early_stopping_is_measured_and_joins_the_product() -> None:
     """A study whose candidates are scored one-shot and whose finalists are fine-tuned in
     their own phase: the phase's timed epochs give the early-stopping multiplier, MEASURED,
     and the summary line says what was measured instead of "nothing to stop early"."""
-    finetuned = {
-        "candidates": [{"trial": 0}, {"trial": 1}, {"trial": 2}],
-        "rungs": [1, 2, 4],
-        "early_stopping": {"multiplier": 1.25, "seconds": 40.0, "full_seconds": 50.0},
-    }
-    m = search_multipliers(TRIALS, SECONDS, finetune_epochs=0, finetuned=finetuned)
+    finetuned = FineTuneResult(
+        tuple(FineTuned(n, "{}", 0.5) for n in range(3)),
+        4,
+        rungs=(1, 2, 4),
+        early_stopping=EarlyStopping(1.25, 40.0, 50.0),
+    )
+    m = _stored(search_multipliers(TRIALS, SECONDS, finetune_epochs=0, finetuned=finetuned))
     early = m["early_stopping"]
     assert early["label"] == "MEASURED" and early["estimate"] is False
     assert early["multiplier"] == pytest.approx(50.0 / 40.0)  # from the seconds, not copied
     assert early["finalists"] == 3
     assert "early_stopping" in m["compounded"]["of"]
-    line = next(x for x in format_multipliers(m) if "early stopping" in x)
+    line = next(
+        x for x in format_multipliers(MultipliersRecord.from_dict(m)) if "early stopping" in x
+    )
     assert "x1.25" in line and "MEASURED" in line and "3 finalists" in line
     assert "nothing to stop early" not in line
     # Without the phase (or with fine-tuning per candidate, counted) nothing changes.
-    assert search_multipliers(TRIALS, SECONDS, 0)["early_stopping"]["multiplier"] is None
-    counted = search_multipliers(TRIALS, SECONDS, 3, finetuned=finetuned)["early_stopping"]
-    assert counted["label"] == "ESTIMATE" and counted["epochs_trained"] == 7
+    assert search_multipliers(TRIALS, SECONDS, 0).part("early_stopping").multiplier is None
+    counted = search_multipliers(TRIALS, SECONDS, 3, finetuned=finetuned).part("early_stopping")
+    assert counted.label == "ESTIMATE" and counted.epochs_trained == 7
     # A phase that trained nothing measured nothing.
-    idle = {**finetuned, "early_stopping": {"seconds": 0.0, "full_seconds": 0.0}}
-    assert (
-        search_multipliers(TRIALS, SECONDS, 0, finetuned=idle)["early_stopping"]["label"] == "n/a"
+    idle = dataclasses.replace(finetuned, early_stopping=EarlyStopping(math.nan, 0.0, 0.0))
+    assert search_multipliers(TRIALS, SECONDS, 0, finetuned=idle).part("early_stopping").label == (
+        "n/a"
     )

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from nasflow.cost import CostModel
-from nasflow.pipeline import FineTuneResult, StudyRunner, summary_table
-from nasflow.record import COST_TABLE_KEY, FINETUNED_KEY, KEPT_KEY
+from nasflow.pipeline import StudyRunner, summary_table
+from nasflow.record import COST_TABLE_KEY, FINETUNED_KEY, KEPT_KEY, FineTuneResult
 from nasflow.search import load_study_file
 from tests._study_template import write_study
 
@@ -93,7 +93,7 @@ def test_the_same_study_and_seed_on_one_device_keeps_the_same_model_twice(
         return [(t.user_attrs["arch"], tuple(t.values)) for t in study.trials if t.values]
 
     assert screened(first) == screened(second) and len(screened(first)) == 8
-    ready = [FineTuneResult.from_record(s.user_attrs[FINETUNED_KEY]).ready for s in runs]
+    ready = [FineTuneResult.from_dict(s.user_attrs[FINETUNED_KEY]).ready for s in runs]
     assert [(c.trial, c.val_accuracy, c.epochs) for c in ready[0]] == [
         (c.trial, c.val_accuracy, c.epochs) for c in ready[1]
     ]

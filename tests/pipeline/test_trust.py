@@ -11,7 +11,7 @@ from nasflow.pipeline._phases._trust import (
     spread_over_ranking,
     verdict,
 )
-from nasflow.record import TRUST_KEY
+from nasflow.record import TRUST_KEY, TrustRecord
 from nasflow.search import StudyFileError, TrustProbe, load_study_file
 from nasflow.space import Arch
 from tests._study_template import write_study
@@ -144,6 +144,6 @@ def test_the_probe_spreads_over_random_architectures_not_the_screened_ones(tmp_p
     # The cost the summary states is the whole phase's (the pool's scoring included).
     assert record["phase_seconds"] == pytest.approx(result.seconds["trust"])
     assert record["phase_seconds"] >= record["seconds"]
-    line = format_trust(record, result.seconds["total"])
+    line = format_trust(TrustRecord.from_dict(record), result.seconds["total"])
     assert f"{record['phase_seconds']:.0f}s, " in line and "of the run" in line
     assert len(set(record["archs"]) - screened) > 0 or len(screened) >= 12

@@ -302,7 +302,13 @@ def test_the_pareto_table_says_how_each_trial_was_trained_and_adds_the_kept_one(
     assert rows[0].trained == "screened only: not trained"
     # A kept trial outside the Pareto set (trial 2 is dominated) is listed first, marked.
     study.set_user_attr("nasflow:kept", {"trial": 2, "weights": "retrained", "source": "anchor"})
-    anchor = {"trial": 2, "val_accuracy": 0.9, "test_accuracy": 0.89, "measured_train_cost": 5.0}
+    anchor = {
+        "index": 0,
+        "trial": 2,
+        "val_accuracy": 0.9,
+        "test_accuracy": 0.89,
+        "measured_train_cost": 5.0,
+    }
     study.set_user_attr("nasflow:anchors", {"anchors": [{**anchor, "arch": arch_json(["k3"])}]})
     first = pareto_table(study).rows[0]
     assert (first.number, first.kept, first.on_front) == (2, True, False)

@@ -81,7 +81,13 @@ def _trained_study():
         "status": "ready",
     }
     study.set_user_attr("nasflow:finetuned", {"candidates": [candidate], "rungs": [1, 2]})
-    anchor = {"trial": 2, "val_accuracy": 0.86, "test_accuracy": 0.85, "measured_train_cost": 4.0}
+    anchor = {
+        "index": 0,
+        "trial": 2,
+        "val_accuracy": 0.86,
+        "test_accuracy": 0.85,
+        "measured_train_cost": 4.0,
+    }
     study.set_user_attr("nasflow:anchors", {"anchors": [{**anchor, "arch": arch_json(["k3"])}]})
     return study
 

@@ -10,16 +10,16 @@ import math
 import optuna
 import pytest
 
-from nasflow.pipeline import FineTuneResult
 from nasflow.record import (
     COST_TABLE_KEY,
     FINETUNED_KEY,
     KEPT_KEY,
     MULTIPLIER_PARTS,
-    CostTableRecord,
-    MultipliersRecord,
+    FineTuneResult,
     open_stored_study,
     retrain_key,
+    study_cost_table,
+    study_multipliers,
 )
 from nasflow.report import (
     budget_data,
@@ -60,7 +60,7 @@ def tiny(tiny_study) -> optuna.Study:
 
 @pytest.mark.slow
 def test_multipliers_figure_draws_the_record_the_summary_printed(oneshot, oneshot_study) -> None:
-    record = MultipliersRecord.from_study(oneshot)
+    record = study_multipliers(oneshot)
     assert record is not None
     data = multipliers_data(oneshot)
     fig = plot_multipliers(data)
@@ -147,7 +147,7 @@ def test_a_budget_panel_with_epochs_draws_bars_and_no_note(tiny) -> None:
 
 @pytest.mark.slow
 def test_the_cost_model_panel_shows_the_calibration_steps_it_was_fitted_on(oneshot) -> None:
-    table = CostTableRecord.from_study(oneshot)
+    table = study_cost_table(oneshot)
     assert table is not None and table.calibration is not None
     cal = table.calibration
     assert len(cal.steps) >= 2 and all(s.measured > 0 and s.arch for s in cal.steps)
@@ -179,7 +179,7 @@ def test_a_cost_record_without_its_fit_says_so_beside_the_winner() -> None:
 
 @pytest.mark.slow
 def test_ready_models_are_on_the_front_and_in_a_table(oneshot, tmp_path) -> None:
-    phase = FineTuneResult.from_record(oneshot.user_attrs[FINETUNED_KEY])
+    phase = FineTuneResult.from_dict(oneshot.user_attrs[FINETUNED_KEY])
     ready = ready_models(oneshot)
     assert ready.recorded and {r.number for r in ready.rows} == {c.trial for c in phase.ready}
     by_trial = {c.trial: c for c in phase.ready}

@@ -9,15 +9,16 @@ import html
 import pytest
 
 from nasflow.cli import main
-from nasflow.pipeline import FineTuneResult, headline
+from nasflow.pipeline import headline
 from nasflow.record import (
     ANCHORS_KEY,
     FINETUNED_KEY,
     KEPT_KEY,
-    BaselineRecord,
+    FineTuneResult,
     open_stored_study,
     retrain_key,
-    retrain_records,
+    study_baseline,
+    study_retrains,
 )
 from nasflow.report import report_data, report_figures, write_report
 from nasflow.report._tables import table_cells
@@ -35,7 +36,7 @@ def _kept_numbers(study) -> tuple[float, float]:
     """The kept model's (measured seconds, test accuracy), read from the raw records."""
     kept = study.user_attrs[KEPT_KEY]
     if kept["weights"] == "fine-tuned":
-        result = FineTuneResult.from_record(study.user_attrs[FINETUNED_KEY])
+        result = FineTuneResult.from_dict(study.user_attrs[FINETUNED_KEY])
         c = next(c for c in result.ready if c.trial == kept["trial"])
         return c.train_seconds, c.test_accuracy
     if kept["source"] == "anchor":
@@ -48,7 +49,7 @@ def _kept_numbers(study) -> tuple[float, float]:
 
 
 def test_the_run_records_its_baseline_table(study, result_study) -> None:
-    record = BaselineRecord.from_study(study)
+    record = study_baseline(study)
     assert record is not None and record.files == (result_study.baseline.name,)
     assert record.test_accuracies == BASELINE_ACCURACIES
 
@@ -107,10 +108,10 @@ def test_trained_models_and_screened_scores_are_drawn_apart(study) -> None:
     front = figures["pareto"]
     # Every point of the trained-models figure is a trained model's (measured seconds,
     # test accuracy), read here from the raw records.
-    retrained = retrain_records(study).values()
+    retrained = [(r.measured_train_cost, r.test_accuracy) for r in study_retrains(study).values()]
     anchors = study.user_attrs[ANCHORS_KEY]["anchors"]
-    trained = {(r["measured_train_cost"], r["test_accuracy"]) for r in [*retrained, *anchors]}
-    result = FineTuneResult.from_record(study.user_attrs[FINETUNED_KEY])
+    trained = {*retrained, *((a["measured_train_cost"], a["test_accuracy"]) for a in anchors)}
+    result = FineTuneResult.from_dict(study.user_attrs[FINETUNED_KEY])
     trained |= {(c.train_seconds, c.test_accuracy) for c in result.ready}
     points = [(x, y) for t in front.data for x, y in zip(t.x, t.y, strict=True)]
     assert points and set(points) <= trained

@@ -26,8 +26,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 import optuna
@@ -36,7 +35,15 @@ from nasflow._checks import check_int
 from nasflow.pipeline._context import AnchorsPhaseResult, RunContext
 from nasflow.pipeline._training import train_winner, winner_identity
 from nasflow.pipeline._winners import WEIGHTS_FILE, find_winner
-from nasflow.record import ANCHOR_ATTR, ANCHORS_KEY, WinnerRecord
+from nasflow.record import (
+    ANCHOR_ATTR,
+    AnchorEntry,
+    AnchorsRecord,
+    TrialRecord,
+    WinnerRecord,
+    study_anchors,
+    write_record,
+)
 from nasflow.search import non_dominated_sort
 from nasflow.space import Arch, SearchSpace
 from nasflow.train.stack import Stack
@@ -126,8 +133,8 @@ def run_anchors(ctx: RunContext) -> AnchorsPhaseResult:
     t0 = time.perf_counter()
     spec, study = ctx.spec, ctx.study
     assert spec.anchors is not None and ctx.data is not None
-    record = study.user_attrs.get(ANCHORS_KEY)
-    if not isinstance(record, dict):
+    record = study_anchors(study)
+    if record is None:
         held = len(study.get_trials(deepcopy=False))
         if held:
             ctx.log(
@@ -137,24 +144,24 @@ def run_anchors(ctx: RunContext) -> AnchorsPhaseResult:
             return AnchorsPhaseResult((), time.perf_counter() - t0)
         record = _queue(ctx)
     stack = ctx.stack  # resolved before phase 0 ("auto": calibrated or the stored record)
-    entries: list[dict[str, Any]] = record["anchors"]
-    for entry in entries:
-        if entry.get("val_accuracy") is not None and _saved(ctx, entry, stack):
+    entries = list(record.anchors)
+    for i, entry in enumerate(entries):
+        if entry.trained and _saved(ctx, entry, stack):
             continue
         ctx.check_stop("phase 0, between anchors")
-        arch = Arch.from_json(entry["arch"])
-        number = int(entry["trial"])
+        arch = Arch.from_json(entry.arch)
         res, folder = train_winner(
             ctx,
-            number,
+            entry.trial,
             arch,
             stack,
             winner_identity(ctx, arch, stack),
-            f"phase 0: anchor {entry['index'] + 1}/{len(entries)} (trial {number})",
-            params=int(entry["params"]),
-            extra={ANCHOR_ATTR: entry["index"]},
+            f"phase 0: anchor {entry.index + 1}/{len(entries)} (trial {entry.trial})",
+            params=entry.params,
+            extra={ANCHOR_ATTR: entry.index},
         )
-        entry.update(
+        entries[i] = entry = replace(
+            entry,
             val_accuracy=res.val_accuracy,
             test_accuracy=res.test_accuracy,
             measured_train_cost=res.seconds,
@@ -163,15 +170,16 @@ def run_anchors(ctx: RunContext) -> AnchorsPhaseResult:
             stack=(stack or Stack()).to_dict(),
             weights=None if folder is None else str(folder.relative_to(ctx.out) / WEIGHTS_FILE),
         )
-        study.set_user_attr(ANCHORS_KEY, record)
+        record = replace(record, anchors=tuple(entries))
+        write_record(study, record)
         ctx.log(anchor_line(entry))
     seconds = time.perf_counter() - t0
-    record["seconds"] = seconds
-    study.set_user_attr(ANCHORS_KEY, record)
-    return AnchorsPhaseResult(tuple(int(e["trial"]) for e in entries), seconds)
+    record = replace(record, seconds=seconds)
+    write_record(study, record)
+    return AnchorsPhaseResult(tuple(e.trial for e in entries), seconds)
 
 
-def _queue(ctx: RunContext) -> dict[str, Any]:
+def _queue(ctx: RunContext) -> AnchorsRecord:
     """Choose the anchors, queue each as a trial, and record them in the study."""
     spec, study = ctx.spec, ctx.study
     assert spec.anchors is not None
@@ -181,57 +189,53 @@ def _queue(ctx: RunContext) -> dict[str, Any]:
     entries = []
     for i, anchor in enumerate(chosen):
         study.enqueue_trial(dict(anchor.arch), user_attrs={ANCHOR_ATTR: i})
-        entries.append(_entry(i, _queued_number(study, i), anchor))
-    record = {
-        "rule": (
-            f"of {spec.anchors.sample} random architectures (seed {spec.seed}), the "
-            "non-dominated set by parameters (up) and training FLOPs (down); on it, the "
-            f"{len(chosen)} nearest to points evenly spaced in log FLOPs"
-        ),
-        "anchors": entries,
-    }
-    study.set_user_attr(ANCHORS_KEY, record)
+        entries.append(
+            AnchorEntry(
+                i,
+                _queued_number(study, i),
+                anchor.arch.to_json(),
+                anchor.params,
+                anchor.flops,
+                describe(anchor),
+            )
+        )
+    record = AnchorsRecord(
+        f"of {spec.anchors.sample} random architectures (seed {spec.seed}), the "
+        "non-dominated set by parameters (up) and training FLOPs (down); on it, the "
+        f"{len(chosen)} nearest to points evenly spaced in log FLOPs",
+        tuple(entries),
+    )
+    write_record(study, record)
     ctx.log(
         f"phase 0: {len(chosen)} zero-cost anchors, trained from scratch before the supernet "
-        f"(trials {', '.join(str(e['trial']) for e in entries)}; {record['rule']})"
+        f"(trials {', '.join(str(e.trial) for e in entries)}; {record.rule})"
     )
     return record
 
 
 def _queued_number(study: optuna.Study, index: int) -> int:
     waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
-    return max(t.number for t in waiting if t.user_attrs.get(ANCHOR_ATTR) == index)
+    return max(t.number for t in waiting if TrialRecord.from_trial(t).anchor == index)
 
 
-def _entry(index: int, number: int, anchor: Anchor) -> dict[str, Any]:
-    return {
-        "index": index,
-        "trial": number,
-        "arch": anchor.arch.to_json(),
-        "params": anchor.params,
-        "flops": anchor.flops,
-        "chosen_by": describe(anchor),
-    }
-
-
-def _saved(ctx: RunContext, entry: dict[str, Any], stack: Stack | None) -> bool:
+def _saved(ctx: RunContext, entry: AnchorEntry, stack: Stack | None) -> bool:
     """Whether the anchor's training is saved, as this run would train it."""
-    arch = Arch.from_json(entry["arch"])
-    folder = ctx.folder.winner(int(entry["trial"]))
+    arch = Arch.from_json(entry.arch)
+    folder = ctx.folder.winner(entry.trial)
     saved, _ = find_winner(folder, winner_identity(ctx, arch, stack))
     if saved is None:
         return False
     rec = WinnerRecord.from_dict(saved)
-    return rec.val_accuracy == entry["val_accuracy"]
+    return rec.val_accuracy == entry.val_accuracy
 
 
-def anchor_line(entry: dict[str, Any]) -> str:
+def anchor_line(entry: AnchorEntry) -> str:
     """One anchor's line: what it is, what it scored, when it was ready."""
-    test = entry.get("test_accuracy")
+    test = entry.test_accuracy
     return (
-        f"anchor {entry['index'] + 1} (trial {entry['trial']}, {entry['chosen_by']}): "
-        f"trained from scratch, validation {entry['val_accuracy']:.4f}"
+        f"anchor {entry.index + 1} (trial {entry.trial}, {entry.chosen_by}): "
+        f"trained from scratch, validation {entry.val_accuracy:.4f}"
         + ("" if test is None else f", test {test:.4f}")
-        + f"; training {entry['measured_train_cost']:.1f}s measured, ready "
-        f"{entry['ready_seconds']:.0f}s into the run"
+        + f"; training {entry.measured_train_cost:.1f}s measured, ready "
+        f"{entry.ready_seconds:.0f}s into the run"
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 
 import optuna
 from optuna.trial import FrozenTrial
@@ -13,7 +12,7 @@ from scipy.stats import rankdata
 
 from nasflow.pipeline._context import FineTunePhaseResult, RunContext
 from nasflow.pipeline._phases._ready import Finalist, run_finetuning, summary_line
-from nasflow.record import DUPLICATE_KEY, FINETUNED_KEY, TrialRecord
+from nasflow.record import DUPLICATE_KEY, TrialRecord, write_record
 from nasflow.space import Arch
 
 
@@ -125,16 +124,7 @@ def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
     finally:
         ctx.close_bar(bar)
     seconds = time.perf_counter() - t0
-    mult, spent, full = result.early_stopping_multiplier()
-    study.set_user_attr(
-        FINETUNED_KEY,
-        {
-            "candidates": [asdict(c) for c in result.candidates],
-            "rungs": list(spec.finetuning.rungs),
-            "val_samples": result.val_samples,
-            "early_stopping": {"multiplier": mult, "seconds": spent, "full_seconds": full},
-            "seconds": seconds,
-        },
-    )
+    result = result.finished(seconds)
+    write_record(study, result)
     ctx.log(summary_line(result, seconds))
     return FineTunePhaseResult(result, seconds)

@@ -24,7 +24,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,8 +34,8 @@ import torch
 from nasflow import names
 from nasflow._files import atomic_write
 from nasflow.data import DataBundle
-from nasflow.errors import NasflowError
 from nasflow.pipeline._winners import read_winner, save_winner
+from nasflow.record import FineTuned, FineTuneResult, ReadyModelError
 from nasflow.search import FineTuning, non_dominated_sort
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet, recalibrate_bn
@@ -55,15 +55,6 @@ from nasflow.train.stack import Stack
 PROGRESS_FILE = "progress.json"
 
 
-#: A candidate's ``status`` values (see :class:`FineTuned`).
-STATUSES = ("running", "ready", "stopped", "diverged")
-
-
-class ReadyModelError(NasflowError, ValueError):
-    """A fine-tuned candidate's record (in the study or beside its weights) is malformed,
-    or is not a ready model."""
-
-
 @dataclass(frozen=True)
 class Finalist:
     """A screened candidate chosen for fine-tuning; ``protected`` ones (``FineTuning.top``)
@@ -73,156 +64,6 @@ class Finalist:
     arch: Arch
     supernet_accuracy: float
     protected: bool = False
-
-
-@dataclass
-class FineTuned:
-    """One fine-tuned candidate: what it scored after each epoch and what it cost.
-
-    Attributes:
-        trial: The screening trial it came from.
-        arch: Its architecture (JSON).
-        supernet_accuracy: Its screening score (supernet weights, validation split).
-        val_curve: Validation accuracy of the fine-tuned weights after each epoch.
-        epoch_seconds: Measured training seconds of each epoch (device-synchronised clock).
-        test_accuracy: Test accuracy of the final weights (reported, never used to choose).
-        status: ``"ready"`` (reached the last rung), ``"stopped"`` (not promoted; its
-            weights are still a ready model of fewer epochs) or ``"diverged"``.
-        trained_cpu_seconds: The process's CPU-seconds into the study run when its last
-            epoch ended, so when its weights were final (``None``: not recorded; a resumed
-            run's clock restarts).
-    """
-
-    trial: int
-    arch: str
-    supernet_accuracy: float
-    val_curve: list[float] = field(default_factory=list)
-    epoch_seconds: list[float] = field(default_factory=list)
-    test_accuracy: float | None = None
-    status: str = "running"
-    trained_cpu_seconds: float | None = None
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "fine-tuning record") -> FineTuned:
-        """From a stored record (``asdict`` of one; other keys are ignored), every field
-        checked.
-
-        Raises:
-            ReadyModelError: Not a mapping, or a field missing or of the wrong type,
-                naming it and ``where`` the record was read from.
-        """
-        if not isinstance(data, Mapping):
-            raise ReadyModelError(f"{where} is not a JSON object: {data!r:.80}")
-
-        def bad(key: str, what: str) -> ReadyModelError:
-            return ReadyModelError(f"{where}: {key} is {data.get(key)!r:.80}, not {what}")
-
-        def number(v: Any) -> bool:
-            return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-        trial, arch, status = data.get("trial"), data.get("arch"), data.get("status")
-        if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
-            raise bad("trial", "a trial number")
-        if not isinstance(arch, str):
-            raise bad("arch", "an architecture's JSON")
-        if not number(data.get("supernet_accuracy")):
-            raise bad("supernet_accuracy", "a number")
-        curve, seconds = data.get("val_curve"), data.get("epoch_seconds")
-        if not isinstance(curve, list) or not all(number(v) for v in curve):
-            raise bad("val_curve", "a list of numbers")
-        if (
-            not isinstance(seconds, list)
-            or len(seconds) != len(curve)
-            or not all(number(v) and v >= 0 for v in seconds)
-        ):
-            raise bad("epoch_seconds", f"{len(curve)} non-negative numbers (one per epoch)")
-        test = data.get("test_accuracy")
-        if test is not None and not number(test):
-            raise bad("test_accuracy", "a number")
-        if status not in STATUSES:
-            raise bad("status", f"one of {list(STATUSES)}")
-        cpu = data.get("trained_cpu_seconds")
-        if cpu is not None and not (number(cpu) and cpu >= 0):
-            raise bad("trained_cpu_seconds", "a non-negative number")
-        return cls(
-            trial,
-            arch,
-            float(data["supernet_accuracy"]),
-            [float(v) for v in curve],
-            [float(v) for v in seconds],
-            None if test is None else float(test),
-            status,
-            None if cpu is None else float(cpu),
-        )
-
-    @property
-    def epochs(self) -> int:
-        return len(self.val_curve)
-
-    @property
-    def val_accuracy(self) -> float:
-        return self.val_curve[-1] if self.val_curve else float("nan")
-
-    @property
-    def train_seconds(self) -> float:
-        return float(sum(self.epoch_seconds))
-
-
-@dataclass
-class FineTuneResult:
-    """The phase's outcome: every candidate, and what the early stopping saved."""
-
-    candidates: list[FineTuned]
-    full_epochs: int
-    #: Samples in the validation split the accuracies were measured on (``None``: a
-    #: record written before it was kept).
-    val_samples: int | None = None
-
-    @classmethod
-    def from_record(cls, record: Any, where: str = "the fine-tuning record") -> FineTuneResult:
-        """From the study's record of the phase (``nasflow.record.FINETUNED_KEY``).
-
-        Raises:
-            ReadyModelError: A malformed record, naming what is wrong.
-        """
-        if not isinstance(record, Mapping) or not isinstance(record.get("candidates"), list):
-            raise ReadyModelError(f"{where} lists no candidates: {record!r:.80}")
-        rungs = record.get("rungs")
-        if not (isinstance(rungs, list) and rungs and all(isinstance(r, int) for r in rungs)):
-            raise ReadyModelError(f"{where}: rungs is {rungs!r:.80}, not a list of epochs")
-        cands = [
-            FineTuned.from_dict(c, f"{where}, candidate {i}")
-            for i, c in enumerate(record["candidates"])
-        ]
-        n = record.get("val_samples")
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-            raise ReadyModelError(f"{where}: val_samples is {n!r:.80}, not a positive count")
-        return cls(cands, int(rungs[-1]), n)
-
-    @property
-    def ready(self) -> list[FineTuned]:
-        """Candidates with weights (every one that did not diverge)."""
-        return [c for c in self.candidates if c.status != "diverged" and c.val_curve]
-
-    def best(self) -> FineTuned | None:
-        """The most accurate on validation among those trained the most epochs."""
-        ready = self.ready
-        if not ready:
-            return None
-        most = max(c.epochs for c in ready)
-        return max((c for c in ready if c.epochs == most), key=lambda c: c.val_accuracy)
-
-    def early_stopping_multiplier(self) -> tuple[float, float, float]:
-        """``(multiplier, seconds spent, seconds at full rungs)``: what fine-tuning every
-        finalist for every epoch would have taken (each candidate's untrained epochs at its
-        own measured epoch time) over the seconds measured."""
-        spent = sum(c.train_seconds for c in self.candidates)
-        full = sum(
-            c.train_seconds + (self.full_epochs - c.epochs) * np.mean(c.epoch_seconds)
-            for c in self.candidates
-            if c.epoch_seconds
-        )
-        return (float(full / spent) if spent > 0 else float("nan")), float(spent), float(full)
 
 
 def weights_label(rec: FineTuned) -> str:
@@ -264,7 +105,7 @@ def _write(f: IO[str], text: str) -> None:
 
 
 def _save_progress(folder: Path, rec: FineTuned) -> None:
-    text = json.dumps(asdict(rec), indent=1) + "\n"
+    text = json.dumps(rec.to_dict(), indent=1) + "\n"
     atomic_write(folder / PROGRESS_FILE, lambda f: _write(f, text), mode="w")
 
 
@@ -280,7 +121,7 @@ def _checkpoint(c: _Candidate, tr: EpochTrainer) -> Path:
     """Checkpoint a candidate's trainer and record (the newest two files are kept)."""
     state: dict[str, Any] = {
         "arch": c.record.arch,
-        "record": json.dumps(asdict(c.record)),
+        "record": json.dumps(c.record.to_dict()),
         "trainer": tr.state_dict(),
     }
     path = save_checkpoint(c.folder / Progress(tr.epoch, tr.batch).filename(), state)
@@ -405,7 +246,7 @@ def run_finetuning(
                     f"epoch {found[0].epoch + 1}, batch {found[0].batch}"
                 )
         else:
-            c.record.val_curve, c.record.epoch_seconds = [], []
+            c.record = replace(c.record, val_curve=(), epoch_seconds=())
         return c.trainer
 
     stop = should_stop or (lambda: False)
@@ -426,15 +267,19 @@ def run_finetuning(
                         f"fine-tuning trial {c.record.trial} at {where}", _checkpoint(c, tr)
                     ) from None
                 except NonFiniteLossError as e:
-                    c.record.status = "diverged"
+                    c.record = replace(c.record, status="diverged")
                     _save_progress(c.folder, c.record)
                     say(f"fine-tuning: trial {c.record.trial} diverged ({e}); dropped")
                     break
                 acc, _ = evaluate(tr.model, val, device=device)
-                c.record.val_curve.append(acc)
-                c.record.epoch_seconds.append(tr.seconds - before)
-                if clock is not None:
-                    c.record.trained_cpu_seconds = clock()
+                c.record = replace(
+                    c.record,
+                    val_curve=(*c.record.val_curve, acc),
+                    epoch_seconds=(*c.record.epoch_seconds, tr.seconds - before),
+                    trained_cpu_seconds=(
+                        clock() if clock is not None else c.record.trained_cpu_seconds
+                    ),
+                )
                 path = _checkpoint(c, tr)
                 _save_progress(c.folder, c.record)
                 if on_epoch is not None:
@@ -449,12 +294,12 @@ def run_finetuning(
             promoted = (
                 promote(halved, config.keep, multi_objective, epochs, costs) if halved else []
             )
-            kept = {id(rec) for rec in promoted}
-            kept |= {id(c.record) for c in survivors if c.finalist.protected}
+            kept = {rec.trial for rec in promoted}
+            kept |= {c.record.trial for c in survivors if c.finalist.protected}
             for c in survivors:
-                if id(c.record) not in kept and c.record.status == "running":
-                    c.record.status = "stopped"
-            alive = [c for c in survivors if id(c.record) in kept]
+                if c.record.trial not in kept and c.record.status == "running":
+                    c.record = replace(c.record, status="stopped")
+            alive = [c for c in survivors if c.record.trial in kept]
             protected = sum(c.finalist.protected for c in alive)
             say(
                 f"fine-tuning rung {r + 1}/{len(config.rungs)} ({epochs} epochs): "
@@ -463,16 +308,19 @@ def run_finetuning(
             )
     for c in every:
         if c.record.status == "running" and c.record.val_curve:
-            c.record.status = "ready"
+            c.record = replace(c.record, status="ready")
         if c.record.status != "diverged" and c.record.val_curve and c.record.test_accuracy is None:
             tr = trainer_for(c)
-            c.record.test_accuracy = evaluate(tr.model, test, device=device)[0]
+            test_accuracy = evaluate(tr.model, test, device=device)[0]
+            c.record = replace(c.record, test_accuracy=test_accuracy)
             origin = {"weights_origin": weights_label(c.record), **trained_by}
-            save_winner(c.folder, tr.model, {**origin, **asdict(c.record)})
+            save_winner(c.folder, tr.model, {**origin, **c.record.to_dict()})
         _save_progress(c.folder, c.record)
         c.trainer = None  # free the weights
     val_samples = len(data.val)  # type: ignore[arg-type]
-    return FineTuneResult([c.record for c in every], config.rungs[-1], val_samples)
+    return FineTuneResult(
+        tuple(c.record for c in every), config.rungs[-1], val_samples, tuple(config.rungs)
+    )
 
 
 def summary_line(result: FineTuneResult, seconds: float) -> str:

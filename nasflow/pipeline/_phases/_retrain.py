@@ -4,7 +4,7 @@ measure their training cost (entry point :func:`run_winners`)."""
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -13,7 +13,7 @@ from nasflow.pipeline._context import RunContext, Winner, WinnersPhaseResult
 from nasflow.pipeline._training import train_winner, winner_identity
 from nasflow.pipeline._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.pipeline._winners import find_winner
-from nasflow.record import DUPLICATE_KEY, TrialRecord, WinnerRecord, retrain_key
+from nasflow.record import DUPLICATE_KEY, RetrainRecord, TrialRecord, WinnerRecord, write_record
 from nasflow.space import Arch
 
 
@@ -83,15 +83,27 @@ def run_winners(ctx: RunContext) -> WinnersPhaseResult:
                 ctx.log(f"phase 3: retraining trial {t.number}: {why}")
             w = _retrain_one(ctx, trial, arch, identity)
         winners.append(w)
-        entry = {k: v for k, v in asdict(w).items() if k not in ("arch", "weights", "reused")}
-        if w.weights is not None:
-            entry["weights"] = str(w.weights.relative_to(ctx.out) / WINNER_WEIGHTS)
-        study.set_user_attr(retrain_key(t.number), entry)
+        write_record(study, retrain_record(w, ctx.out))
     # Several retrained: the kept choice is the best retrained validation accuracy (all
     # trained with the same recipe from scratch, so comparable); ties keep the order in
     # which they were chosen (fine-tuned validation accuracy, or supernet accuracy).
     winners.sort(key=lambda w: -w.val_accuracy)
     return WinnersPhaseResult(tuple(winners), time.perf_counter() - t0)
+
+
+def retrain_record(w: Winner, out: Path) -> RetrainRecord:
+    """Phase 3's study record of winner ``w`` (its weights relative to the run's folder
+    ``out``)."""
+    weights = None if w.weights is None else str(w.weights.relative_to(out) / WINNER_WEIGHTS)
+    return RetrainRecord(
+        w.number,
+        w.val_accuracy,
+        w.test_accuracy,
+        w.predicted_train_cost,
+        w.measured_train_cost,
+        w.params,
+        weights,
+    )
 
 
 def _retrain_one(

@@ -43,8 +43,10 @@ from nasflow.record import (
     SUPERNET_LOSS_ATTR,
     TRACEBACK_ATTR,
     TRAIN_COST_ATTR,
+    TrialRecord,
     reuse_score,
     set_constraints,
+    trial_screen,
 )
 from nasflow.search import StudySpec, promoted
 from nasflow.settings import remeasure_requested
@@ -77,7 +79,7 @@ class TabularScorer(TabularObjective):
     def score(self, trial: optuna.Trial, arch: Arch) -> float:
         value = super().score(trial, arch)
         if math.isnan(value):
-            raise CandidateError(str(trial.user_attrs[FAIL_REASON_ATTR]))
+            raise CandidateError(str(TrialRecord.from_trial(trial).fail_reason))
         return value
 
 
@@ -309,7 +311,7 @@ class CandidateScorer:
         factor = max(2, round(1 / self.spec.screen_keep))
         states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
         trials = trial.study.get_trials(deepcopy=False, states=states)
-        others = [t.user_attrs.get(SCREEN_KEY) for t in trials if t.number != trial.number]
+        others = [trial_screen(t) for t in trials if t.number != trial.number]
         directions = trial.study.directions
         # Not the whole first front: in a multi-objective study new candidates often extend
         # it, and keeping it all fine-tuned 198 of 300 candidates at screen_keep=0.05 on

@@ -317,7 +317,7 @@ class BatchedScreening:
     def _fold(self, t: FrozenTrial, number: int) -> None:
         """Count a trial stored as trial ``number`` of the study."""
         self._known.add(number)
-        arch = t.user_attrs.get(ARCH_ATTR)
+        arch = TrialRecord.from_trial(t).arch
         if arch is None:
             return
         self.stored.add(arch)
@@ -365,7 +365,7 @@ class BatchedScreening:
             keep: list[FrozenTrial] = []
             room = self.target - len(self.counted)
             for t in batch:
-                arch = t.user_attrs[ARCH_ATTR]
+                arch = TrialRecord.from_trial(t).arch
                 if arch in self.stored or (t.state in FINISHED and room <= 0):
                     self.dropped += 1  # another worker stored it, or n_trials is reached
                     continue

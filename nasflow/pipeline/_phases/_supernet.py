@@ -10,7 +10,7 @@ from nasflow._files import file_lock
 from nasflow.data import DataBundle
 from nasflow.pipeline._context import RunContext, SupernetPhaseResult
 from nasflow.pipeline._multipliers import stack_line
-from nasflow.record import STACK_KEY, SUPERNET_KEY, study_stack_dict
+from nasflow.record import StackRecord, SupernetRecord, study_stack, write_record
 from nasflow.settings import recalibration_requested
 from nasflow.train import SupernetTrainer
 from nasflow.train.stack import Stack, is_rank_zero
@@ -45,23 +45,23 @@ def run_supernet(ctx: RunContext, calibrated: float | None = None) -> SupernetPh
         )
         result = trainer.fit(on_epoch=lambda e, loss: ctx.advance(bar, e, loss))
     ctx.close_bar(bar)
-    info = {
-        "sampler": spec.supernet.sampler,
-        "epochs": result.epochs_done,
-        "paths_per_step": trainer.sampler.paths_per_step,
-        "seconds": result.seconds,
-        "resumed_from": result.resumed_from,
-        "losses": result.losses,
-        "op_counts": result.op_counts.as_rows(),
+    info = SupernetRecord(
+        spec.supernet.sampler,
+        result.epochs_done,
+        trainer.sampler.paths_per_step,
+        result.seconds,
+        result.resumed_from,
+        tuple(result.losses),
+        tuple(result.op_counts.as_rows()),
         # Few-shot split (SupernetConfig.split): the label and the epoch it split at.
-        "split": spec.supernet.split,
-        "split_epoch": spec.supernet.split_epoch,
+        spec.supernet.split,
+        spec.supernet.split_epoch,
         # Where the supernet trained through another stack than the study's (None: same).
-        "stack_note": note,
-    }
+        note,
+    )
     seconds = time.perf_counter() - t
     if not ctx.worker:
-        ctx.study.set_user_attr(SUPERNET_KEY, info)
+        write_record(ctx.study, info)
     return SupernetPhaseResult(ctx.stack, result.supernet, info, calibration, seconds)
 
 
@@ -110,12 +110,11 @@ def resolve_stack(ctx: RunContext, data: DataBundle) -> float:
 
     refresh = spec.recalibrate_stack or recalibration_requested()
     with file_lock(ctx.folder.stack_lock):
-        stored = study.user_attrs.get(STACK_KEY)
-        resumed = study_stack_dict(study)
-        if resumed is not None:
-            ctx.stack = Stack.from_dict(resumed)
+        stored = study_stack(study)
+        if stored is not None and stored.stack is not None:
+            ctx.stack = Stack.from_dict(dict(stored.stack))
             again = " (not recalibrated: a study keeps the stack it started with)"
-            ctx.log(f"{stack_line(stored or resumed)}; stored with this study{again * refresh}")
+            ctx.log(f"{stack_line(stored)}; stored with this study{again * refresh}")
             return 0.0
         if spec.deterministic:  # no timing may choose the layers
             ctx.stack = None
@@ -139,7 +138,8 @@ def resolve_stack(ctx: RunContext, data: DataBundle) -> float:
             should_stop=ctx.stop.is_set,
         )
         ctx.stack = res.stack
+        record = StackRecord.from_dict(res.record)
         if is_rank_zero():
-            study.set_user_attr(STACK_KEY, res.record)
-        ctx.log(stack_line(res.record))
+            write_record(study, record)
+        ctx.log(stack_line(record))
         return 0.0 if res.reused else res.seconds

@@ -26,7 +26,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,7 +37,7 @@ from scipy.stats import kendalltau
 from nasflow._files import atomic_write
 from nasflow.errors import ConfigError
 from nasflow.pipeline._context import RunContext, TrustPhaseResult
-from nasflow.record import TRUST_KEY, TrialRecord
+from nasflow.record import TrialRecord, TrustRecord, study_trust, write_record
 from nasflow.search import TrustProbe
 from nasflow.space import Arch, SearchSpace
 from nasflow.supernet import Supernet, recalibrate_bn
@@ -50,24 +50,6 @@ from nasflow.train import (
     train_epochs,
     train_standalone,
 )
-
-
-@dataclass
-class TrustResult:
-    """The probe's outcome (JSON-able through ``asdict``)."""
-
-    tau: float
-    low: float
-    high: float
-    archs: list[str]
-    supernet_scores: list[float]
-    short_accuracies: list[float]
-    epochs: int
-    seconds: float
-    verdict: str
-    proxy: str = "scratch"
-    margin: float = 0.0
-    raw_interval: tuple[float, float] | None = None
 
 
 def spread_over_ranking(scored: Sequence[tuple[Arch, float]], k: int) -> list[int]:
@@ -256,7 +238,7 @@ def run_trust_probe(
     bn_batches: int = 10,
     should_stop: Callable[[], bool] | None = None,
     progress: ProbeProgress | None = None,
-) -> TrustResult:
+) -> TrustRecord:
     """Train ``probe.archs`` architectures of ``scored`` briefly and compare rankings.
 
     Args:
@@ -322,13 +304,13 @@ def run_trust_probe(
     scores = [scored[i][1] for i in picks]
     tau, raw_low, raw_high = bootstrap_tau(scores, accs, probe.bootstrap, seed)
     low, high = max(-1.0, raw_low - probe.margin), min(1.0, raw_high + probe.margin)
-    return TrustResult(
+    return TrustRecord(
         tau,
         low,
         high,
-        [scored[i][0].to_json() for i in picks],
-        scores,
-        accs,
+        tuple(scored[i][0].to_json() for i in picks),
+        tuple(scores),
+        tuple(accs),
         probe.epochs,
         time.perf_counter() - t0,
         verdict(tau, low),
@@ -338,33 +320,27 @@ def run_trust_probe(
     )
 
 
-def trust_record(result: TrustResult) -> dict:
-    """The study user attribute's value (JSON)."""
-    return asdict(result)
-
-
-def format_trust(record: dict, run_seconds: float | None = None) -> str:
+def format_trust(record: TrustRecord, run_seconds: float | None = None) -> str:
     """One summary line (what the interval is, what it cost, the verdict)."""
-    finetuned = record.get("proxy") == "finetune"
     how = (
-        f"{record['epochs']} epochs of fine-tuning from inherited weights"
-        if finetuned
-        else f"{record['epochs']} epochs of stand-alone training"
+        f"{record.epochs} epochs of fine-tuning from inherited weights"
+        if record.proxy == "finetune"
+        else f"{record.epochs} epochs of stand-alone training"
     )
     interval = (
-        f"interval {record['low']:+.2f} to {record['high']:+.2f}: 90% bootstrap "
-        f"{record['margin']:+.2f} calibrated margin"
-        if record.get("margin")
-        else f"90% bootstrap interval {record['low']:+.2f} to {record['high']:+.2f}"
+        f"interval {record.low:+.2f} to {record.high:+.2f}: 90% bootstrap "
+        f"{record.margin:+.2f} calibrated margin"
+        if record.margin
+        else f"90% bootstrap interval {record.low:+.2f} to {record.high:+.2f}"
     )
     # The whole phase where recorded (scoring the random pool from the supernet, then the
     # probe's trainings); older records timed the trainings only.
-    seconds = record.get("phase_seconds", record["seconds"])
+    seconds = record.spent_seconds
     share = f", {seconds / run_seconds:.0%} of the run" if run_seconds else ""
     return (
-        f"trust: Kendall tau {record['tau']:+.2f} ({interval}) between supernet score and "
-        f"validation accuracy after {how}, {len(record['archs'])} architectures spread over "
-        f"the ranking, {seconds:.0f}s{share}: {record['verdict']}"
+        f"trust: Kendall tau {record.tau:+.2f} ({interval}) between supernet score and "
+        f"validation accuracy after {how}, {len(record.archs)} architectures spread over "
+        f"the ranking, {seconds:.0f}s{share}: {record.verdict}"
     )
 
 
@@ -380,8 +356,8 @@ def run_trust(ctx: RunContext) -> TrustPhaseResult:
         rec = TrialRecord.from_trial(t)
         if rec.screened:
             scored.setdefault(rec.get_arch(), rec.supernet_accuracy)  # type: ignore[arg-type]
-    stored = study.user_attrs.get(TRUST_KEY)
-    if isinstance(stored, dict) and stored.get("screened") == len(scored):
+    stored = study_trust(study)
+    if stored is not None and stored.screened == len(scored):
         return TrustPhaseResult(False, time.perf_counter() - t0)
     if len(scored) < spec.trust.archs:
         ctx.log(
@@ -428,7 +404,6 @@ def run_trust(ctx: RunContext) -> TrustPhaseResult:
         progress=progress,
     )
     seconds = time.perf_counter() - t0  # the whole phase: the pool's scoring included
-    record = {**trust_record(result), "screened": len(scored), "phase_seconds": seconds}
-    study.set_user_attr(TRUST_KEY, record)
+    write_record(study, replace(result, screened=len(scored), phase_seconds=seconds))
     shutil.rmtree(ctx.folder.trust, ignore_errors=True)
     return TrustPhaseResult(True, seconds)

@@ -7,30 +7,33 @@ so the two never say different things."""
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import optuna
 
 from nasflow import names
+from nasflow.errors import StudyRecordError
 from nasflow.pipeline._kept import ANCHOR_MARGIN_SE, kept_anchor, kept_weights
-from nasflow.pipeline._phases._ready import FineTuneResult, ReadyModelError
 from nasflow.pipeline._phases._retrain import pareto_trials
-from nasflow.pipeline._phases._trust import TrustResult
 from nasflow.record import (
-    ANCHORS_KEY,
-    FINETUNED_KEY,
-    TRUST_KEY,
+    AnchorEntry,
     BaselineRecord,
+    FineTuneResult,
     KeptRecord,
+    ReadyModelError,
+    RetrainRecord,
     TrialRecord,
-    WinnerRecord,
-    kept_record,
-    retrain_records,
+    TrustRecord,
+    study_anchors,
+    study_baseline,
+    study_finetuned,
+    study_kept,
     study_metric_names,
+    study_retrains,
+    study_trust,
 )
 from nasflow.storage import StorageSpec
 
@@ -116,25 +119,23 @@ def export_command(study: str, kept: KeptRecord | None, location: Sequence[str] 
     return shlex.join(["nasflow", "export", study, *location, *which, "--out", "DIR"])
 
 
-def _anchor_rows(study: optuna.Study) -> list[Mapping[str, Any]]:
-    record = study.user_attrs.get(ANCHORS_KEY)
-    rows = record.get("anchors", []) if isinstance(record, Mapping) else []
-    return [r for r in rows if isinstance(r, Mapping) and r.get("val_accuracy") is not None]
+def _anchor_rows(study: optuna.Study) -> list[AnchorEntry]:
+    try:
+        record = study_anchors(study)
+    except StudyRecordError:  # a record this version cannot read: no anchors said
+        return []
+    return [] if record is None else record.trained
 
 
 def _finetuned(study: optuna.Study) -> FineTuneResult | None:
     try:
-        return FineTuneResult.from_record(study.user_attrs.get(FINETUNED_KEY))
-    except ReadyModelError:  # no fine-tuning phase (or a record the report's table names)
+        return study_finetuned(study)
+    except ReadyModelError:  # a record the report's table names
         return None
 
 
-def _retrained(study: optuna.Study) -> dict[int, WinnerRecord]:
-    return {n: WinnerRecord.from_dict(r) for n, r in retrain_records(study).items()}
-
-
 def _search_choice(
-    kept: KeptRecord, retrained: dict[int, WinnerRecord], tuned: FineTuneResult | None
+    kept: KeptRecord, retrained: dict[int, RetrainRecord], tuned: FineTuneResult | None
 ) -> tuple[float, str] | None:
     """The validation accuracy of the search's kept weights and what they are: the kept
     model itself, or (where an anchor is kept) phase 3's best-validating retrain with the
@@ -162,9 +163,9 @@ def _standard_errors(k: float) -> str:
 
 def anchors_words(
     kept: KeptRecord | None,
-    retrained: dict[int, WinnerRecord],
+    retrained: dict[int, RetrainRecord],
     tuned: FineTuneResult | None,
-    anchors: Sequence[Mapping[str, Any]],
+    anchors: Sequence[AnchorEntry],
 ) -> str:
     """The search's kept weights against the best-validating zero-cost anchor, on
     validation accuracy (empty: no anchor trained, or nothing kept)."""
@@ -175,16 +176,17 @@ def anchors_words(
         return ""
     val, what = search
     best, margin = kept_anchor(val, anchors, None if tuned is None else tuned.val_samples)
-    lead = val - float(best["val_accuracy"])
+    best_val = best.val_accuracy or 0.0
+    lead = val - best_val
     se = _standard_errors(ANCHOR_MARGIN_SE)
-    anchor = f"the best zero-cost anchor (trial {best['trial']}, from scratch)"
+    anchor = f"the best zero-cost anchor (trial {best.trial}, from scratch)"
     if kept.source == "anchor":
         return (
-            f"an anchor is kept: {anchor} validates {best['val_accuracy']:.4f} against "
+            f"an anchor is kept: {anchor} validates {best_val:.4f} against "
             f"{val:.4f} for the search's {what}, ahead by {100 * -lead:.2f} points, more "
             f"than {se}"
         )
-    head = f"the search's {what} validates {val:.4f}, {anchor} {best['val_accuracy']:.4f}"
+    head = f"the search's {what} validates {val:.4f}, {anchor} {best_val:.4f}"
     if lead > margin:
         return f"{head}: the search is ahead by {100 * lead:.2f} points, more than {se}"
     return (
@@ -193,29 +195,31 @@ def anchors_words(
     )
 
 
-def trust_words(record: Any) -> str:
+def trust_words(probe: TrustRecord | None) -> str:
     """The trust probe's verdict with the Kendall tau it rests on (empty: no probe)."""
-    if not isinstance(record, Mapping):
+    if probe is None:
         return ""
-    fields = {f.name for f in dataclasses.fields(TrustResult)}
+    how = "fine-tuning" if probe.proxy == "finetune" else "stand-alone training"
+    epochs = f"{probe.epochs} epoch{'s' * (probe.epochs != 1)}"
+    return (
+        f"Kendall tau {probe.tau:+.2f} (interval {probe.low:+.2f} to {probe.high:+.2f}; "
+        f"supernet score vs {epochs} of {how}, {len(probe.archs)} architectures): "
+        f"{probe.verdict}"
+    )
+
+
+def _trust(study: optuna.Study) -> TrustRecord | None:
     try:
-        probe = TrustResult(**{k: v for k, v in record.items() if k in fields})
-        how = "fine-tuning" if probe.proxy == "finetune" else "stand-alone training"
-        epochs = f"{probe.epochs} epoch{'s' * (probe.epochs != 1)}"
-        return (
-            f"Kendall tau {probe.tau:+.2f} (interval {probe.low:+.2f} to {probe.high:+.2f}; "
-            f"supernet score vs {epochs} of {how}, {len(probe.archs)} architectures): "
-            f"{probe.verdict}"
-        )
-    except (TypeError, ValueError):  # a record this version cannot read
-        return ""
+        return study_trust(study)
+    except StudyRecordError:  # a record this version cannot read
+        return None
 
 
 def _kept_numbers(
     kept: KeptRecord,
-    retrained: dict[int, WinnerRecord],
+    retrained: dict[int, RetrainRecord],
     tuned: FineTuneResult | None,
-    anchors: Sequence[Mapping[str, Any]],
+    anchors: Sequence[AnchorEntry],
 ) -> tuple[str, float | None, float | None, float | None, str]:
     """``(weights in words, test, validation, measured seconds, what they cover)``."""
     if kept.weights == "fine-tuned":
@@ -226,14 +230,16 @@ def _kept_numbers(
             return words, c.test_accuracy, c.val_accuracy, c.train_seconds, FINETUNE_SECONDS
         return "fine-tuned (its ready model is not recorded)", None, None, None, ""
     if kept.source == "anchor":
-        a = next((a for a in anchors if a.get("trial") == kept.trial), None)
+        a = next((a for a in anchors if a.trial == kept.trial), None)
         words = "a zero-cost anchor, trained from scratch with the recipe before the supernet"
         if a is None:
             return words, None, None, None, ""
-        secs = a.get("measured_train_cost")
-        return words, a.get("test_accuracy"), a["val_accuracy"], secs, FROM_SCRATCH_SECONDS
-    w = retrained.get(kept.trial, WinnerRecord(identity={}))
+        secs = a.measured_train_cost
+        return words, a.test_accuracy, a.val_accuracy, secs, FROM_SCRATCH_SECONDS
+    w = retrained.get(kept.trial)
     words = "retrained from scratch with the study's recipe (the search's choice)"
+    if w is None:
+        return words, None, None, None, FROM_SCRATCH_SECONDS
     return words, w.test_accuracy, w.val_accuracy, w.measured_train_cost, FROM_SCRATCH_SECONDS
 
 
@@ -250,10 +256,10 @@ def headline(
         export_as: What the export command names (default the study's name): the study
             file, for a space that no registry can rebuild from the stored study.
     """
-    kept = kept_record(study)
-    retrained, tuned, anchors = _retrained(study), _finetuned(study), _anchor_rows(study)
-    baseline = BaselineRecord.from_study(study)
-    trust = trust_words(study.user_attrs.get(TRUST_KEY))
+    kept = study_kept(study)
+    retrained, tuned, anchors = study_retrains(study), _finetuned(study), _anchor_rows(study)
+    baseline = study_baseline(study)
+    trust = trust_words(_trust(study))
     export = export_command(export_as or study.study_name, kept, location)
     trials = {t.number: t for t in study.get_trials(deepcopy=False)}
     if kept is None:

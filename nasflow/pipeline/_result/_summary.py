@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import optuna
 
@@ -13,7 +13,7 @@ from nasflow import names
 from nasflow.pipeline._baseline import baseline_record
 from nasflow.pipeline._budget import budget_excludes
 from nasflow.pipeline._costtable import format_cost_table
-from nasflow.pipeline._kept import ANCHOR_MARGIN_SE, decide_kept, kept_anchor
+from nasflow.pipeline._kept import ANCHOR_MARGIN_SE, KeptDecision, kept_anchor
 from nasflow.pipeline._multipliers import format_multipliers, format_stack
 from nasflow.pipeline._phases._anchors import anchor_line
 from nasflow.pipeline._phases._scoring import arch_summary
@@ -23,20 +23,23 @@ from nasflow.pipeline._result._headline import headline, headline_lines, study_l
 from nasflow.pipeline._runner import RunResult
 from nasflow.pipeline._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.record import (
-    ANCHORS_KEY,
-    ARCH_ATTR,
-    COST_TABLE_KEY,
-    FINETUNED_KEY,
-    MULTIPLIERS_KEY,
-    REPRODUCIBILITY_KEY,
-    SCREENING_KEY,
-    STACK_KEY,
-    TRUST_KEY,
+    AnchorEntry,
+    FineTuneResult,
     TrialRecord,
+    study_cost_table,
+    study_finetuned,
+    study_multipliers,
+    study_reproducibility,
+    study_screening,
+    study_stack,
+    study_trust,
 )
 from nasflow.search import StudySpec
 from nasflow.space import Arch, is_registered
 from nasflow.tabular import tabular_summary
+
+#: What a run that kept nothing decided (a worker's, or a tabular study's).
+NOTHING_KEPT = KeptDecision(None, [], 0.0, "", None, None, "retrained")
 
 
 def one_per_arch(trials: Iterable[optuna.trial.FrozenTrial]) -> list[optuna.trial.FrozenTrial]:
@@ -44,7 +47,7 @@ def one_per_arch(trials: Iterable[optuna.trial.FrozenTrial]) -> list[optuna.tria
     seen: set[str] = set()
     out = []
     for t in trials:
-        key = t.user_attrs.get(ARCH_ATTR)
+        key = TrialRecord.from_trial(t).arch
         if key not in seen:
             seen.add(key)
             out.append(t)
@@ -89,28 +92,29 @@ def baseline_line(
 
 
 def anchors_verdict(
-    study: str, kept_val: float, what: str, anchors: list[dict], samples: int | None
+    study: str, kept_val: float, what: str, anchors: Sequence[AnchorEntry], samples: int | None
 ) -> str:
     """The search's kept model against the best zero-cost anchor, on validation accuracy
     (both trained from scratch with the study's recipe, or the kept model fine-tuned): the
     "kept model" line when the anchor is ahead by more than :data:`ANCHOR_MARGIN_SE`
     standard errors, else how the two compare."""
     best, margin = kept_anchor(kept_val, anchors, samples)
-    lead = kept_val - best["val_accuracy"]
+    best_val = best.val_accuracy or 0.0
+    lead = kept_val - best_val
     if -lead > margin:
-        test = best.get("test_accuracy")
+        test = best.test_accuracy
         return (
-            f"kept model: trial {best['trial']}, a zero-cost anchor trained from scratch "
-            f"before the supernet: validation {best['val_accuracy']:.4f} against {kept_val:.4f} "
+            f"kept model: trial {best.trial}, a zero-cost anchor trained from scratch "
+            f"before the supernet: validation {best_val:.4f} against {kept_val:.4f} "
             f"for the search's {what}, ahead by {100 * -lead:.2f} points, more than "
             f"{_standard_errors(ANCHOR_MARGIN_SE)}"
             + ("" if test is None else f"; test {test:.4f}")
-            + f"; `nasflow export {shlex.quote(study)} --trial {best['trial']} --out DIR` "
+            + f"; `nasflow export {shlex.quote(study)} --trial {best.trial} --out DIR` "
             "exports it"
         )
     head = (
         f"search vs zero-cost anchors: the {what} validates {kept_val:.4f}, the best anchor "
-        f"(trial {best['trial']}, trained from scratch) {best['val_accuracy']:.4f}"
+        f"(trial {best.trial}, trained from scratch) {best_val:.4f}"
     )
     if lead > margin:
         return f"{head}: the search's choice is ahead by {100 * lead:.2f} points"
@@ -125,12 +129,10 @@ def _standard_errors(k: float) -> str:
     return f"{k:g} standard error{'' if k == 1 else 's'}"
 
 
-def ready_model_lines(record: dict) -> list[str]:
+def ready_model_lines(record: FineTuneResult) -> list[str]:
     """The fine-tuning phase's ready models: every number says which weights it is of."""
-    cands = sorted(
-        record["candidates"], key=lambda c: (-len(c["val_curve"]), -(c["val_curve"] or [0])[-1])
-    )
-    rungs = record["rungs"]
+    cands = sorted(record.candidates, key=lambda c: (-c.epochs, -(c.val_curve or (0,))[-1]))
+    rungs = record.rungs or (record.full_epochs,)
     lines = [
         "",
         f"Ready models: finalists fine-tuned from inherited supernet weights (rungs "
@@ -139,11 +141,11 @@ def ready_model_lines(record: dict) -> list[str]:
         f"{'fine-tuned test':>15}  {'measured train s':>16}  status",
     ]
     for c in cands:
-        val = f"{c['val_curve'][-1]:.4f}" if c["val_curve"] else "-"
-        test = f"{c['test_accuracy']:.4f}" if c.get("test_accuracy") is not None else "-"
+        val = f"{c.val_accuracy:.4f}" if c.val_curve else "-"
+        test = f"{c.test_accuracy:.4f}" if c.test_accuracy is not None else "-"
         lines.append(
-            f"{c['trial']:>5}  {len(c['val_curve']):>6}  {c['supernet_accuracy']:>14.4f}  "
-            f"{val:>14}  {test:>15}  {sum(c['epoch_seconds']):>16.2f}  {c['status']}"
+            f"{c.trial:>5}  {c.epochs:>6}  {c.supernet_accuracy:>14.4f}  "
+            f"{val:>14}  {test:>15}  {sum(c.epoch_seconds):>16.2f}  {c.status}"
         )
     # (The phase's measured early stopping is printed once, with the search-level
     # multipliers.)
@@ -207,7 +209,7 @@ def _table_lines(result: RunResult, spec: StudySpec) -> list[str]:
     cols.append((names.RETRAINED_TEST_ACCURACY, len(names.RETRAINED_TEST_ACCURACY)))
     cols.append(("proposed", 8))
     all_trials = result.study.get_trials(deepcopy=False)
-    proposed = Counter(t.user_attrs.get(ARCH_ATTR) for t in all_trials)
+    proposed = Counter(TrialRecord.from_trial(t).arch for t in all_trials)
     header = "  ".join(f"{n:>{w}}" for n, w in cols) + "  arch"
 
     def row(t: optuna.trial.FrozenTrial) -> str:
@@ -220,7 +222,7 @@ def _table_lines(result: RunResult, spec: StudySpec) -> list[str]:
         cells += [f"{rec.train_cost:.1f}", f"{rec.params:,}"]
         w = retrained.get(t.number)
         cells.append(f"{w.test_accuracy:.4f}" if w is not None else "-")
-        cells.append(str(proposed[t.user_attrs[ARCH_ATTR]]))
+        cells.append(str(proposed[rec.arch]))
         return (
             "  ".join(f"{c:>{w}}" for c, (_, w) in zip(cells, cols, strict=True))
             + f"  {arch_summary(spec.space, arch)}"
@@ -263,9 +265,9 @@ def _table_lines(result: RunResult, spec: StudySpec) -> list[str]:
     excluded = budget_excludes(all_trials, spec.budget)
     if excluded is not None:
         lines.append(f"budget: {excluded}")
-    finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
-    if isinstance(finetuned_record, dict):
-        lines.extend(ready_model_lines(finetuned_record))
+    finetuned = study_finetuned(result.study)
+    if finetuned is not None:
+        lines.extend(ready_model_lines(finetuned))
     return lines
 
 
@@ -274,15 +276,13 @@ def _outcome_lines(result: RunResult, spec: StudySpec, export_as: str) -> list[s
     reproduces and where things were written (``export_as``: what the export commands
     name, the study's name or its file)."""
     lines: list[str] = []
-    finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
-    # Which model is kept, decided before any line says it: the search's (its retrain or
-    # its fine-tuned weights), unless a zero-cost anchor validates higher by the margin.
-    decision = decide_kept(
-        result.winners, finetuned_record, result.study.user_attrs.get(ANCHORS_KEY)
-    )
+    finetuned = study_finetuned(result.study)
+    # Which model is kept, as the run decided it (once, before it recorded it): the
+    # search's (its retrain or its fine-tuned weights), unless a zero-cost anchor
+    # validates higher by the margin.
+    decision = result.kept if result.kept is not None else NOTHING_KEPT
     kept, trained, anchor_kept = decision.search, decision.anchors, decision.anchor
-    kept_val, what = decision.search_val, decision.what
-    samples = finetuned_record.get("val_samples") if isinstance(finetuned_record, dict) else None
+    kept_val, what, samples = decision.search_val, decision.what, decision.samples
     several = len(result.winners) > 1
     if several:
         lines.append(
@@ -291,9 +291,7 @@ def _outcome_lines(result: RunResult, spec: StudySpec, export_as: str) -> list[s
         )
     for w in result.winners:
         when = " (by an earlier run)" if w.reused else ""
-        finalist = isinstance(finetuned_record, dict) and any(
-            c["trial"] == w.number for c in finetuned_record["candidates"]
-        )
+        finalist = finetuned is not None and finetuned.candidate(w.number) is not None
         chosen = (
             " (a finalist by its fine-tuned validation accuracy)"
             if finalist and several
@@ -325,10 +323,10 @@ def _outcome_lines(result: RunResult, spec: StudySpec, export_as: str) -> list[s
                     f"kept: fine-tuned {kept.finetuned_epochs} epochs",
                 )
             )
-        if anchor_kept is not None and anchor_kept.get("test_accuracy") is not None:
+        if anchor_kept is not None and anchor_kept.test_accuracy is not None:
             lines.append(
                 baseline_line(
-                    anchor_kept["test_accuracy"],
+                    anchor_kept.test_accuracy,
                     spec.baseline,
                     "kept: zero-cost anchor, trained from scratch",
                 )
@@ -345,26 +343,26 @@ def _record_lines(
 ) -> list[str]:
     """Time, screening, cost table, trust, stack and multipliers, and where things are."""
     lines: list[str] = []
-    finetuned_record = result.study.user_attrs.get(FINETUNED_KEY)
+    study = result.study
     secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
     lines.append(f"time: {secs}")
-    screening = result.study.user_attrs.get(SCREENING_KEY)
-    if isinstance(screening, dict):
+    screening = study_screening(study)
+    if screening is not None:
         lines.append(
-            f"screening: {screening['candidates']} distinct candidates scored from the supernet, "
-            f"median {screening['median_score_ms']:.1f} ms each (BN recalibration on "
+            f"screening: {screening.candidates} distinct candidates scored from the supernet, "
+            f"median {screening.median_score_ms:.1f} ms each (BN recalibration on "
             f"{spec.bn_batches} training batches + validation, measured)"
         )
-    lines.extend(format_cost_table(result.study.user_attrs.get(COST_TABLE_KEY)))
-    trust = result.study.user_attrs.get(TRUST_KEY)
-    if isinstance(trust, dict):
+    lines.extend(format_cost_table(study_cost_table(study)))
+    trust = study_trust(study)
+    if trust is not None:
         lines.append(format_trust(trust, result.seconds.get("total")))
-    lines.extend(format_stack(result.study.user_attrs.get(STACK_KEY)))
-    multipliers = result.study.user_attrs.get(MULTIPLIERS_KEY)
-    if isinstance(multipliers, dict):
+    lines.extend(format_stack(study_stack(study)))
+    multipliers = study_multipliers(study)
+    if multipliers is not None:
         lines.extend(format_multipliers(multipliers))
-    reproducibility = result.study.user_attrs.get(REPRODUCIBILITY_KEY)
-    if isinstance(reproducibility, dict):
+    reproducibility = study_reproducibility(study)
+    if reproducibility is not None:
         lines.append(reproducibility_line(reproducibility))
     lines.append(f"trials run by this process: {trial_numbers(result.ran_trials)}")
     lines.append(f"study: {result.storage.safe_url}")
@@ -389,7 +387,7 @@ def _record_lines(
         + (
             f"; `nasflow export {exported} --ready best --out DIR` the ready "
             "model with the best validation accuracy, with its fine-tuned weights"
-            if isinstance(finetuned_record, dict)
+            if study_finetuned(study) is not None
             else ""
         )
     )
