@@ -150,7 +150,7 @@ def plan(
 def rung_study(
     storage: optuna.storages.BaseStorage,
     name: str,
-    directions: Sequence[str],
+    directions: Sequence[str | optuna.study.StudyDirection],
     pruner: optuna.pruners.BasePruner,
     sampler: optuna.samplers.BaseSampler | None = None,
 ) -> optuna.Study:
@@ -158,7 +158,12 @@ def rung_study(
     study = optuna.create_study(
         study_name=name + SUFFIX,
         storage=storage,
-        directions=list(directions),
+        directions=[
+            d
+            if isinstance(d, optuna.study.StudyDirection)
+            else optuna.study.StudyDirection[d.upper()]
+            for d in directions
+        ],
         load_if_exists=True,
         pruner=pruner,
         sampler=sampler or optuna.samplers.RandomSampler(seed=0),
