@@ -178,8 +178,6 @@ MAX_FUNCTION_LINES = 100
 OVERSIZED_FUNCTIONS = {
     # The search-level multipliers, one step per technique: being split in pipeline/.
     "nasflow/pipeline/_multipliers.py::search_multipliers",
-    # The fine-tuning phase's successive halving: being split in pipeline/_phases/.
-    "nasflow/pipeline/_phases/_ready.py::run_finetuning",
 }
 
 
@@ -262,10 +260,7 @@ def test_the_user_attrs_check_finds_reads_and_ignores_writes_and_membership() ->
 
 #: Modules that still read user attributes by key, each until it reads them through
 #: ``nasflow.record`` (remove its entry then; nothing is added to this list):
-READS_ATTRIBUTES = {
-    # The rung schedule (a change in progress): its rung records and screening scores.
-    "nasflow/pipeline/_schedule.py",
-}
+READS_ATTRIBUTES: set[str] = set()
 
 
 def test_no_user_attributes_are_read_outside_the_record_package() -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nasflow.record import TrialRecord
-from nasflow.search import Budget
+from nasflow.search import Budget, StudySpec
 
 #: Over-budget skips, with nothing feasible, after which the run says so.
 SKIPS_BEFORE_NOTE = 3
@@ -40,3 +41,26 @@ def budget_excludes(trials: Sequence[FrozenTrial], budget: Budget) -> str | None
         f"none feasible; the smallest proposed has {' and '.join(parts) or 'no figures'}: "
         "raise the limit or search a space of smaller candidates"
     )
+
+
+class BudgetNote:
+    """Says once (on ``log``), after the first few over-budget skips with nothing
+    feasible, that the study's budget excludes what is proposed, with the smallest
+    candidate's figures."""
+
+    def __init__(self, spec: StudySpec, log: Callable[[str], None]) -> None:
+        self.spec, self.log = spec, log
+        self.said = False
+
+    def after(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        """Look again after ``trial`` finished (nothing once said)."""
+        if self.said or TrialRecord.from_trial(trial).skipped is None:
+            return
+        trials = study.get_trials(deepcopy=False)
+        skipped = sum(TrialRecord.from_trial(t).skipped is not None for t in trials)
+        if skipped < min(SKIPS_BEFORE_NOTE, self.spec.n_trials):
+            return
+        note = budget_excludes(trials, self.spec.budget)
+        if note is not None:
+            self.said = True
+            self.log(f"warning: {note}")

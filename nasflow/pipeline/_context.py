@@ -1,19 +1,23 @@
-"""The state a study run's phases share (:class:`RunContext`) and what each returns.
+"""What every phase of a study run reads (:class:`RunContext`) and what each returns.
 
 The study runner (``nasflow.pipeline._runner``) builds one :class:`RunContext` and hands it
-to each phase in turn; a phase is a module with one entry point ``run_<phase>(ctx)`` that
-returns its result record (a frozen dataclass below). Phases so far:
+to each phase in turn, with the phase's inputs as arguments: the data, the stack, the
+supernet, the fine-tuning result, each the output of an earlier phase that the runner
+passes forward. A phase is a module with one entry point ``run_<phase>(ctx, ...)`` that
+returns its result record (a frozen dataclass below) and changes nothing in the context
+(it is frozen). Phases so far:
 
-- ``_anchors.run_anchors``: zero-cost anchors trained from scratch first, through
-  the stack ``_supernet.resolve_stack`` resolved just before (0);
-- ``_supernet.run_supernet``: resolve the speedup stack, train the supernet (1);
+- ``_supernet.resolve_stack``: the speedup stack every phase trains with (``"auto"``
+  resolved: the study's record, this device's, or a calibration now);
+- ``_anchors.run_anchors``: zero-cost anchors trained from scratch first (0);
+- ``_supernet.run_supernet``: train the supernet (1);
 - ``_screening.run_screening``: the Optuna study proposing and scoring candidates (2);
 - ``_trust.run_trust``: how far the supernet's ranking can be trusted (2b);
 - ``_finetune.run_finetune``: the finalists fine-tuned into ready models (2c);
 - ``_retrain.run_winners``: retrain the best Pareto trials from scratch (3).
 
-A new phase (fine-tuning, a trust verdict) adds a module with its ``run_<phase>(ctx)`` and
-result record here, and one line in ``StudyRunner.run``."""
+A new phase adds a module with its ``run_<phase>(ctx, ...)`` and result record here, and
+one line in ``StudyRunner.run``."""
 
 from __future__ import annotations
 
@@ -26,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 import optuna
 
-from nasflow.data import DataBundle
 from nasflow.record import RunFolder
 from nasflow.space import Arch
 from nasflow.storage import StorageSpec
@@ -46,9 +49,9 @@ def tables_url_of(storage: StorageSpec) -> str | None:
     return storage.url if storage.kind != "journal" and storage.url else None
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunContext:
-    """What every phase of one run reads, and the state the runner passes between them.
+    """What every phase of one run reads, and none changes.
 
     Attributes:
         spec: The study.
@@ -59,19 +62,6 @@ class RunContext:
         log: Line logger.
         progress: Show progress bars (then per-step lines are quiet).
         stop: Set to stop gracefully (see ``StudyRunner``).
-        checkpoint_every: Supernet checkpoints every this many steps inside an epoch.
-        worker: A worker process (skips the study-level records and phase 3).
-        n_trials: Total finished trials wanted (``None``: the spec's).
-        timeout: Seconds the search may take.
-        data: The study's data (``None`` in tabular mode).
-        stack: The speedup stack every phase trains with (``"auto"`` resolved by phase 1).
-        supernet: Phase 1's supernet (``None`` in tabular mode).
-        ran_trials: Numbers of the trials this process ran (phase 2 appends).
-        finetuned: The fine-tuning phase's result (``None``: it did not run).
-        data_fingerprint: The data's fingerprint (part of the study's identity; supernet
-            checkpoints carry it).
-        budget_said: Whether the screening already said that the budget excludes what
-            is proposed.
         started: ``time.perf_counter()`` when the run started (what "ready N seconds
             into the run" counts from).
         started_cpu: ``time.process_time()`` then (the process's CPU-seconds, all its
@@ -86,17 +76,6 @@ class RunContext:
     log: Callable[[str], None]
     progress: bool
     stop: threading.Event
-    checkpoint_every: int = 0
-    worker: bool = False
-    n_trials: int | None = None
-    timeout: float | None = None
-    data: DataBundle | None = None
-    stack: Stack | None = None
-    supernet: Supernet | None = None
-    ran_trials: list[int] = field(default_factory=list)
-    finetuned: FineTuneResult | None = None
-    data_fingerprint: str | None = None
-    budget_said: bool = False
     started: float = field(default_factory=time.perf_counter)
     started_cpu: float = field(default_factory=time.process_time)
 
@@ -155,21 +134,26 @@ class AnchorsPhaseResult:
 
 
 @dataclass(frozen=True)
-class SupernetPhaseResult:
-    """Phase 1: the stack resolved and the supernet trained.
-
-    Attributes:
-        stack: The speedup stack every phase trains with.
-        supernet: The trained supernet.
-        info: The supernet record (``nasflow:supernet``).
-        calibration_seconds: Seconds spent calibrating the stack (0: none ran).
-        seconds: Seconds training the supernet took (calibration excluded).
-    """
+class StackChoice:
+    """The speedup stack every phase trains with (``None``: plain fp32 eager), and the
+    seconds spent calibrating it (0: nothing was calibrated or probed)."""
 
     stack: Stack | None
+    calibration_seconds: float
+
+
+@dataclass(frozen=True)
+class SupernetPhaseResult:
+    """Phase 1: the supernet trained.
+
+    Attributes:
+        supernet: The trained supernet.
+        info: The supernet record (``nasflow:supernet``).
+        seconds: Seconds training the supernet took.
+    """
+
     supernet: Supernet
     info: SupernetRecord
-    calibration_seconds: float
     seconds: float
 
 
@@ -197,7 +181,7 @@ class TrustPhaseResult:
     seconds: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class Winner:
     """A retrained winner (phase 3): trial ``number``'s architecture trained from scratch.
 

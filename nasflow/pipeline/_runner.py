@@ -1,7 +1,8 @@
 """The study runner: opens the study and sequences the phases, each a module with one entry
-point ``run_<phase>(ctx)`` over a shared ``RunContext`` (``nasflow.pipeline._context``):
-phase 0 (``_anchors``), phase 1 (``_supernet``), phase 2 (``_screening``),
-2b (``_trust``), 2c (``_finetune``), phase 3 (``_retrain``)."""
+point ``run_<phase>(ctx, ...)`` that reads a frozen ``RunContext``
+(``nasflow.pipeline._context``) and takes the earlier phases' outputs as arguments:
+the stack (``_supernet.resolve_stack``), phase 0 (``_anchors``), phase 1 (``_supernet``),
+phase 2 (``_screening``), 2b (``_trust``), 2c (``_finetune``), phase 3 (``_retrain``)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from nasflow.pipeline._multipliers import measured_trainings, search_multipliers
 from nasflow.pipeline._phases._anchors import run_anchors
 from nasflow.pipeline._phases._finetune import run_finetune
 from nasflow.pipeline._phases._retrain import pareto_trials, run_winners
+from nasflow.pipeline._phases._rungs import run_rung_schedule
 from nasflow.pipeline._phases._screening import run_screening
 from nasflow.pipeline._phases._supernet import resolve_stack, run_supernet
 from nasflow.pipeline._phases._trust import run_trust
@@ -57,6 +59,7 @@ from nasflow.storage import (
     resolve_storage,
     storage_failure,
 )
+from nasflow.supernet import Supernet
 from nasflow.train import TrainingInterrupted
 from nasflow.train.stack import Stack, is_rank_zero
 
@@ -240,7 +243,7 @@ class StudyRunner:
         retrain: bool = True,
         worker: bool = False,
     ) -> RunResult:
-        """Validate, then run the phases in order (each ``run_<phase>(ctx)``, see
+        """Validate, then run the phases in order (each ``run_<phase>(ctx, ...)``, see
         ``nasflow.pipeline._context``); a worker skips phase 3 and the study records."""
         spec = self.spec
         t0, c0 = time.perf_counter(), time.process_time()
@@ -260,43 +263,10 @@ class StudyRunner:
                 self.log,
                 self.progress,
                 self.stop,
-                checkpoint_every=self.checkpoint_every,
-                worker=worker,
-                n_trials=n_trials,
-                timeout=timeout,
-                stack=self.stack,
-                ran_trials=self.ran_trials,
-                data_fingerprint=self._data_fingerprint,
                 started=t0,
                 started_cpu=c0,
             )
-            seconds: dict[str, float] = {}
-            if spec.table is None:  # tabular mode skips phases 0, 1 and 3
-                ctx.data = self._load_data()
-                calibrated = None
-                if spec.anchors is not None and not worker and is_rank_zero():
-                    # The anchors train through the study's stack: resolve it first.
-                    calibrated = resolve_stack(ctx, ctx.data)
-                    if calibrated:
-                        seconds["calibration"] = calibrated
-                    seconds["anchors"] = run_anchors(ctx).seconds
-                phase1 = run_supernet(ctx, calibrated)
-                self.stack, ctx.supernet = phase1.stack, phase1.supernet
-                if phase1.calibration_seconds:
-                    seconds["calibration"] = phase1.calibration_seconds
-                seconds["supernet"] = phase1.seconds
-            seconds["search"] = run_screening(ctx).seconds
-            if self.stop.is_set():
-                raise TrainingInterrupted("the search, between trials")
-            if spec.trust is not None and not worker and ctx.data is not None and is_rank_zero():
-                seconds["trust"] = run_trust(ctx).seconds
-            if spec.finetuning is not None and not worker and ctx.data and is_rank_zero():
-                phase = run_finetune(ctx)
-                ctx.finetuned, seconds["finetune"] = phase.result, phase.seconds
-            winners: list[Winner] = []
-            if retrain and not worker and ctx.data is not None:
-                phase3 = run_winners(ctx)
-                winners, seconds["retrain"] = list(phase3.winners), phase3.seconds
+            seconds, winners = self._run_phases(ctx, n_trials, timeout, retrain, worker)
             seconds["total"] = time.perf_counter() - t0
             kept = None
             if is_rank_zero():  # which model is kept: decided once, here
@@ -323,6 +293,59 @@ class StudyRunner:
         finally:
             restore()
             self.close()
+
+    def _run_phases(
+        self,
+        ctx: RunContext,
+        n_trials: int | None,
+        timeout: float | None,
+        retrain: bool,
+        worker: bool,
+    ) -> tuple[dict[str, float], list[Winner]]:
+        """Each phase in order, its inputs the outputs of the phases before it (the data,
+        the stack, the supernet, the fine-tuning result): the seconds each took, and the
+        retrained winners (best first)."""
+        spec, seconds = ctx.spec, {}
+        data: DataBundle | None = None
+        supernet: Supernet | None = None
+        if spec.table is None:  # tabular mode skips phases 0, 1 and 3
+            data = self._load_data()
+            assert data is not None
+            choice = resolve_stack(ctx, data)  # (the anchors train through it too)
+            self.stack = choice.stack
+            if choice.calibration_seconds:
+                seconds["calibration"] = choice.calibration_seconds
+            if spec.anchors is not None and not worker and is_rank_zero():
+                seconds["anchors"] = run_anchors(ctx, data, self.stack).seconds
+            phase1 = run_supernet(
+                ctx, data, self.stack, self._data_fingerprint, self.checkpoint_every, worker
+            )
+            supernet, seconds["supernet"] = phase1.supernet, phase1.seconds
+        screening = run_screening(ctx, self.stack, supernet, data, n_trials, timeout, worker)
+        self.ran_trials.extend(screening.ran_trials)
+        seconds["search"] = screening.seconds
+        if self.stop.is_set():
+            raise TrainingInterrupted("the search, between trials")
+        finetuned = None
+        winners: list[Winner] = []
+        if spec.rungs is not None and data is not None and supernet is not None:
+            # One schedule from the screening score to the full training, shared by every
+            # worker, in place of the fine-tuning phase and phase 3.
+            rungs = run_rung_schedule(ctx, data, supernet, self.stack, worker, retrain)
+            seconds["rungs"] = rungs.seconds
+            if not worker and spec.trust is not None and is_rank_zero():
+                seconds["trust"] = run_trust(ctx, data, supernet).seconds
+            return seconds, list(rungs.winners)
+        if data is not None and not worker and is_rank_zero():
+            if spec.trust is not None:
+                seconds["trust"] = run_trust(ctx, data, supernet).seconds
+            if spec.finetuning is not None and supernet is not None:
+                phase = run_finetune(ctx, data, supernet, self.stack)
+                finetuned, seconds["finetune"] = phase.result, phase.seconds
+        if retrain and not worker and data is not None:
+            phase3 = run_winners(ctx, data, self.stack, finetuned)
+            winners, seconds["retrain"] = list(phase3.winners), phase3.seconds
+        return seconds, winners
 
     def _record(
         self,

@@ -38,13 +38,12 @@ from optuna.trial import FrozenTrial, TrialState
 
 from nasflow._checks import check_int
 from nasflow.errors import ConfigError
+from nasflow.record import RungEntry, rung_value, step_key
 from nasflow.search import report_values, should_prune
 from nasflow.space import Arch
 
 #: The rung study of study ``NAME`` is ``NAME`` followed by this.
 SUFFIX = ":rungs"
-#: Trial user attributes of the rung study.
-ARCH, SCREENED, SCORE, ANCHOR, TOP = "arch", "screening_trial", "rung0", "anchor", "top_step"
 
 
 @dataclass(frozen=True)
@@ -175,18 +174,14 @@ def rung_study(
 def enqueue(study: optuna.Study, candidates: Sequence[Candidate], top: int) -> int:
     """Queue the candidates the study does not hold yet, in the given order (the order
     the trials run in); returns how many were queued. A resumed study queues none twice."""
-    held = {t.user_attrs.get(ARCH) for t in study.get_trials(deepcopy=False)}
+    held = {RungEntry.from_trial(t).arch for t in study.get_trials(deepcopy=False)}
     queued = 0
     for c in candidates:
         key = c.arch.to_json()
         if key in held:
             continue
-        attrs: dict[str, object] = {ARCH: key, ANCHOR: c.anchor, TOP: top}
-        if c.score is not None:
-            attrs[SCORE] = float(c.score)
-        if c.screening_trial is not None:
-            attrs[SCREENED] = int(c.screening_trial)
-        study.enqueue_trial({}, user_attrs=attrs, skip_if_exists=False)
+        entry = RungEntry(key, top, c.anchor, c.score, c.screening_trial)
+        study.enqueue_trial({}, user_attrs=entry.to_attrs(), skip_if_exists=False)
         held.add(key)
         queued += 1
     return queued
@@ -202,6 +197,10 @@ class RungTrainer(Protocol):
 
     def top(self, trial: optuna.Trial, arch: Arch) -> Sequence[float]:
         """The objective values of the top rung's full training."""
+
+    def finish(self, trial: optuna.Trial, arch: Arch) -> None:
+        """Called once the trial leaves the schedule (promoted to the end, pruned, or
+        failed): save what it trained."""
 
 
 def run_rungs(
@@ -230,20 +229,25 @@ def run_rungs(
         if single:
             trial.report(float(values[0]), step)
             return trial.should_prune()
+        trial.set_user_attr(step_key(step), [float(v) for v in values])
         report_values(trial, values, step)
         return should_prune(trial)
 
     def objective(trial: optuna.Trial) -> float | Sequence[float]:
-        attrs = trial.user_attrs
-        arch = Arch.from_json(attrs[ARCH])
-        if not attrs.get(ANCHOR):
-            for step in plan.steps:
-                if report(trial, list(trainer.fine_tune(trial, arch, step)), step):
-                    raise optuna.TrialPruned(f"not promoted after rung {step}")
-        values = list(trainer.top(trial, arch))
+        entry = RungEntry.from_trial(trial)
+        arch = Arch.from_json(entry.arch)
+        try:
+            if not entry.anchor:
+                for step in plan.steps:
+                    if report(trial, list(trainer.fine_tune(trial, arch, step)), step):
+                        raise optuna.TrialPruned(f"not promoted after rung {step}")
+            values = list(trainer.top(trial, arch))
+        finally:
+            trainer.finish(trial, arch)
         if single:
             trial.report(float(values[0]), plan.top)
         else:
+            trial.set_user_attr(step_key(plan.top), [float(v) for v in values])
             report_values(trial, values, plan.top)
         return values[0] if single else values
 
@@ -293,17 +297,9 @@ class RungTau:
     interval: tuple[float, float]
 
 
-def _values_at(trial: FrozenTrial, step: int) -> float | None:
-    if step == 0:
-        v = trial.user_attrs.get(SCORE)
-        return None if v is None else float(v)
-    v = trial.intermediate_values.get(step)
-    if v is not None:
-        return float(v)
-    from nasflow.record import rung_key  # the pruner's per-rung vectors, several objectives
-
-    rec = trial.user_attrs.get(rung_key(step))
-    return None if not rec else float(rec[0])
+def measured_at(trials: Sequence[FrozenTrial], step: int) -> int:
+    """How many of ``trials`` were measured at rung ``step`` (0: the screening score)."""
+    return sum(rung_value(t, step) is not None for t in trials)
 
 
 def rung_tau(
@@ -316,7 +312,7 @@ def rung_tau(
     pairs = [
         (a, b)
         for t in trials
-        if (a := _values_at(t, low)) is not None and (b := _values_at(t, high)) is not None
+        if (a := rung_value(t, low)) is not None and (b := rung_value(t, high)) is not None
     ]
     n = len(pairs)
     if n < 3:

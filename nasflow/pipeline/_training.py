@@ -26,11 +26,12 @@ from nasflow.train import TrainConfig, TrainResult, train_standalone
 from nasflow.train.stack import Stack, is_rank_zero
 
 
-def winner_identity(ctx: RunContext, arch: Arch, stack: Stack | None) -> dict[str, Any]:
-    """What a from-scratch training of ``arch`` is (``nasflow.pipeline._training.IDENTITY``):
-    a saved winner with the same identity is reused instead of trained again."""
-    spec, data = ctx.spec, ctx.data
-    assert data is not None, "a from-scratch training needs the study's data"
+def winner_identity(
+    spec: StudySpec, data: DataBundle, arch: Arch, stack: Stack | None
+) -> dict[str, Any]:
+    """What a from-scratch training of ``arch`` on ``data`` through ``stack`` is
+    (``nasflow.record.WINNER_IDENTITY``): a saved winner with the same identity is reused
+    instead of trained again."""
     splits = (data.train, data.val, data.test)
     return {
         "space": spec.space.name,
@@ -48,6 +49,7 @@ def winner_identity(ctx: RunContext, arch: Arch, stack: Stack | None) -> dict[st
 
 def train_winner(
     ctx: RunContext,
+    data: DataBundle,
     number: int,
     arch: Arch,
     stack: Stack | None,
@@ -57,8 +59,8 @@ def train_winner(
     params: int | None = None,
     extra: dict[str, Any] | None = None,
 ) -> tuple[TrainResult, Path | None]:
-    """Train trial ``number``'s ``arch`` from scratch with the study's recipe through
-    ``stack``, score it, and save its weights and record (with ``extra``'s keys) in
+    """Train trial ``number``'s ``arch`` from scratch on ``data`` with the study's recipe
+    through ``stack``, score it, and save its weights and record (with ``extra``'s keys) in
     ``RUNS/NAME/winners/trial-N`` (rank 0; the folder, else ``None``).
 
     The training is checkpointed in ``RUNS/NAME/retraining/trial-N`` after every epoch and
@@ -68,8 +70,6 @@ def train_winner(
     Raises:
         TrainingInterrupted: A stop was requested (checkpointed).
     """
-    data = ctx.data
-    assert data is not None, "a from-scratch training needs the study's data"
     epochs = recipe_for(arch, ctx.spec.train).epochs
     ctx.quiet_log(f"{desc}: training from scratch, {epochs} epochs")
     bar = ctx.bar(epochs, desc)

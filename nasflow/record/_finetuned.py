@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 import numpy as np
 
@@ -23,7 +23,7 @@ class ReadyModelError(NasflowError, ValueError):
     or is not a ready model."""
 
 
-def _number(v: Any) -> bool:
+def _number(v: Any) -> TypeGuard[float]:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -200,8 +200,9 @@ class FineTuneResult:
         stopping = None
         if isinstance(early, Mapping):
             values = [early.get(k) for k in ("multiplier", "seconds", "full_seconds")]
-            if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-                stopping = EarlyStopping(*(float(v) for v in values))
+            nums = [float(v) for v in values if _number(v)]
+            if len(nums) == len(values):
+                stopping = EarlyStopping(*nums)
         seconds = record.get("seconds")
         return cls(
             tuple(cands),

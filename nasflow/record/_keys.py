@@ -54,6 +54,20 @@ BASELINE_KEY = "nasflow:baseline"
 #: calibration, the cost table, fine-tuning's promotion, other processes) and whether it
 #: ran deterministic (``nasflow.search.reproducibility_record``).
 REPRODUCIBILITY_KEY = "nasflow:reproducibility"
+#: Study user attribute holding the rung schedule's record (``StudySpec.rungs``: the plan,
+#: how many candidates reached each rung, how well each rung ranked the next).
+RUNGS_KEY = "nasflow:rungs"
+#: Trial user attributes of the rung study (``NAME:rungs``): the candidate's fine-tuned
+#: record (``FineTuned.to_dict()``) and its top rung's training from scratch
+#: (``RetrainRecord.to_dict()``), written by whichever worker trained it.
+RUNG_READY_ATTR = "nasflow:ready"
+#: Trial user attributes of the rung study set when a candidate is queued: its screening
+#: trial, its screening score (rung 0) and the top rung's report step (with ``ARCH_ATTR``
+#: and ``ANCHOR_ATTR``).
+RUNG_SCREENED_ATTR = "screening_trial"
+RUNG_SCORE_ATTR = "rung0"
+RUNG_TOP_ATTR = "top_step"
+RUNG_RETRAINED_ATTR = "nasflow:retrained"
 #: Prefix of the per-winner records written by phase 3 (``nasflow:retrain:<trial number>``).
 RETRAIN_PREFIX = "nasflow:retrain:"
 
@@ -132,6 +146,12 @@ NO_SUPERNET = "none: scored from a table"
 def retrain_key(number: int) -> str:
     """Study user attribute holding phase 3's record of trial ``number``."""
     return f"{RETRAIN_PREFIX}{number}"
+
+
+def step_key(step: int) -> str:
+    """Rung-study trial user attribute holding the objective vector reported at ``step``
+    (several objectives: Optuna keeps intermediate values for one only)."""
+    return f"{PREFIX}step_{step}"
 
 
 def rung_key(rung: int) -> str:

@@ -481,6 +481,8 @@ class MultiplierPart:
             label = ESTIMATE if data.get("estimate") else MEASURED
         if mult is None:
             label = NOT_AVAILABLE
+        figures: dict[str, Any] = {k: _opt_float(data.get(k)) for k in cls._FLOATS}
+        figures.update({k: _opt_int(data.get(k)) for k in cls._INTS})
         return cls(
             key,
             mult,
@@ -489,8 +491,7 @@ class MultiplierPart:
             sample_sources=_strings(data.get("sample_sources")),
             of=_strings(data.get("of")),
             fields=data,
-            **{k: _opt_float(data.get(k)) for k in cls._FLOATS},
-            **{k: _opt_int(data.get(k)) for k in cls._INTS},
+            **figures,
         )
 
     @property

@@ -18,6 +18,7 @@ from nasflow.search._pareto_pruner import (
     should_prune,
 )
 from nasflow.search._phases import Anchors, FineTuning, TrustProbe
+from nasflow.search._rungs import Rungs
 from nasflow.search._spec import OBJECTIVES, RECIPE_KEYS, StudyFileError, StudySpec
 from nasflow.search._study_file import load_study_file
 
@@ -29,6 +30,7 @@ __all__ = [
     "FineTuning",
     "ParetoSuccessiveHalvingPruner",
     "RegularizedEvolutionSampler",
+    "Rungs",
     "StudyFileError",
     "StudySpec",
     "TrustProbe",

@@ -16,6 +16,7 @@ from nasflow.data import DataBundle
 from nasflow.errors import NasflowError
 from nasflow.search._budget import Budget
 from nasflow.search._phases import Anchors, FineTuning, TrustProbe
+from nasflow.search._rungs import Rungs
 from nasflow.space import SearchSpace
 from nasflow.tabular import TabularBenchmark
 from nasflow.train import SupernetConfig, TrainConfig
@@ -204,6 +205,10 @@ class StudySpec:
             ready models within seconds along the front, and the baseline the kept model
             is compared with; each is a trial of the study, scored by phase 2 like any
             other. ``None`` (default) skips it. See :class:`~nasflow.search.Anchors`.
+        rungs: After screening, one schedule of rungs from the screening score to the
+            recipe's full training (successive halving in Optuna, over a rung study any
+            worker takes trials from) in place of ``finetuning`` and phase 3: see
+            :class:`~nasflow.search.Rungs`. ``None`` (default) runs those instead.
         baseline: CSV files of random architectures of this space trained stand-alone with
             this study's recipe (``benchmarks/ground_truth.py`` writes them; a column
             ``test_accuracy``): the summary says how much better the retrained winner is
@@ -246,6 +251,7 @@ class StudySpec:
     trust: TrustProbe | None = None
     finetuning: FineTuning | None = None
     anchors: Anchors | None = None
+    rungs: Rungs | None = None
     baseline: tuple[str | os.PathLike, ...] = ()
     deterministic: bool = False
 
@@ -413,6 +419,7 @@ class StudySpec:
             ("trust", TrustProbe, "a"),
             ("finetuning", FineTuning, "a"),
             ("anchors", Anchors, "an"),
+            ("rungs", Rungs, "a"),
         ):
             v = getattr(self, name)
             if v is not None and not isinstance(v, cls):
@@ -420,6 +427,11 @@ class StudySpec:
                     f"study {self.name!r}: {name} must be {article} {cls.__name__} or None, "
                     f"got {v!r}"
                 )
+        if self.rungs is not None and self.finetuning is not None:
+            raise StudyFileError(
+                f"study {self.name!r}: rungs={self.rungs!r} replaces the fine-tuning phase; "
+                f"set finetuning=None (got {self.finetuning!r})"
+            )
 
     def _check_deterministic(self) -> None:
         """``deterministic`` is a bool, and nothing else asks for a clock."""
@@ -528,7 +540,7 @@ class StudySpec:
                 f"study {self.name!r}: a tabular study has one objective, ('accuracy',) "
                 f"(the table's {table.metric!r}), got {self.objectives!r}"
             )
-        for name in ("finetune", "finetuning", "anchors"):
+        for name in ("finetune", "finetuning", "anchors", "rungs"):
             if getattr(self, name) is not None:
                 raise StudyFileError(
                     f"study {self.name!r}: {name}={getattr(self, name)!r}, but a tabular "

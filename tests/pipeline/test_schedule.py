@@ -11,7 +11,6 @@ import optuna
 import pytest
 
 from nasflow.pipeline._schedule import (
-    ARCH,
     Candidate,
     RungPlan,
     enqueue,
@@ -21,6 +20,7 @@ from nasflow.pipeline._schedule import (
     rung_study,
     rung_tau,
 )
+from nasflow.record import RungEntry
 from nasflow.search import ParetoSuccessiveHalvingPruner
 from nasflow.space import Arch
 
@@ -43,6 +43,9 @@ class Curves:
     def top(self, trial: optuna.Trial, arch: Arch) -> list[float]:
         self.calls.append(("top", arch["name"], 0))
         return self._values(arch, self.quality[arch["name"]])
+
+    def finish(self, trial: optuna.Trial, arch: Arch) -> None:
+        self.calls.append(("finish", arch["name"], 0))
 
 
 def _candidates(n: int, anchors: int = 0) -> list[Candidate]:
@@ -87,16 +90,18 @@ def test_candidates_run_in_queue_order_and_the_best_reaches_the_top() -> None:
     trainer = Curves(quality)
     p = RungPlan((1, 2, 4), 8, 2, 6)
     finished = run_rungs(study, trainer, p)
-    assert [t.user_attrs[ARCH] for t in finished] == [c.arch.to_json() for c in cands]
+    assert [RungEntry.from_trial(t).arch for t in finished] == [c.arch.to_json() for c in cands]
     firsts = [name for kind, name, e in trainer.calls if kind == "fine_tune" and e == 1]
     assert firsts == [f"c{i}" for i in range(6)]  # in the queue's order
     tops = {name for kind, name, _ in trainer.calls if kind == "top"}
     assert "c3" in tops and "c4" not in tops and "c2" not in tops  # the worst are cut early
     kept = kept_trial(study)
-    assert kept is not None and kept.user_attrs[ARCH] == cands[3].arch.to_json()
+    assert kept is not None and RungEntry.from_trial(kept).arch == cands[3].arch.to_json()
     assert kept.value == 0.95
     pruned = [t for t in finished if t.state == optuna.trial.TrialState.PRUNED]
     assert pruned and all(max(t.intermediate_values) < 8 for t in pruned)
+    # Every candidate, pruned or promoted to the end, is finished once (its model saved).
+    assert sorted(name for kind, name, _ in trainer.calls if kind == "finish") == sorted(quality)
 
 
 def test_anchors_train_at_the_top_rung_only() -> None:
@@ -105,8 +110,8 @@ def test_anchors_train_at_the_top_rung_only() -> None:
     enqueue(study, _candidates(3, anchors=1), top=8)
     trainer = Curves(quality)
     run_rungs(study, trainer, RungPlan((1, 2), 4, 2, 3))
-    assert [c for c in trainer.calls if c[1] == "a0"] == [("top", "a0", 0)]
-    assert kept_trial(study).user_attrs[ARCH] == Arch({"name": "a0", "w": 0}).to_json()
+    assert [c for c in trainer.calls if c[1] == "a0"] == [("top", "a0", 0), ("finish", "a0", 0)]
+    assert RungEntry.from_trial(kept_trial(study)).arch == Arch({"name": "a0", "w": 0}).to_json()
 
 
 def test_several_objectives_promote_through_the_pareto_pruner() -> None:
@@ -131,7 +136,7 @@ def test_a_stop_between_trials_and_a_resume_train_nothing_twice() -> None:
     enqueue(study, _candidates(5), top=2)
     trainer = Curves(quality)
     p = RungPlan((1,), 2, 2, 5)
-    run_rungs(study, trainer, p, stop=lambda: len(trainer.calls) >= 4)  # after 2 trials
+    run_rungs(study, trainer, p, stop=lambda: len(trainer.calls) >= 6)  # after 2 trials
     assert len([c for c in trainer.calls if c[0] == "top"]) == 2
     again = rung_study(storage, "s", ("maximize",), pruner)
     enqueue(again, _candidates(5), top=2)  # a resumed run queues the same candidates

@@ -32,6 +32,7 @@ import numpy as np
 import optuna
 
 from nasflow._checks import check_int
+from nasflow.data import DataBundle
 from nasflow.pipeline._context import AnchorsPhaseResult, RunContext
 from nasflow.pipeline._training import train_winner, winner_identity
 from nasflow.pipeline._winners import WEIGHTS_FILE, find_winner
@@ -127,12 +128,14 @@ def _si(x: float) -> str:
     return f"{x / 1000**k:.3g}{' kMGT'[k].strip()}"
 
 
-def run_anchors(ctx: RunContext) -> AnchorsPhaseResult:
+def run_anchors(ctx: RunContext, data: DataBundle, stack: Stack | None) -> AnchorsPhaseResult:
     """Phase 0: choose the zero-cost anchors (a new study only), queue each as a trial,
-    and train each from scratch, or reuse its saved training."""
+    and train each from scratch on ``data`` through ``stack`` (the study's, resolved
+    before this phase: ``"auto"`` calibrated or the stored record), or reuse its saved
+    training."""
     t0 = time.perf_counter()
     spec, study = ctx.spec, ctx.study
-    assert spec.anchors is not None and ctx.data is not None
+    assert spec.anchors is not None
     record = study_anchors(study)
     if record is None:
         held = len(study.get_trials(deepcopy=False))
@@ -143,19 +146,19 @@ def run_anchors(ctx: RunContext) -> AnchorsPhaseResult:
             )
             return AnchorsPhaseResult((), time.perf_counter() - t0)
         record = _queue(ctx)
-    stack = ctx.stack  # resolved before phase 0 ("auto": calibrated or the stored record)
     entries = list(record.anchors)
     for i, entry in enumerate(entries):
-        if entry.trained and _saved(ctx, entry, stack):
+        if entry.trained and _saved(ctx, data, entry, stack):
             continue
         ctx.check_stop("phase 0, between anchors")
         arch = Arch.from_json(entry.arch)
         res, folder = train_winner(
             ctx,
+            data,
             entry.trial,
             arch,
             stack,
-            winner_identity(ctx, arch, stack),
+            winner_identity(spec, data, arch, stack),
             f"phase 0: anchor {entry.index + 1}/{len(entries)} (trial {entry.trial})",
             params=entry.params,
             extra={ANCHOR_ATTR: entry.index},
@@ -218,11 +221,11 @@ def _queued_number(study: optuna.Study, index: int) -> int:
     return max(t.number for t in waiting if TrialRecord.from_trial(t).anchor == index)
 
 
-def _saved(ctx: RunContext, entry: AnchorEntry, stack: Stack | None) -> bool:
+def _saved(ctx: RunContext, data: DataBundle, entry: AnchorEntry, stack: Stack | None) -> bool:
     """Whether the anchor's training is saved, as this run would train it."""
     arch = Arch.from_json(entry.arch)
     folder = ctx.folder.winner(entry.trial)
-    saved, _ = find_winner(folder, winner_identity(ctx, arch, stack))
+    saved, _ = find_winner(folder, winner_identity(ctx.spec, data, arch, stack))
     if saved is None:
         return False
     rec = WinnerRecord.from_dict(saved)

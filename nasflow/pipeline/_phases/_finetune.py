@@ -10,10 +10,13 @@ import optuna
 from optuna.trial import FrozenTrial
 from scipy.stats import rankdata
 
+from nasflow.data import DataBundle
 from nasflow.pipeline._context import FineTunePhaseResult, RunContext
 from nasflow.pipeline._phases._ready import Finalist, run_finetuning, summary_line
 from nasflow.record import DUPLICATE_KEY, TrialRecord, write_record
 from nasflow.space import Arch
+from nasflow.supernet import Supernet
+from nasflow.train.stack import Stack
 
 
 def by_score(trials: Sequence[FrozenTrial], rank_by: str = "accuracy") -> list[FrozenTrial]:
@@ -80,13 +83,16 @@ def predicted_costs(study: optuna.Study, finalists: Sequence[Finalist]) -> dict[
     return out
 
 
-def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
-    """Fine-tune the finalists from their inherited supernet weights under successive
-    halving; record every fine-tuned candidate in the study."""
+def run_finetune(
+    ctx: RunContext, data: DataBundle, supernet: Supernet, stack: Stack | None
+) -> FineTunePhaseResult:
+    """Fine-tune the finalists from their inherited ``supernet`` weights on ``data``
+    through ``stack`` under successive halving; record every fine-tuned candidate in the
+    study."""
     ctx.check_stop("before fine-tuning")
     t0 = time.perf_counter()
     spec, study = ctx.spec, ctx.study
-    assert ctx.data is not None and ctx.supernet is not None and spec.finetuning is not None
+    assert spec.finetuning is not None
     tuning = spec.finetuning
     finalists = select_finalists(study, tuning.finalists, tuning.top or 0, tuning.rank_by)
     total = sum(
@@ -104,14 +110,14 @@ def run_finetune(ctx: RunContext) -> FineTunePhaseResult:
     try:
         result = run_finetuning(
             finalists,
-            ctx.supernet,
+            supernet,
             spec.space,
-            ctx.data,
+            data,
             spec.train,
             spec.finetuning,
             spec.bn_batches,
             ctx.folder.ready,
-            stack=ctx.stack,
+            stack=stack,
             multi_objective=len(spec.objectives) > 1,
             device=ctx.device,
             seed=spec.seed,

@@ -160,6 +160,149 @@ def promote(
     return [candidates[i] for i in order[:n]]
 
 
+class CandidateTrainer:
+    """Fine-tunes candidates from their inherited supernet weights an epoch at a time,
+    checkpointed after every epoch, and saves each as a ready model: the engine of the
+    fine-tuning phase (:func:`run_finetuning`) and of the rung schedule's fine-tuning rungs.
+
+    Args:
+        supernet: The trained supernet (never modified: candidates are extracted copies).
+        space: The study's space.
+        data: The study's data (training split trains, validation chooses, test reports).
+        recipe: The fine-tuning recipe (its epochs: what the learning-rate schedule spans).
+        bn_batches: Training batches that re-estimate batch norm before the first epoch.
+        stack: The speedup stack every epoch trains through.
+        device: Where to train.
+        seed: Seeds each candidate's batch order.
+        log: Line logger.
+        clock: The run's CPU-seconds so far; read after every epoch into the candidate's
+            ``trained_cpu_seconds``.
+        should_stop: Polled after every step and every epoch; when true the candidate in
+            training is checkpointed where it is (mid-epoch: the next run resumes there).
+    """
+
+    def __init__(
+        self,
+        supernet: Supernet,
+        space: SearchSpace,
+        data: DataBundle,
+        recipe: TrainConfig,
+        bn_batches: int,
+        stack: Stack | None = None,
+        device: torch.device | str = "cpu",
+        seed: int = 0,
+        log: Callable[[str], None] | None = None,
+        clock: Callable[[], float] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
+        self.supernet, self.space, self.data, self.recipe = supernet, space, data, recipe
+        self.bn_batches, self.stack, self.device, self.seed = bn_batches, stack, device, seed
+        self.say = log or (lambda _msg: None)
+        self.clock = clock
+        self.stop = should_stop or (lambda: False)
+        self.val, self.test = data.batches("val"), data.batches("test")
+        self.trained_by = {  # what every ready model's record says trained it
+            "space": space.name,
+            "fingerprint": space.fingerprint(),
+            "recipe": asdict(recipe),
+            "seed": seed,
+            "stack": (stack or Stack()).to_dict(),
+            "device": str(device),
+        }
+
+    def candidate(self, f: Finalist, folder: Path) -> _Candidate:
+        """Finalist ``f``, with its progress from ``folder / trial-N`` where an earlier run
+        left some."""
+        sub = folder / f"trial-{f.trial}"
+        rec = _load_progress(sub)
+        if rec is None or rec.arch != f.arch.to_json():
+            rec = FineTuned(f.trial, f.arch.to_json(), f.supernet_accuracy)
+        return _Candidate(f, rec, sub)
+
+    def _trainer(self, c: _Candidate) -> EpochTrainer:
+        """The candidate's trainer: from its newest checkpoint (which holds its record, so
+        a kill between the two writes loses nothing), else from the inherited weights."""
+        if c.trainer is not None:
+            return c.trainer
+        net = self.supernet.extract(self.space.path(c.finalist.arch))
+        batches = self.data.batches(
+            "train", self.recipe.batch_size, self.seed * 1_000_003 + c.record.trial
+        )
+        recalibrate_bn(net, batches.epoch(0), self.bn_batches, device=self.device)
+        c.trainer = EpochTrainer(net, batches, self.recipe, self.device, self.stack)
+        found = load_latest(c.folder, on_bad=lambda e: self.say(f"fine-tuning: {e}"))
+        if found is not None and found[1].get("arch") == c.record.arch:
+            c.trainer.load_state_dict(found[1]["trainer"])
+            c.record = FineTuned.from_dict(json.loads(found[1]["record"]))
+            if found[0].batch:  # (a stop request's checkpoint, mid-epoch)
+                self.say(
+                    f"fine-tuning: trial {c.record.trial} resumed from its checkpoint at "
+                    f"epoch {found[0].epoch + 1}, batch {found[0].batch}"
+                )
+        else:
+            c.record = replace(c.record, val_curve=(), epoch_seconds=())
+        return c.trainer
+
+    def train_to(
+        self, c: _Candidate, epochs: int, on_epoch: Callable[[], None] | None = None
+    ) -> None:
+        """Fine-tune ``c`` until it has trained ``epochs`` epochs (nothing where it has);
+        a diverging candidate is marked ``diverged`` and left there.
+
+        Raises:
+            TrainingInterrupted: ``should_stop`` asked to stop (checkpointed).
+        """
+        while c.record.status != "diverged" and c.record.epochs < epochs:
+            tr = self._trainer(c)
+            if c.record.epochs >= epochs:  # the checkpoint was ahead of progress.json
+                break
+            before = tr.seconds
+            try:
+                tr.run_epoch(self.stop)
+            except TrainingInterrupted:
+                where = f"epoch {tr.epoch + 1}, batch {tr.batch}"
+                raise TrainingInterrupted(
+                    f"fine-tuning trial {c.record.trial} at {where}", _checkpoint(c, tr)
+                ) from None
+            except NonFiniteLossError as e:
+                c.record = replace(c.record, status="diverged")
+                _save_progress(c.folder, c.record)
+                self.say(f"fine-tuning: trial {c.record.trial} diverged ({e}); dropped")
+                break
+            acc, _ = evaluate(tr.model, self.val, device=self.device)
+            c.record = replace(
+                c.record,
+                val_curve=(*c.record.val_curve, acc),
+                epoch_seconds=(*c.record.epoch_seconds, tr.seconds - before),
+                trained_cpu_seconds=(
+                    self.clock() if self.clock is not None else c.record.trained_cpu_seconds
+                ),
+            )
+            path = _checkpoint(c, tr)
+            _save_progress(c.folder, c.record)
+            if on_epoch is not None:
+                on_epoch()
+            if self.stop():
+                raise TrainingInterrupted(
+                    f"fine-tuning, after trial {c.record.trial}'s epoch {tr.epoch}", path
+                )
+
+    def finish(self, c: _Candidate) -> FineTuned:
+        """Close ``c``: a candidate still running with epochs trained becomes ``ready``,
+        is scored on the test split and saved as a ready model; its weights are freed."""
+        if c.record.status == "running" and c.record.val_curve:
+            c.record = replace(c.record, status="ready")
+        if c.record.status != "diverged" and c.record.val_curve and c.record.test_accuracy is None:
+            tr = self._trainer(c)
+            test_accuracy = evaluate(tr.model, self.test, device=self.device)[0]
+            c.record = replace(c.record, test_accuracy=test_accuracy)
+            origin = {"weights_origin": weights_label(c.record), **self.trained_by}
+            save_winner(c.folder, tr.model, {**origin, **c.record.to_dict()})
+        _save_progress(c.folder, c.record)
+        c.trainer = None  # free the weights
+        return c.record
+
+
 def run_finetuning(
     finalists: Sequence[Finalist],
     supernet: Supernet,
@@ -183,23 +326,13 @@ def run_finetuning(
 
     Args:
         finalists: The screened candidates to fine-tune (order breaks ties).
-        supernet: The trained supernet (never modified: candidates are extracted copies).
-        space: The study's space.
-        data: The study's data (training split trains, validation chooses, test reports).
+        supernet, space, data, bn_batches, stack, device, seed, log, clock, should_stop:
+            As :class:`CandidateTrainer` takes them.
         recipe: The study's stand-alone recipe (batch size, weight decay, smoothing).
         config: Finalists, rungs, promotion share, learning rate.
-        bn_batches: Training batches that re-estimate batch norm before the first epoch.
         folder: ``RUNS/NAME/finetune``: one sub-folder per candidate.
-        stack: The speedup stack every epoch trains through.
         multi_objective: Promote on (accuracy, time) fronts rather than accuracy alone.
-        device: Where to train.
-        seed: Seeds each candidate's batch order.
-        log: Line logger.
         on_epoch: Called after every epoch trained (progress bars).
-        clock: The run's CPU-seconds so far; read after every epoch into the candidate's
-            ``trained_cpu_seconds``.
-        should_stop: Polled after every step and every epoch; when true the candidate in
-            training is checkpointed where it is (mid-epoch: the next run resumes there).
         costs: Trial -> a cost fixed before training (the predicted training seconds),
             promoting by it instead of the measured epoch time (see :func:`promote`).
 
@@ -208,86 +341,15 @@ def run_finetuning(
     """
     say = log or (lambda _msg: None)
     by = " by accuracy and cross-entropy" if config.rank_by == "rank_sum" else ""
-    ft_recipe = config.recipe(recipe)
-    trained_by = {  # what every ready model's record says trained it
-        "space": space.name,
-        "fingerprint": space.fingerprint(),
-        "recipe": asdict(ft_recipe),
-        "seed": seed,
-        "stack": (stack or Stack()).to_dict(),
-        "device": str(device),
-    }
-    val, test = data.batches("val"), data.batches("test")
-    alive: list[_Candidate] = []
-    for f in finalists:
-        sub = folder / f"trial-{f.trial}"
-        rec = _load_progress(sub)
-        if rec is None or rec.arch != f.arch.to_json():
-            rec = FineTuned(f.trial, f.arch.to_json(), f.supernet_accuracy)
-        alive.append(_Candidate(f, rec, sub))
+    engine = CandidateTrainer(
+        supernet, space, data, config.recipe(recipe), bn_batches, stack, device, seed, log,
+        clock, should_stop,
+    )  # fmt: skip
+    alive = [engine.candidate(f, folder) for f in finalists]
     every = list(alive)
-
-    def trainer_for(c: _Candidate) -> EpochTrainer:
-        """The candidate's trainer: from its newest checkpoint (which holds its record, so
-        a kill between the two writes loses nothing), else from the inherited weights."""
-        if c.trainer is not None:
-            return c.trainer
-        net = supernet.extract(space.path(c.finalist.arch))
-        batches = data.batches("train", ft_recipe.batch_size, seed * 1_000_003 + c.record.trial)
-        recalibrate_bn(net, batches.epoch(0), bn_batches, device=device)
-        c.trainer = EpochTrainer(net, batches, ft_recipe, device, stack)
-        found = load_latest(c.folder, on_bad=lambda e: say(f"fine-tuning: {e}"))
-        if found is not None and found[1].get("arch") == c.record.arch:
-            c.trainer.load_state_dict(found[1]["trainer"])
-            c.record = FineTuned.from_dict(json.loads(found[1]["record"]))
-            if found[0].batch:  # (a stop request's checkpoint, mid-epoch)
-                say(
-                    f"fine-tuning: trial {c.record.trial} resumed from its checkpoint at "
-                    f"epoch {found[0].epoch + 1}, batch {found[0].batch}"
-                )
-        else:
-            c.record = replace(c.record, val_curve=(), epoch_seconds=())
-        return c.trainer
-
-    stop = should_stop or (lambda: False)
     for r, epochs in enumerate(config.rungs):
         for c in alive:
-            if c.record.status == "diverged":
-                continue
-            while c.record.epochs < epochs:
-                tr = trainer_for(c)
-                if c.record.epochs >= epochs:  # the checkpoint was ahead of progress.json
-                    break
-                before = tr.seconds
-                try:
-                    tr.run_epoch(stop)
-                except TrainingInterrupted:
-                    where = f"epoch {tr.epoch + 1}, batch {tr.batch}"
-                    raise TrainingInterrupted(
-                        f"fine-tuning trial {c.record.trial} at {where}", _checkpoint(c, tr)
-                    ) from None
-                except NonFiniteLossError as e:
-                    c.record = replace(c.record, status="diverged")
-                    _save_progress(c.folder, c.record)
-                    say(f"fine-tuning: trial {c.record.trial} diverged ({e}); dropped")
-                    break
-                acc, _ = evaluate(tr.model, val, device=device)
-                c.record = replace(
-                    c.record,
-                    val_curve=(*c.record.val_curve, acc),
-                    epoch_seconds=(*c.record.epoch_seconds, tr.seconds - before),
-                    trained_cpu_seconds=(
-                        clock() if clock is not None else c.record.trained_cpu_seconds
-                    ),
-                )
-                path = _checkpoint(c, tr)
-                _save_progress(c.folder, c.record)
-                if on_epoch is not None:
-                    on_epoch()
-                if stop():
-                    raise TrainingInterrupted(
-                        f"fine-tuning, after trial {c.record.trial}'s epoch {tr.epoch}", path
-                    )
+            engine.train_to(c, epochs, on_epoch)
         survivors = [c for c in alive if c.record.status != "diverged" and c.record.val_curve]
         if r + 1 < len(config.rungs):
             halved = [c.record for c in survivors if not c.finalist.protected]
@@ -306,21 +368,9 @@ def run_finetuning(
                 f"{len(alive)} of {len(survivors)} go on to {config.rungs[r + 1]} epochs"
                 + (f" ({protected} best supernet scores{by}, not halved)" if protected else "")
             )
-    for c in every:
-        if c.record.status == "running" and c.record.val_curve:
-            c.record = replace(c.record, status="ready")
-        if c.record.status != "diverged" and c.record.val_curve and c.record.test_accuracy is None:
-            tr = trainer_for(c)
-            test_accuracy = evaluate(tr.model, test, device=device)[0]
-            c.record = replace(c.record, test_accuracy=test_accuracy)
-            origin = {"weights_origin": weights_label(c.record), **trained_by}
-            save_winner(c.folder, tr.model, {**origin, **c.record.to_dict()})
-        _save_progress(c.folder, c.record)
-        c.trainer = None  # free the weights
+    records = tuple(engine.finish(c) for c in every)
     val_samples = len(data.val)  # type: ignore[arg-type]
-    return FineTuneResult(
-        tuple(c.record for c in every), config.rungs[-1], val_samples, tuple(config.rungs)
-    )
+    return FineTuneResult(records, config.rungs[-1], val_samples, tuple(config.rungs))
 
 
 def summary_line(result: FineTuneResult, seconds: float) -> str:

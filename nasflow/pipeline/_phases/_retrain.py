@@ -9,12 +9,20 @@ from typing import Any
 
 import optuna
 
+from nasflow.data import DataBundle
 from nasflow.pipeline._context import RunContext, Winner, WinnersPhaseResult
 from nasflow.pipeline._training import train_winner, winner_identity
 from nasflow.pipeline._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.pipeline._winners import find_winner
-from nasflow.record import DUPLICATE_KEY, RetrainRecord, TrialRecord, WinnerRecord, write_record
-from nasflow.space import Arch
+from nasflow.record import (
+    DUPLICATE_KEY,
+    FineTuneResult,
+    RetrainRecord,
+    TrialRecord,
+    WinnerRecord,
+    write_record,
+)
+from nasflow.train.stack import Stack
 
 
 def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
@@ -29,23 +37,28 @@ def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     return sorted(front, key=lambda t: -t.values[0])
 
 
-def winner_trials(ctx: RunContext) -> list[optuna.trial.FrozenTrial]:
-    """The trials phase 3 retrains, best first: after a fine-tuning phase its candidates
-    by fine-tuned validation accuracy (those fine-tuned the most epochs first), else the
-    screened Pareto set by supernet accuracy."""
-    if ctx.finetuned is None or not ctx.finetuned.ready:
-        return pareto_trials(ctx.study)
-    ranked = sorted(ctx.finetuned.ready, key=lambda c: (-c.epochs, -c.val_accuracy))
-    trials = ctx.study.get_trials(deepcopy=False)
+def winner_trials(
+    study: optuna.Study, finetuned: FineTuneResult | None
+) -> list[optuna.trial.FrozenTrial]:
+    """The trials phase 3 retrains, best first: after a fine-tuning phase (``finetuned``)
+    its candidates by fine-tuned validation accuracy (those fine-tuned the most epochs
+    first), else the screened Pareto set by supernet accuracy."""
+    if finetuned is None or not finetuned.ready:
+        return pareto_trials(study)
+    ranked = sorted(finetuned.ready, key=lambda c: (-c.epochs, -c.val_accuracy))
+    trials = study.get_trials(deepcopy=False)
     by_number = {t.number: t for t in trials}
     return [by_number[c.trial] for c in ranked if c.trial in by_number]
 
 
-def run_winners(ctx: RunContext) -> WinnersPhaseResult:
-    """Phase 3: retrain the best ``retrain_top`` trials from scratch (after fine-tuning:
-    the best fine-tuned finalists, else the Pareto set by supernet accuracy); test
-    accuracy + real cost. The winners come back best retrained validation accuracy first:
-    the first is the search's kept choice.
+def run_winners(
+    ctx: RunContext, data: DataBundle, stack: Stack | None, finetuned: FineTuneResult | None
+) -> WinnersPhaseResult:
+    """Phase 3: retrain the best ``retrain_top`` trials from scratch on ``data`` through
+    ``stack`` (after a fine-tuning phase, ``finetuned``: the best fine-tuned finalists,
+    else the Pareto set by supernet accuracy); test accuracy + real cost. The winners
+    come back best retrained validation accuracy first: the first is the search's kept
+    choice.
 
     Each winner's weights and record (recipe, seed, test and validation accuracy,
     measured training time) are saved in ``OUT/NAME/winners/trial-N/``, atomically and
@@ -54,15 +67,14 @@ def run_winners(ctx: RunContext) -> WinnersPhaseResult:
     reused instead of retrained.
     """
     t0 = time.perf_counter()
-    spec, study, data = ctx.spec, ctx.study, ctx.data
-    assert data is not None, "phase 3 needs the study's data"
+    spec, study = ctx.spec, ctx.study
     winners = []
-    for t in winner_trials(ctx)[: spec.retrain_top]:
+    for t in winner_trials(study, finetuned)[: spec.retrain_top]:
         ctx.check_stop("phase 3, between retrains")
         trial = TrialRecord.from_trial(t)
         arch = trial.get_arch()
         folder = ctx.folder.winner(t.number)
-        identity = winner_identity(ctx, arch, ctx.stack)
+        identity = winner_identity(spec, data, arch, stack)
         saved, why = find_winner(folder, identity)
         if saved is not None:
             ctx.log(f"phase 3: trial {t.number} was retrained by an earlier run: {folder}")
@@ -81,7 +93,7 @@ def run_winners(ctx: RunContext) -> WinnersPhaseResult:
         else:
             if why:
                 ctx.log(f"phase 3: retraining trial {t.number}: {why}")
-            w = _retrain_one(ctx, trial, arch, identity)
+            w = _retrain_one(ctx, data, stack, trial, identity)
         winners.append(w)
         write_record(study, retrain_record(w, ctx.out))
     # Several retrained: the kept choice is the best retrained validation accuracy (all
@@ -107,14 +119,20 @@ def retrain_record(w: Winner, out: Path) -> RetrainRecord:
 
 
 def _retrain_one(
-    ctx: RunContext, trial: TrialRecord, arch: Arch, identity: dict[str, Any]
+    ctx: RunContext,
+    data: DataBundle,
+    stack: Stack | None,
+    trial: TrialRecord,
+    identity: dict[str, Any],
 ) -> Winner:
     """Train one winner from scratch, score it, and save its weights (rank 0)."""
+    arch = trial.get_arch()
     res, saved = train_winner(
         ctx,
+        data,
         trial.number,
         arch,
-        ctx.stack,
+        stack,
         identity,
         f"phase 3: retrain trial {trial.number}",
         float(trial.train_cost),  # type: ignore[arg-type]

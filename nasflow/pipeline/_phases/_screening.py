@@ -33,8 +33,9 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from nasflow.data import DataBundle
 from nasflow.errors import NasflowError, WriteError
-from nasflow.pipeline._budget import SKIPS_BEFORE_NOTE, budget_excludes
+from nasflow.pipeline._budget import BudgetNote
 from nasflow.pipeline._context import RunContext, ScreeningPhaseResult
 from nasflow.pipeline._phases._scoring import (
     CandidateError,
@@ -44,14 +45,15 @@ from nasflow.pipeline._phases._scoring import (
 )
 from nasflow.pipeline._recovery import requeue_interrupted
 from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, PREFIX, TRACEBACK_ATTR, TrialRecord
-from nasflow.search import study_pruner, write_trials
+from nasflow.search import StudySpec, study_pruner, write_trials
 from nasflow.space import Arch
 from nasflow.storage import storage_failure
+from nasflow.supernet import Supernet
+from nasflow.train.stack import Stack
 
 #: Times the sampler is asked again when it proposes an architecture already scored,
 #: before a uniformly random unseen one is drawn instead.
 REASKS = 3
-
 
 #: Re-asking is judged on the outcomes of the last this many re-asks: when none of them
 #: proposed an unseen architecture, a repeat goes straight to the random draw (and only
@@ -61,39 +63,42 @@ REASKS = 3
 #: architecture (3 seeds), while each costs a full TPE proposal; NSGA-II, evolution and
 #: multivariate TPE do find new ones on re-asking (1.1 to 1.8 asks per proposal).
 REASK_WINDOW = 64
-
-
 REASK_PROBE = 16
-
 
 #: Spaces of at most this many points are listed to draw an unseen one when random
 #: draws keep hitting scored ones (and to know when the space is exhausted).
 LIST_LIMIT = 1_000_000
 
-
 #: Random draws tried for an unseen architecture before listing the space.
 RANDOM_DRAWS = 64
-
 
 #: Tries to write a batch where the storage fails (Optuna's ``StorageInternalError`` or
 #: any SQLAlchemy error: the batch's transaction is rolled back whole each time).
 WRITE_TRIES = 3
 
-
 #: The states of a stored trial that count as a screened candidate.
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
 
-def batched(ctx: RunContext) -> bool:
+def batched(spec: StudySpec) -> bool:
     """Whether the screening runs as a batched loop (candidates scored from the supernet
     alone, or looked up in a table); in-trial fine-tuning and ``screen_batch=0`` run per
     trial (module docstring)."""
-    spec = ctx.spec
     return spec.screen_batch > 0 and not spec.finetune_epochs
 
 
-def run_screening(ctx: RunContext) -> ScreeningPhaseResult:
-    """Phase 2: score candidates up to ``ctx.n_trials`` (default the spec's).
+def run_screening(
+    ctx: RunContext,
+    stack: Stack | None = None,
+    supernet: Supernet | None = None,
+    data: DataBundle | None = None,
+    n_trials: int | None = None,
+    timeout: float | None = None,
+    worker: bool = False,
+) -> ScreeningPhaseResult:
+    """Phase 2: score candidates up to ``n_trials`` (default the spec's) from ``supernet``
+    on ``data``, costs predicted through ``stack`` (``None`` all three: a tabular study,
+    looked up), for at most ``timeout`` seconds (``worker``: one of several processes).
 
     Batched (:func:`batched`): ``n_trials`` distinct architectures, written every
     ``spec.screen_batch``. Per trial: finished trials; a trial stopped on request is queued
@@ -104,11 +109,12 @@ def run_screening(ctx: RunContext) -> ScreeningPhaseResult:
     if spec.table is not None:  # tabular mode: scores are looked up, nothing trains
         scorer = TabularScorer(spec.table)
     else:
+        assert supernet is not None and data is not None, "screening needs the supernet"
         _, multi_pruner = study_pruner(spec)
         scorer = CandidateScorer(
-            spec.replace(stack=ctx.stack),  # "auto" resolved
-            ctx.supernet,  # type: ignore[arg-type]
-            ctx.data,  # type: ignore[arg-type]
+            spec.replace(stack=stack),  # "auto" resolved
+            supernet,
+            data,
             make_reporter(spec, multi_pruner),
             ctx.device,
             checkpoint_dir=ctx.folder.finetune,
@@ -117,16 +123,17 @@ def run_screening(ctx: RunContext) -> ScreeningPhaseResult:
             cost_storage=ctx.tables_url,
             remeasure_costs=spec.remeasure_costs,
         )
-    before = len(ctx.ran_trials)
-    target = spec.n_trials if ctx.n_trials is None else ctx.n_trials
-    if batched(ctx):
+    ran: list[int] = []  # the trials this process scores, in order
+    note = BudgetNote(spec, ctx.log)
+    target = spec.n_trials if n_trials is None else n_trials
+    if batched(spec):
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
         if waiting:  # queued by hand (``enqueue_trial``): run as they were asked, per trial
             scorer.setup(study)
-            _optimize(ctx, scorer, len(waiting), target, _after_trial(ctx))
-        BatchedScreening(ctx, scorer, target).run(t0)
-        return ScreeningPhaseResult(tuple(ctx.ran_trials[before:]), time.perf_counter() - t0)
+            _optimize(ctx, scorer, len(waiting), target, timeout, _after_trial(ctx, ran, note))
+        BatchedScreening(ctx, scorer, target, timeout, worker, ran, note).run(t0)
+        return ScreeningPhaseResult(tuple(ran), time.perf_counter() - t0)
     finished = len(
         study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
     )
@@ -141,7 +148,7 @@ def run_screening(ctx: RunContext) -> ScreeningPhaseResult:
         setup(study)
     bar = ctx.bar(todo, "phase 2: search", unit="trial")
     try:
-        _optimize(ctx, scorer, todo, target, _after_trial(ctx, bar))
+        _optimize(ctx, scorer, todo, target, timeout, _after_trial(ctx, ran, note, bar))
     finally:
         ctx.close_bar(bar)
         # A trial stopped on request is FAIL now (even where ``catch`` swallowed the
@@ -150,18 +157,21 @@ def run_screening(ctx: RunContext) -> ScreeningPhaseResult:
         if stopped is not None:
             requeue_interrupted(study, stopped)
             ctx.log(f"trial {stopped} stopped and queued to resume from its checkpoint")
-    return ScreeningPhaseResult(tuple(ctx.ran_trials[before:]), time.perf_counter() - t0)
+    return ScreeningPhaseResult(tuple(ran), time.perf_counter() - t0)
 
 
-def _after_trial(ctx: RunContext, bar: Any = None) -> Callable[[optuna.Study, FrozenTrial], None]:
-    """The per-trial loop's callback: record the trial, advance the phase's bar, say once
-    when the budget excludes what is proposed, log it, honour a stop request."""
+def _after_trial(
+    ctx: RunContext, ran: list[int], note: BudgetNote, bar: Any = None
+) -> Callable[[optuna.Study, FrozenTrial], None]:
+    """The per-trial loop's callback: record the trial in ``ran``, advance the phase's
+    bar, say once when the budget excludes what is proposed, log it, honour a stop
+    request."""
 
     def after_trial(study: optuna.Study, trial: FrozenTrial) -> None:
-        ctx.ran_trials.append(trial.number)
+        ran.append(trial.number)
         if bar is not None:
             bar.update(1)
-        say_budget(ctx, study, trial)
+        note.after(study, trial)
         if not ctx.progress:
             rec = TrialRecord.from_trial(trial)
             vals = ", ".join(f"{v:.4g}" for v in trial.values or [])
@@ -181,12 +191,13 @@ def _optimize(
     scorer: Callable[[optuna.Trial], Any],
     todo: int,
     target: int,
+    timeout: float | None,
     after_trial: Callable[[optuna.Study, optuna.trial.FrozenTrial], None],
 ) -> None:
     finished = (TrialState.COMPLETE, TrialState.PRUNED)
     t0 = time.perf_counter()
     while todo > 0:
-        left = None if ctx.timeout is None else ctx.timeout - (time.perf_counter() - t0)
+        left = None if timeout is None else timeout - (time.perf_counter() - t0)
         if left is not None and left <= 0:
             return
         try:
@@ -217,21 +228,6 @@ def _optimize(
             todo = min(todo, target - done)
 
 
-def say_budget(ctx: RunContext, study: optuna.Study, trial: FrozenTrial) -> None:
-    """Once, after the first few over-budget skips with nothing feasible: say that the
-    budget excludes what is proposed, with the smallest candidate's figures."""
-    if ctx.budget_said or TrialRecord.from_trial(trial).skipped is None:
-        return
-    trials = study.get_trials(deepcopy=False)
-    skipped = sum(TrialRecord.from_trial(t).skipped is not None for t in trials)
-    if skipped < min(SKIPS_BEFORE_NOTE, ctx.spec.n_trials):
-        return
-    note = budget_excludes(trials, ctx.spec.budget)
-    if note is not None:
-        ctx.budget_said = True
-        ctx.log(f"warning: {note}")
-
-
 class SpaceExhausted(NasflowError):
     """Every architecture of the space is scored (internal: ends the batched loop)."""
 
@@ -260,12 +256,27 @@ class BatchedScreening:
         ctx: The run.
         scorer: Scores one candidate (``CandidateScorer.score``).
         target: Distinct architectures wanted in the study.
+        timeout: Seconds the loop may run (``None``: no limit).
+        worker: One of several processes (it draws its own random stream).
+        ran: The trials this process scored so far in this phase (queued trials scored
+            one by one first); each trial written is appended.
+        note: Says when the budget excludes what is proposed.
     """
 
     def __init__(
-        self, ctx: RunContext, scorer: CandidateScorer | TabularScorer, target: int
+        self,
+        ctx: RunContext,
+        scorer: CandidateScorer | TabularScorer,
+        target: int,
+        timeout: float | None = None,
+        worker: bool = False,
+        ran: list[int] | None = None,
+        note: BudgetNote | None = None,
     ) -> None:
         self.ctx, self.scorer, self.target = ctx, scorer, target
+        self.timeout = timeout
+        self.ran = [] if ran is None else ran
+        self.note = BudgetNote(ctx.spec, ctx.log) if note is None else note
         self.space = ctx.spec.space
         self.batch_size = ctx.spec.screen_batch
         study = ctx.study
@@ -293,7 +304,7 @@ class BatchedScreening:
         self.scored = 0
         self.exhausted = False
         created = len(study.get_trials(deepcopy=False))
-        self._rng = np.random.default_rng([ctx.spec.seed, created, os.getpid() * ctx.worker])
+        self._rng = np.random.default_rng([ctx.spec.seed, created, os.getpid() * worker])
         self._engine: Any = None  # PostgreSQL: the connection holding the write lock
         #: In-memory trials of random fallbacks (their ``fixed_params`` is not written).
         self._enqueued: set[int] = set()
@@ -374,7 +385,7 @@ class BatchedScreening:
             numbers = self._write_retrying([self._as_stored(t) for t in keep])
         for t, number in zip(keep, numbers, strict=True):
             self._fold(t, number)
-        self.ctx.ran_trials.extend(numbers)
+        self.ran.extend(numbers)
         if numbers:
             self.ctx.quiet_log(
                 f"screened {len(self.counted)}/{self.target} distinct candidates: trials "
@@ -506,7 +517,7 @@ class BatchedScreening:
         return self.memory.tell(trial, values), None
 
     def _stopping(self, t0: float) -> bool:
-        timeout = self.ctx.timeout
+        timeout = self.timeout
         return self.ctx.stop.is_set() or (
             timeout is not None and time.perf_counter() - t0 >= timeout
         )
@@ -518,7 +529,7 @@ class BatchedScreening:
         ctx = self.ctx
         have = len(self.counted)
         todo = max(0, self.target - have)
-        if have and len(set(ctx.ran_trials)) >= have:  # this run scored them: queued trials
+        if have and len(set(self.ran)) >= have:  # this run scored them: queued trials
             ctx.log(f"{have} queued candidates scored first, {todo} to go")
         elif have:
             ctx.log(f"resuming: {have} distinct candidates kept, {todo} to go")
@@ -544,7 +555,7 @@ class BatchedScreening:
                     self.exhausted = True
                 self._write(batch)
                 for frozen in batch:
-                    say_budget(ctx, ctx.study, frozen)
+                    self.note.after(ctx.study, frozen)
                 if error is not None:
                     raise error
                 if self.exhausted:

@@ -1,5 +1,5 @@
-"""Phase 1: resolve the speedup stack and train the supernet (entry point
-:func:`run_supernet`)."""
+"""Phase 1: train the supernet (entry point :func:`run_supernet`), through the speedup
+stack resolved before every phase (:func:`resolve_stack`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 from nasflow._files import file_lock
 from nasflow.data import DataBundle
-from nasflow.pipeline._context import RunContext, SupernetPhaseResult
+from nasflow.pipeline._context import RunContext, StackChoice, SupernetPhaseResult
 from nasflow.pipeline._multipliers import stack_line
 from nasflow.record import StackRecord, SupernetRecord, study_stack, write_record
 from nasflow.settings import recalibration_requested
@@ -16,17 +16,29 @@ from nasflow.train import SupernetTrainer
 from nasflow.train.stack import Stack, is_rank_zero
 
 
-def run_supernet(ctx: RunContext, calibrated: float | None = None) -> SupernetPhaseResult:
-    """Phase 1: resolve ``ctx``'s stack (``stack="auto"``; ``calibrated``: the seconds an
-    earlier :func:`resolve_stack` of this run took, which then is not repeated), then
-    train the supernet (resumable; concurrent workers wait for the one that trains) and
-    record it on the study (not from a worker)."""
-    data = ctx.data
-    assert data is not None, "phase 1 needs the study's data"
-    calibration = resolve_stack(ctx, data) if calibrated is None else calibrated
+def run_supernet(
+    ctx: RunContext,
+    data: DataBundle,
+    stack: Stack | None,
+    data_fingerprint: str | None,
+    checkpoint_every: int = 0,
+    worker: bool = False,
+) -> SupernetPhaseResult:
+    """Phase 1: train the supernet on ``data`` through ``stack`` (the study's, see
+    :func:`resolve_stack`) (resumable; concurrent workers wait for the one that trains)
+    and record it on the study (not from a ``worker``).
+
+    Args:
+        ctx: The run.
+        data: The study's data.
+        stack: The speedup stack every phase trains with.
+        data_fingerprint: The data's fingerprint (the checkpoints carry it).
+        checkpoint_every: Also checkpoint every this many steps inside an epoch.
+        worker: A worker process (records nothing on the study).
+    """
     t = time.perf_counter()
     spec = ctx.spec
-    stack, note = supernet_stack(spec.supernet.split, spec.stack, ctx.stack)
+    stack, note = supernet_stack(spec.supernet.split, spec.stack, stack)
     if note:
         ctx.log(note)
     bar = ctx.bar(spec.supernet.epochs, "phase 1: supernet")
@@ -38,10 +50,10 @@ def run_supernet(ctx: RunContext, calibrated: float | None = None) -> SupernetPh
             ctx.folder.supernet,
             ctx.device,
             log=ctx.quiet_log,
-            checkpoint_every=ctx.checkpoint_every,
+            checkpoint_every=checkpoint_every,
             should_stop=ctx.stop.is_set,
             stack=stack,
-            data_fingerprint=ctx.data_fingerprint,
+            data_fingerprint=data_fingerprint,
         )
         result = trainer.fit(on_epoch=lambda e, loss: ctx.advance(bar, e, loss))
     ctx.close_bar(bar)
@@ -60,9 +72,9 @@ def run_supernet(ctx: RunContext, calibrated: float | None = None) -> SupernetPh
         note,
     )
     seconds = time.perf_counter() - t
-    if not ctx.worker:
+    if not worker:
         write_record(ctx.study, info)
-    return SupernetPhaseResult(ctx.stack, result.supernet, info, calibration, seconds)
+    return SupernetPhaseResult(result.supernet, info, seconds)
 
 
 def supernet_stack(
@@ -91,13 +103,14 @@ def supernet_stack(
     )
 
 
-def resolve_stack(ctx: RunContext, data: DataBundle) -> float:
-    """Set ``ctx.stack`` from the spec. For ``"auto"``: keep the record stored on the
-    study (a resumed study trains on with the stack its checkpoints were written with),
-    else reuse this device's record from the database's stack calibration table (nothing
-    trains), else calibrate within ``spec.stack_budget`` and store the record there (rank
-    0); the record is copied to the study either way. Returns the seconds spent
-    calibrating (0 when nothing was calibrated or probed).
+def resolve_stack(ctx: RunContext, data: DataBundle) -> StackChoice:
+    """The stack every phase trains with, from the spec: a ``Stack`` given or ``None`` as
+    it is; for ``"auto"``: the record stored on the study (a resumed study trains on with
+    the stack its checkpoints were written with), else this device's record from the
+    database's stack calibration table (nothing trains), else a calibration within
+    ``spec.stack_budget``, stored there (rank 0); the record is copied to the study either
+    way. With it, the seconds spent calibrating (0 when nothing was calibrated or
+    probed).
 
     A fixed stack or ``None`` measures and stores nothing (the report says "not
     measured"). Concurrent workers wait for the one that calibrates, then reuse its
@@ -105,21 +118,19 @@ def resolve_stack(ctx: RunContext, data: DataBundle) -> float:
     """
     spec, study = ctx.spec, ctx.study
     if spec.stack != "auto":
-        return 0.0
+        return StackChoice(spec.stack if isinstance(spec.stack, Stack) else None, 0.0)
     from nasflow.calibrate import device_stack
 
     refresh = spec.recalibrate_stack or recalibration_requested()
     with file_lock(ctx.folder.stack_lock):
         stored = study_stack(study)
         if stored is not None and stored.stack is not None:
-            ctx.stack = Stack.from_dict(dict(stored.stack))
             again = " (not recalibrated: a study keeps the stack it started with)"
             ctx.log(f"{stack_line(stored)}; stored with this study{again * refresh}")
-            return 0.0
+            return StackChoice(Stack.from_dict(dict(stored.stack)), 0.0)
         if spec.deterministic:  # no timing may choose the layers
-            ctx.stack = None
             ctx.log("speedup stack: plain fp32 eager ('auto' is not calibrated: deterministic)")
-            return 0.0
+            return StackChoice(None, 0.0)
         train = data.batches("train", spec.train.batch_size, spec.seed)
         res = device_stack(
             spec.space,
@@ -137,9 +148,8 @@ def resolve_stack(ctx: RunContext, data: DataBundle) -> float:
             log=ctx.quiet_log,
             should_stop=ctx.stop.is_set,
         )
-        ctx.stack = res.stack
         record = StackRecord.from_dict(res.record)
         if is_rank_zero():
             write_record(study, record)
         ctx.log(stack_line(record))
-        return 0.0 if res.reused else res.seconds
+        return StackChoice(res.stack, 0.0 if res.reused else res.seconds)

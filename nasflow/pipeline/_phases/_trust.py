@@ -35,6 +35,7 @@ import torch
 from scipy.stats import kendalltau
 
 from nasflow._files import atomic_write
+from nasflow.data import DataBundle
 from nasflow.errors import ConfigError
 from nasflow.pipeline._context import RunContext, TrustPhaseResult
 from nasflow.record import TrialRecord, TrustRecord, study_trust, write_record
@@ -344,13 +345,13 @@ def format_trust(record: TrustRecord, run_seconds: float | None = None) -> str:
     )
 
 
-def run_trust(ctx: RunContext) -> TrustPhaseResult:
-    """Probe the supernet's ranking once per study: a stored record is kept while no new
-    candidate was screened."""
+def run_trust(ctx: RunContext, data: DataBundle, supernet: Supernet | None) -> TrustPhaseResult:
+    """Probe the ``supernet``'s ranking on ``data`` once per study: a stored record is
+    kept while no new candidate was screened."""
     ctx.check_stop("before the trust probe")
     t0 = time.perf_counter()
-    spec, study, data = ctx.spec, ctx.study, ctx.data
-    assert data is not None and spec.trust is not None, "the trust probe needs data and spec.trust"
+    spec, study = ctx.spec, ctx.study
+    assert spec.trust is not None, "the trust probe needs spec.trust"
     scored: dict[Arch, float] = {}
     for t in study.get_trials(deepcopy=False):
         rec = TrialRecord.from_trial(t)
@@ -375,9 +376,9 @@ def run_trust(ctx: RunContext) -> TrustPhaseResult:
     ctx.quiet_log(
         f"trust probe: {spec.trust.archs} architectures, {spec.trust.epochs} epochs each"
     )
-    if spec.trust.proxy == "finetune" and spec.trust.pool and ctx.supernet is not None:
+    if spec.trust.proxy == "finetune" and spec.trust.pool and supernet is not None:
         pairs = random_pool(
-            ctx.supernet,
+            supernet,
             spec.space,
             spec.trust.pool,
             train,
@@ -398,7 +399,7 @@ def run_trust(ctx: RunContext) -> TrustPhaseResult:
         seed=spec.seed,
         device=ctx.device,
         log=ctx.quiet_log,
-        supernet=ctx.supernet,
+        supernet=supernet,
         bn_batches=spec.bn_batches,
         should_stop=ctx.stop.is_set,
         progress=progress,

@@ -30,6 +30,7 @@ from nasflow.record import (
     study_finetuned,
     study_multipliers,
     study_reproducibility,
+    study_rungs,
     study_screening,
     study_stack,
     study_trust,
@@ -357,6 +358,9 @@ def _record_lines(
     trust = study_trust(study)
     if trust is not None:
         lines.append(format_trust(trust, result.seconds.get("total")))
+    rungs = study_rungs(study)
+    if rungs is not None:  # how many reached each rung, each rung's tau with the next
+        lines.append(rungs.line())
     lines.extend(format_stack(study_stack(study)))
     multipliers = study_multipliers(study)
     if multipliers is not None:

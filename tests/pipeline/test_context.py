@@ -1,0 +1,111 @@
+"""The phases share a frozen context and take their inputs as arguments; the kept model is
+decided once, by the runner, and the summary states that decision."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import threading
+from pathlib import Path
+
+import pytest
+
+from nasflow.pipeline._context import RunContext, Winner
+from nasflow.pipeline._kept import KeptDecision, KeptWeights
+from nasflow.pipeline._phases import (
+    _anchors,
+    _finetune,
+    _retrain,
+    _screening,
+    _supernet,
+    _trust,
+)
+from nasflow.pipeline._phases._retrain import winner_trials
+from nasflow.pipeline._result._summary import _outcome_lines
+from nasflow.pipeline._runner import RunResult
+from nasflow.record import FineTuned, FineTuneResult, RunFolder
+from nasflow.search import load_study_file
+from nasflow.space import Arch
+from nasflow.storage import resolve_storage
+from tests._study_template import write_study
+from tests.report._studies import arch_json, make_study
+
+
+def test_the_context_holds_what_every_phase_reads_and_is_frozen(tmp_path: Path) -> None:
+    fields = [f.name for f in dataclasses.fields(RunContext)]
+    assert fields == [
+        "spec",
+        "folder",
+        "storage",
+        "study",
+        "device",
+        "log",
+        "progress",
+        "stop",
+        "started",
+        "started_cpu",
+    ]
+    spec = load_study_file(write_study(tmp_path))
+    storage = resolve_storage(None, tmp_path / "study.db")
+    ctx = RunContext(
+        spec, RunFolder(tmp_path), storage, make_study([]), "cpu", print, False, threading.Event()
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ctx.device = "cuda"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("entry", "inputs"),
+    [
+        (_supernet.resolve_stack, ["ctx", "data"]),
+        (_anchors.run_anchors, ["ctx", "data", "stack"]),
+        (_supernet.run_supernet, ["ctx", "data", "stack", "data_fingerprint"]),
+        (_screening.run_screening, ["ctx", "stack", "supernet", "data", "n_trials"]),
+        (_trust.run_trust, ["ctx", "data", "supernet"]),
+        (_finetune.run_finetune, ["ctx", "data", "supernet", "stack"]),
+        (_retrain.run_winners, ["ctx", "data", "stack", "finetuned"]),
+    ],
+)
+def test_each_phase_takes_the_earlier_phases_outputs_as_arguments(entry, inputs) -> None:
+    params = list(inspect.signature(entry).parameters)
+    assert params[: len(inputs)] == inputs
+
+
+def test_phase_3_retrains_the_finalists_it_is_given_best_first() -> None:
+    study = make_study(
+        [{"values": [0.5 + 0.1 * i, 1.0], "attrs": {"arch": arch_json([op])}} for i, op in
+         enumerate(["k3", "k5", "k7"])]
+    )  # fmt: skip
+
+    def tuned(trial: int, curve: tuple[float, ...]) -> FineTuned:
+        return FineTuned(trial, "{}", 0.5, curve, (1.0,) * len(curve), None, "ready")
+
+    given = FineTuneResult((tuned(0, (0.8, 0.9)), tuned(1, (0.95,)), tuned(2, (0.7, 0.85))), 2)
+    # The most epochs first, then the best validation accuracy; the Pareto set without it.
+    assert [t.number for t in winner_trials(study, given)] == [0, 2, 1]
+    assert [t.number for t in winner_trials(study, None)] == [2]
+
+
+def _result(tmp_path: Path, kept: KeptDecision | None) -> tuple[RunResult, object]:
+    tmp_path.mkdir(exist_ok=True)
+    spec = load_study_file(write_study(tmp_path))
+    study = make_study([{"values": [0.9, 1.0], "attrs": {"arch": arch_json(["k3"])}}])
+    winner = Winner(0, Arch({}), 0.90, 0.89, 1.0, 3.0, 100)
+    storage = resolve_storage(None, tmp_path / "study.db")
+    result = RunResult(study, tmp_path, storage, [], [winner], {"total": 1.0}, [0], spec, kept)
+    return result, spec
+
+
+def test_the_summary_states_the_decision_the_run_made(tmp_path: Path) -> None:
+    """The summary states the kept model the runner decided (``RunResult.kept``), not one
+    it decides again from the records: here the decision keeps fine-tuned weights that no
+    record of the study shows."""
+    fine = KeptWeights(0, "fine-tuned", 0.95, 0.90, 0.94, 2, 0.01)
+    decision = KeptDecision(fine, [], 0.95, "choice (fine-tuned)", None, 0, "fine-tuned", 500)
+    result, spec = _result(tmp_path, decision)
+    text = "\n".join(_outcome_lines(result, spec, spec.name))  # type: ignore[arg-type]
+    assert "kept model: trial 0's fine-tuned weights" in text
+    assert f"`nasflow export {spec.name} --ready 0 --out DIR` exports the kept model" in text
+    nothing, spec = _result(tmp_path / "b", None)
+    text = "\n".join(_outcome_lines(nothing, spec, spec.name))  # type: ignore[arg-type]
+    assert "kept model" not in text and "exports the most accurate trial" in text

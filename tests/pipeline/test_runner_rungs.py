@@ -1,0 +1,101 @@
+"""The rung schedule inside a study (``StudySpec.rungs``): one ladder in Optuna from the
+screening score to the full training, in place of the fine-tuning phase and phase 3."""
+
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+
+from nasflow.pipeline import StudyRunner, summary_table
+from nasflow.pipeline._phases._rungs import finetune_settings, ranked_candidates
+from nasflow.pipeline._schedule import SUFFIX
+from nasflow.record import (
+    FINETUNED_KEY,
+    KEPT_KEY,
+    RUNGS_KEY,
+    RungEntry,
+    retrain_key,
+    rung_outcome,
+    study_rungs,
+)
+from nasflow.search import FineTuning, Rungs, StudyFileError, load_study_file
+from tests._study_template import write_study
+
+EXTRA = """
+from nasflow.search import Rungs
+study = study.replace(rungs=Rungs(finetune=(1, 2), candidates=4, reduction=2))
+"""
+
+
+def _run(tmp_path, extra: str = EXTRA, **kw):
+    spec = load_study_file(write_study(tmp_path, finetune=0, n_trials=8, extra=extra, **kw))
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lambda _: None)
+    return spec, runner
+
+
+@pytest.mark.slow  # runs a study
+def test_candidates_climb_the_rungs_in_ranking_order_and_the_top_is_kept(tmp_path) -> None:
+    spec, runner = _run(tmp_path)
+    result = runner.run()
+    study = result.study
+    rungs = optuna.load_study(study_name=spec.name + SUFFIX, storage=study._storage)
+    trials = sorted(rungs.trials, key=lambda t: t.number)
+    # The four best-ranked screened architectures entered, in the study's ranking order.
+    ranked = [r.get_arch().to_json() for _, r in ranked_candidates(study)][:4]
+    assert [RungEntry.from_trial(t).arch for t in trials] == ranked
+    states = [t.state for t in trials]
+    assert optuna.trial.TrialState.COMPLETE in states  # some reached the top rung
+    # Every candidate is a ready model (its fine-tuned weights saved), pruned or not.
+    tuned = [rung_outcome(t)[0] for t in trials]
+    assert all(ft is not None and ft.test_accuracy is not None for ft in tuned)
+    ready = tmp_path / "runs" / "tiny" / "ready"
+    for ft in tuned:
+        saved = json.loads((ready / f"trial-{ft.trial}" / "record.json").read_text())
+        assert saved["test_accuracy"] == ft.test_accuracy
+    # The top rung trained from scratch: each complete trial is a retrained winner,
+    # recorded as phase 3's winners are, and the kept model is one of them (or an
+    # ready model that validates higher), as the kept decision reads them.
+    complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    winners = {w.number for w in result.winners}
+    assert winners == {rung_outcome(t)[1].number for t in complete}
+    assert all(retrain_key(n) in study.user_attrs for n in winners)
+    assert result.winners[0].val_accuracy == max(w.val_accuracy for w in result.winners)
+    assert study.user_attrs[KEPT_KEY]["trial"] in winners | {ft.trial for ft in tuned}
+    # The fine-tuning record holds every candidate; the rung record how many reached each
+    # rung and how well each ranked the next.
+    assert len(study.user_attrs[FINETUNED_KEY]["candidates"]) == 4
+    record = study_rungs(study)
+    assert record is not None and RUNGS_KEY in study.user_attrs
+    reached = [s.reached for s in record.steps]
+    assert [s.step for s in record.steps] == [0, 1, 2, 4]
+    assert reached[0] == reached[1] == 4 and reached[-1] == len(complete)
+    assert reached == sorted(reached, reverse=True)
+    assert "rungs" in result.seconds and "finetune" not in result.seconds
+    table = summary_table(result, spec).splitlines()
+    assert any(line.startswith("kept model") for line in table)
+    assert record.line() in table and record.line().startswith("rungs (keep 1/2): 4 screening")
+    # A resumed study trains nothing twice: every trial is done, none is queued again.
+    again = StudyRunner(
+        load_study_file(write_study(tmp_path, finetune=0, n_trials=8, extra=EXTRA)),
+        out_dir=tmp_path / "runs",
+        progress=False,
+        log=lambda _: None,
+    ).run()
+    rungs = optuna.load_study(study_name=spec.name + SUFFIX, storage=again.study._storage)
+    assert len(rungs.trials) == 4
+
+
+def test_rungs_replace_the_fine_tuning_phase(tmp_path) -> None:
+    extra = EXTRA + "study = study.replace(finetuning=FineTuning())\n"
+    extra = "from nasflow.search import FineTuning\n" + extra
+    with pytest.raises(StudyFileError, match=r"rungs=.*replaces the fine-tuning phase"):
+        load_study_file(write_study(tmp_path, finetune=0, extra=extra))
+
+
+def test_the_fine_tuning_schedule_spans_the_last_rung_or_the_recipe() -> None:
+    assert finetune_settings(Rungs(finetune=(1, 2, 4)), 10).rungs == (1, 2, 4)
+    inherited = finetune_settings(Rungs(finetune=(1, 2, 4), top="inherited"), 10)
+    assert inherited.rungs == (1, 2, 4, 10)
+    assert isinstance(inherited, FineTuning) and inherited.keep == 0.5
