@@ -28,6 +28,7 @@ at the top rung.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -174,7 +175,7 @@ def rung_study(
 def enqueue(study: optuna.Study, candidates: Sequence[Candidate], top: int) -> int:
     """Queue the candidates the study does not hold yet, in the given order (the order
     the trials run in); returns how many were queued. A resumed study queues none twice."""
-    held = {RungEntry.from_trial(t).arch for t in study.get_trials(deepcopy=False)}
+    held = {e.arch for t in study.get_trials(deepcopy=False) if (e := RungEntry.find(t))}
     queued = 0
     for c in candidates:
         key = c.arch.to_json()
@@ -234,7 +235,10 @@ def run_rungs(
         return should_prune(trial)
 
     def objective(trial: optuna.Trial) -> float | Sequence[float]:
-        entry = RungEntry.from_trial(trial)
+        entry = RungEntry.find(trial)
+        if entry is None:  # the last waiting trial was taken by another worker
+            trial.study.stop()
+            raise optuna.TrialPruned("no candidate was waiting")
         arch = Arch.from_json(entry.arch)
         try:
             if not entry.anchor:
@@ -251,22 +255,31 @@ def run_rungs(
             report_values(trial, values, plan.top)
         return values[0] if single else values
 
-    waiting = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
-    if waiting:
+    def halt(s: optuna.Study, _: FrozenTrial) -> None:
+        if stop is not None and stop():
+            s.stop()
 
-        def halt(s: optuna.Study, _: FrozenTrial) -> None:
-            if stop is not None and stop():
-                s.stop()
-
+    deadline = None if timeout is None else time.monotonic() + timeout
+    # Until nothing waits (a queue still being written, or trials other workers left
+    # behind, are taken on the next round).
+    while not (stop is not None and stop()):
+        waiting = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+        left = None if deadline is None else deadline - time.monotonic()
+        if not waiting or (left is not None and left <= 0):
+            break
         study.optimize(
             objective,
             n_trials=waiting,
-            timeout=timeout,
+            timeout=left,
             catch=catch,
             callbacks=[halt],
             gc_after_trial=False,
         )
-    return [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
+    return [
+        t
+        for t in study.get_trials(deepcopy=False)
+        if t.state.is_finished() and RungEntry.find(t) is not None
+    ]
 
 
 def kept_trial(study: optuna.Study) -> FrozenTrial | None:

@@ -161,10 +161,20 @@ class RungEntry:
         Raises:
             StudyRecordError: A trial without an architecture (not queued by nasflow).
         """
+        entry = cls.find(trial)
+        if entry is None:
+            raise StudyRecordError(f"rung trial {trial.number} has no architecture")
+        return entry
+
+    @classmethod
+    def find(cls, trial: optuna.trial.FrozenTrial | optuna.Trial) -> RungEntry | None:
+        """The entry a rung-study trial was queued with, or ``None`` for a trial Optuna
+        created when a worker asked for one as the last waiting trial was taken by
+        another (it is pruned at once and holds nothing)."""
         attrs = trial.user_attrs
         arch = attrs.get(ARCH_ATTR)
         if not isinstance(arch, str):
-            raise StudyRecordError(f"rung trial {trial.number} has no architecture: {arch!r}")
+            return None
         return cls(
             arch,
             _opt_int(attrs.get(RUNG_TOP_ATTR)) or 1,
@@ -178,7 +188,8 @@ def rung_value(trial: optuna.trial.FrozenTrial, step: int) -> float | None:
     """The first objective a rung-study trial reported at ``step`` (0: its screening
     score), or ``None`` where it reached no such rung."""
     if step == 0:
-        return RungEntry.from_trial(trial).score
+        entry = RungEntry.find(trial)
+        return None if entry is None else entry.score
     v = trial.intermediate_values.get(step)
     if v is not None:
         return float(v)

@@ -65,6 +65,8 @@ from nasflow.train.stack import Stack
 
 #: Seconds between looks at the rung study while other workers finish their trials.
 POLL_SECONDS = 2.0
+#: Seconds a worker waits for the study's process to queue the candidates.
+QUEUE_WAIT = 600.0
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,7 @@ class _RungTrainer:
             lambda: time.process_time() - ctx.started_cpu, ctx.stop.is_set,
         )  # fmt: skip
         self.live: dict[int, _Candidate] = {}
+        self.scratch_trained: dict[int, bool] = {}
 
     def _screened(self, trial: optuna.Trial) -> tuple[FrozenTrial, TrialRecord]:
         return self.screened[_screening_trial(trial)]
@@ -194,6 +197,7 @@ class _RungTrainer:
             return self._values(trial, c.record.val_curve[-1] if c.record.val_curve else 0.0)
         screened, rec = self._screened(trial)
         winner = self._scratch(screened.number, arch, rec)
+        self.scratch_trained[screened.number] = True
         trial.set_user_attr(RUNG_RETRAINED_ATTR, retrain_record(winner, self.ctx.out).to_dict())
         return self._values(trial, winner.val_accuracy)
 
@@ -220,9 +224,28 @@ class _RungTrainer:
     def finish(self, trial: optuna.Trial, arch: Arch) -> None:
         """Save the candidate's fine-tuned model (a ready model) and record it on the
         trial, pruned or promoted."""
-        c = self.live.pop(_screening_trial(trial), None)
+        number = _screening_trial(trial)
+        c = self.live.pop(number, None)
         if c is not None and c.record.val_curve:
             trial.set_user_attr(RUNG_READY_ATTR, self.engine.finish(c).to_dict())
+        top = self.scratch_trained.pop(number, False)
+        epochs = c.record.epochs if c is not None else 0
+        self.ctx.log(
+            f"rungs: trial {number} done here: {epochs} epochs fine-tuned"
+            + (", trained from scratch" if top else "")
+        )
+
+
+def _wait_for_queue(ctx: RunContext, study: optuna.Study) -> None:
+    """A worker waits (at most ``QUEUE_WAIT`` seconds) for the study's process to queue
+    the candidates: its screening may end after the worker's."""
+    waited = 0.0
+    while not study.get_trials(deepcopy=False) and waited < QUEUE_WAIT:
+        ctx.check_stop("the rungs, waiting for the queue")
+        time.sleep(POLL_SECONDS)
+        waited += POLL_SECONDS
+    if not study.get_trials(deepcopy=False):
+        ctx.log(f"rungs: no candidate was queued within {QUEUE_WAIT:.0f}s; nothing to train")
 
 
 def _wait_for_workers(ctx: RunContext, study: optuna.Study) -> None:
@@ -348,13 +371,19 @@ def run_rung_schedule(
             f"rungs: {p.candidates} candidates in ranking order ({queued} new), fine-tuned "
             f"{steps} epochs then the full recipe ({rungs.top}), keeping 1/{p.reduction}"
         )
+    else:
+        _wait_for_queue(ctx, study)
     trainer = _RungTrainer(ctx, data, supernet, stack, screened, retrain)
     run_rungs(study, trainer, p, stop=ctx.stop.is_set, catch=(NonFiniteLossError,))
     ctx.check_stop("the rungs, between candidates")
     if worker:
         return RungsPhaseResult(None, (), None, time.perf_counter() - t0)
     _wait_for_workers(ctx, study)
-    trials = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
+    trials = [
+        t
+        for t in study.get_trials(deepcopy=False)
+        if t.state.is_finished() and RungEntry.find(t) is not None
+    ]
     tuned, winners = _read_back(ctx, trials, screened)
     seconds = time.perf_counter() - t0
     finetuned = None

@@ -1,0 +1,71 @@
+"""Two real processes on the PostgreSQL server share the rung schedule: every candidate is
+fine-tuned and trained from scratch by one of them, and the study's process decides."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+
+from nasflow.pipeline._schedule import SUFFIX
+from nasflow.record import RungEntry, study_kept, study_rungs
+from tests._study_template import write_study
+
+REPO = Path(__file__).resolve().parents[2]
+EXTRA = """
+from nasflow.search import Rungs
+study = study.replace(rungs=Rungs(finetune=(1, 2), candidates=6, reduction=2))
+"""
+
+
+def _nasflow(*args: str) -> list[str]:
+    return [sys.executable, "-m", "nasflow.cli", *args]
+
+
+@pytest.mark.slow
+def test_a_worker_takes_rung_trials_and_none_is_trained_twice(
+    tmp_path, postgres_url, unique_name
+) -> None:
+    study_file = write_study(tmp_path, name=unique_name, n_trials=8, finetune=0, extra=EXTRA)
+    out = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    common = ["--storage", postgres_url, "--runs", str(out), "--no-progress"]
+    procs = [
+        subprocess.Popen(
+            _nasflow(command, str(study_file), *common),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+        for command in ("search", "worker")
+    ]
+    outputs = [p.communicate(timeout=600)[0] for p in procs]
+    try:
+        for p, text in zip(procs, outputs, strict=True):
+            assert p.returncode == 0, text
+        study = optuna.load_study(study_name=unique_name, storage=postgres_url)
+        rungs = optuna.load_study(study_name=unique_name + SUFFIX, storage=postgres_url)
+        entries = [RungEntry.find(t) for t in rungs.trials]
+        queued = sorted(e.screening_trial for e in entries if e is not None)
+        assert len(queued) == 6
+        # Each candidate left the schedule in exactly one process (its log says so).
+        done = [
+            [int(n) for n in re.findall(r"(?m)^rungs: trial (\d+) done here", text)]
+            for text in outputs
+        ]
+        assert sorted(done[0] + done[1]) == queued
+        # The study's process waited for the worker and read back everything it trained.
+        record = study_rungs(study)
+        assert record is not None and record.steps[1].reached == 6
+        assert study_kept(study) is not None
+        assert record.line() in outputs[0] and "rungs (keep" not in outputs[1]
+    finally:
+        for name in (unique_name, unique_name + SUFFIX):
+            optuna.delete_study(study_name=name, storage=postgres_url)
