@@ -139,7 +139,7 @@ def _spec_with_options(args: argparse.Namespace) -> tuple[StudySpec, Path]:
 
 def run_search(args: argparse.Namespace, worker: bool) -> int:
     """``nasflow search`` (``worker=False``) or ``nasflow worker``."""
-    from nasflow.pipeline import StudyRunner, summary_table
+    from nasflow.pipeline import StudyRunner, summary_table, worker_summary
     from nasflow.train import TrainingInterrupted
 
     spec, path = _spec_with_options(args)
@@ -165,6 +165,9 @@ def run_search(args: argparse.Namespace, worker: bool) -> int:
     except TrainingInterrupted as e:
         print(f"nasflow: {e}; run the same command again to resume", file=sys.stderr)
         return 128 + (stop.signum or signal.SIGINT)
+    if worker:
+        print(worker_summary(result, spec))
+        return 0
     verbose = getattr(args, "verbose", False)
     print(summary_table(result, spec, verbose=verbose, study_file=str(path)))
     return 0

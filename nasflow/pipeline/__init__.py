@@ -37,7 +37,7 @@ from nasflow.pipeline._result._headline import (
     headline_lines,
     study_location,
 )
-from nasflow.pipeline._result._summary import summary_table
+from nasflow.pipeline._result._summary import summary_table, worker_summary
 from nasflow.pipeline._runner import RunResult, StudyRunner, Winner, pareto_trials
 from nasflow.pipeline._training import recipe_for, retrain_arch
 from nasflow.pipeline._winners import RECORD_FILE as WINNER_RECORD_FILE
@@ -82,5 +82,6 @@ __all__ = [
     "summary_table",
     "validation_margin",
     "weights_label",
+    "worker_summary",
     "zero_cost_front",
 ]

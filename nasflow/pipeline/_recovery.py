@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import optuna
 from filelock import Timeout
@@ -25,6 +27,9 @@ from nasflow.errors import ConfigError, NasflowError
 from nasflow.record import PER_ATTEMPT_ATTRS, STOPS_KEY
 from nasflow.storage import GRACE_PERIOD, HEARTBEAT_INTERVAL
 from nasflow.train import TrainingInterrupted
+
+if TYPE_CHECKING:
+    from nasflow.pipeline._context import RunContext
 
 #: Environment variables that override the heartbeat settings of a run.
 ENV_HEARTBEAT_INTERVAL = settings.HEARTBEAT_INTERVAL_ENV
@@ -249,4 +254,23 @@ def requeue_interrupted(study: optuna.Study, trial_number: int) -> None:
             user_attrs=user_attrs,
             system_attrs=system_attrs,
         )
+    )
+
+
+def kept_words(ctx: RunContext, n: int, what: str) -> str:
+    """``n`` screened ``what`` this process found in the study, in words that say who
+    scored them: an earlier run (``resuming: ...``) or other workers while this one
+    started (a fresh multi-worker study resumes nothing)."""
+    started = datetime.datetime.now() - datetime.timedelta(
+        seconds=time.perf_counter() - ctx.started
+    )
+    done = ctx.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
+    earlier = sum(t.datetime_complete is not None and t.datetime_complete < started for t in done)
+    if earlier == 0:
+        return f"{n} {what} already scored by other workers"
+    if earlier >= len(done):
+        return f"resuming: {n} {what} kept from an earlier run"
+    return (
+        f"resuming: {n} {what} kept ({earlier} trials from an earlier run, "
+        f"{len(done) - earlier} scored by other workers since this one started)"
     )

@@ -225,6 +225,9 @@ class SupernetTrainer:
         #: In-place distillation (``config.distill``), its teacher path resolved.
         self.distill = distillation(space, self.config)
         self.supernet: nn.Module | None = None  # set by ``fit``: the network being trained
+        #: Set where the checkpoints were written by another process while this one
+        #: waited for them (a worker joining a study): ``fit`` says it loaded them.
+        self.written_by_another = False
 
     def _identity(self) -> str:
         # The plain stack is not recorded: it keeps older checkpoints valid.
@@ -376,7 +379,16 @@ class SupernetTrainer:
         at = self._resume(run)
         if at is not None:
             where = f"epoch {at.epoch}" + (f", batch {at.batch}" if at.batch else "")
-            self.log(f"resumed supernet training from {where}")
+            if not self.written_by_another:
+                self.log(f"resumed supernet training from {where}")
+            elif at.epoch >= cfg.epochs and not at.batch:
+                n = f"{cfg.epochs} epoch{'s' * (cfg.epochs != 1)}"
+                self.log(f"supernet: loaded the one another process trained ({n})")
+            else:
+                self.log(
+                    f"supernet: another process trained it to {where} of {cfg.epochs} and "
+                    "stopped; training on from there"
+                )
         start = at or Progress(0, 0)
         _, clock = device_clock(self.device)  # wall time after the device's queued work
         t0 = clock()

@@ -227,7 +227,7 @@ def test_a_screening_killed_mid_batch_resumes_without_duplicates_or_gaps(tmp_pat
     archs = _archs(trials)
     assert len(set(archs)) == 20  # no duplicate
     assert archs[:8] == _archs(before)  # the stored batch is kept as it was
-    assert "resuming: 8 distinct candidates kept, 12 to go" in logs
+    assert "resuming: 8 distinct candidates kept from an earlier run, 12 to go" in logs
     assert sorted(result.ran_trials) == list(range(8, 20))
 
 

@@ -113,3 +113,36 @@ def test_heartbeat_settings_are_validated(monkeypatch) -> None:
         heartbeat_settings(0, 2)
     with pytest.raises(ValueError, match="grace period 2s must be longer"):
         heartbeat_settings(5, 2)
+
+
+def test_screened_trials_found_say_who_scored_them(tmp_path) -> None:
+    import threading
+    import time
+
+    from nasflow.pipeline._context import RunContext
+    from nasflow.pipeline._recovery import kept_words
+    from nasflow.record import RunFolder
+    from nasflow.search import load_study_file
+    from nasflow.storage import resolve_storage
+    from tests._study_template import write_study
+
+    spec = load_study_file(write_study(tmp_path))
+    study = optuna.create_study()
+    for v in (0.5, 0.6):
+        study.add_trial(optuna.trial.create_trial(value=v))
+    storage = resolve_storage(None, tmp_path / "study.db")
+
+    def ctx(started: float) -> RunContext:
+        return RunContext(
+            spec, RunFolder(tmp_path), storage, study, "cpu", print, False,
+            threading.Event(), started=started,
+        )  # fmt: skip
+
+    # Finished before this process started: an earlier run's, resumed.
+    assert kept_words(ctx(time.perf_counter() + 5), 2, "trials") == (
+        "resuming: 2 trials kept from an earlier run"
+    )
+    # Finished since it started: another worker's, in a fresh multi-worker study.
+    assert kept_words(ctx(time.perf_counter() - 60), 2, "trials") == (
+        "2 trials already scored by other workers"
+    )

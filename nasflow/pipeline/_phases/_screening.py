@@ -43,7 +43,7 @@ from nasflow.pipeline._phases._scoring import (
     TabularScorer,
     make_reporter,
 )
-from nasflow.pipeline._recovery import requeue_interrupted
+from nasflow.pipeline._recovery import kept_words, requeue_interrupted
 from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, PREFIX, TRACEBACK_ATTR, TrialRecord
 from nasflow.search import StudySpec, study_pruner, write_trials
 from nasflow.space import Arch
@@ -139,7 +139,7 @@ def run_screening(
     )
     todo = max(0, target - finished)
     if finished:
-        ctx.log(f"resuming: {finished} finished trials kept, {todo} to go")
+        ctx.log(f"{kept_words(ctx, finished, 'finished trials')}, {todo} to go")
     if todo == 0:
         return ScreeningPhaseResult((), time.perf_counter() - t0)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -532,7 +532,7 @@ class BatchedScreening:
         if have and len(set(self.ran)) >= have:  # this run scored them: queued trials
             ctx.log(f"{have} queued candidates scored first, {todo} to go")
         elif have:
-            ctx.log(f"resuming: {have} distinct candidates kept, {todo} to go")
+            ctx.log(f"{kept_words(ctx, have, 'distinct candidates')}, {todo} to go")
         if todo == 0:
             return
         self.scorer.setup(ctx.study)

@@ -12,7 +12,7 @@ from nasflow.pipeline._context import RunContext, StackChoice, SupernetPhaseResu
 from nasflow.pipeline._multipliers import stack_line
 from nasflow.record import StackRecord, SupernetRecord, study_stack, write_record
 from nasflow.settings import recalibration_requested
-from nasflow.train import SupernetTrainer
+from nasflow.train import SupernetTrainer, list_checkpoints
 from nasflow.train.stack import Stack, is_rank_zero
 
 
@@ -42,6 +42,7 @@ def run_supernet(
     if note:
         ctx.log(note)
     bar = ctx.bar(spec.supernet.epochs, "phase 1: supernet")
+    before = list_checkpoints(ctx.folder.supernet)[:1]
     with file_lock(ctx.folder.supernet_lock):
         trainer = SupernetTrainer(
             spec.space,
@@ -55,6 +56,9 @@ def run_supernet(
             stack=stack,
             data_fingerprint=data_fingerprint,
         )
+        # Checkpoints that appeared while this process waited for the lock are another
+        # process's (a worker joining the study), not an earlier run of this one.
+        trainer.written_by_another = list_checkpoints(ctx.folder.supernet)[:1] != before
         result = trainer.fit(on_epoch=lambda e, loss: ctx.advance(bar, e, loss))
     ctx.close_bar(bar)
     info = SupernetRecord(

@@ -153,6 +153,24 @@ def ready_model_lines(record: FineTuneResult) -> list[str]:
     return lines
 
 
+def worker_summary(result: RunResult, spec: StudySpec) -> str:
+    """What a ``nasflow worker`` did, and who decides: a worker keeps no model (the
+    process that started the study, ``nasflow search``, decides once every worker's
+    trials are in), so it prints no kept model and no export command of its own."""
+    secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
+    quoted = shlex.quote(spec.name)
+    return "\n".join(
+        [
+            f"trials run by this process: {trial_numbers(result.ran_trials)}",
+            f"time: {secs}",
+            f"study: {result.storage.safe_url}",
+            "worker done: the kept model is decided by the study's own process "
+            "(`nasflow search`) once every worker's trials are in; then "
+            f"`nasflow report {quoted}` shows it",
+        ]
+    )
+
+
 def summary_table(
     result: RunResult, spec: StudySpec, verbose: bool = True, study_file: str | None = None
 ) -> str:
