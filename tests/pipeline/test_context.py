@@ -109,3 +109,25 @@ def test_the_summary_states_the_decision_the_run_made(tmp_path: Path) -> None:
     nothing, spec = _result(tmp_path / "b", None)
     text = "\n".join(_outcome_lines(nothing, spec, spec.name))  # type: ignore[arg-type]
     assert "kept model" not in text and "exports the most accurate trial" in text
+
+
+def test_the_summary_says_which_ranking_chose_and_what_parameter_count_keeps(
+    tmp_path: Path,
+) -> None:
+    from nasflow.pipeline._result._summary import ranking_line
+    from nasflow.record import AnchorEntry
+
+    fine = KeptWeights(7, "retrained", 0.95, 0.90, 0.94, 2, 0.01)
+    small = AnchorEntry(0, 1, "{}", 1_000, 10, "1k params", 0.80, 0.79)
+    large = AnchorEntry(1, 2, "{}", 90_000, 99, "90k params", 0.93, 0.92)
+    decision = KeptDecision(fine, [small, large], 0.95, "choice", None, 7, "retrained", 500)
+    spec = load_study_file(write_study(tmp_path))
+    line = ranking_line(spec, decision)
+    assert line.startswith("chosen by: supernet accuracy (the screened Pareto set)")
+    assert (
+        "parameter count alone keeps trial 2 (the anchor with the most parameters, 90,000" in line
+    )
+    assert "validation 0.9300, test 0.9200, against the kept model's 0.9500, test 0.9400" in line
+    # Without anchors nothing measured what parameter count would keep: the line says so.
+    bare = KeptDecision(fine, [], 0.95, "choice", None, 7, "retrained", 500)
+    assert ranking_line(spec, bare).endswith("parameter count's own choice was not measured")

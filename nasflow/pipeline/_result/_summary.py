@@ -290,6 +290,50 @@ def _table_lines(result: RunResult, spec: StudySpec) -> list[str]:
     return lines
 
 
+def ranking_line(spec: StudySpec, decision: KeptDecision) -> str:
+    """Which ranking chose the kept model, and what parameter count alone would have
+    kept: the zero-cost anchor with the most parameters (trained from scratch like a
+    retrain), its validation and test accuracy beside the kept model's."""
+    if spec.rungs is not None:
+        how = (
+            "the rank sum of supernet accuracy and cross-entropy (the rungs' queue), then "
+            "validation after each fine-tuning rung and after the full training (promotion)"
+        )
+    elif spec.finetuning is not None:
+        first = (
+            "the rank sum of supernet accuracy and cross-entropy"
+            if spec.finetuning.rank_by == "rank_sum"
+            else "supernet accuracy"
+        )
+        how = f"{first} (finalists), fine-tuned validation (retrains), then their validation"
+    else:
+        how = "supernet accuracy (the screened Pareto set), then retrained validation"
+    line = f"chosen by: {how}"
+    if not decision.anchors:
+        return line + "; no anchors trained, so parameter count's own choice was not measured"
+    largest = max(decision.anchors, key=lambda e: e.params)
+    if largest.val_accuracy is None or largest.test_accuracy is None:
+        return line
+    kept_val, kept_test = decision.search_val, None
+    if decision.anchor is not None:
+        kept_val, kept_test = decision.search_val, decision.anchor.test_accuracy
+        kept_val = decision.anchor.val_accuracy or kept_val
+    elif decision.search is not None:
+        kept_test = decision.search.test_accuracy
+    same = decision.trial == largest.trial
+    ours = (
+        "the same model"
+        if same
+        else f"the kept model's {kept_val:.4f}"
+        + ("" if kept_test is None else f", test {kept_test:.4f}")
+    )
+    return (
+        f"{line}; parameter count alone keeps trial {largest.trial} (the anchor with the most "
+        f"parameters, {largest.params:,}, retrained from scratch): validation "
+        f"{largest.val_accuracy:.4f}, test {largest.test_accuracy:.4f}, against {ours}"
+    )
+
+
 def _outcome_lines(result: RunResult, spec: StudySpec, export_as: str) -> list[str]:
     """The winners, the kept model, the anchors, the baseline, every record, what a rerun
     reproduces and where things were written (``export_as``: what the export commands
@@ -332,6 +376,8 @@ def _outcome_lines(result: RunResult, spec: StudySpec, export_as: str) -> list[s
     lines.extend(anchor_line(e) for e in trained)
     if trained and result.winners:
         lines.append(anchors_verdict(spec.name, kept_val, what, trained, samples))
+    if kept is not None:
+        lines.append(ranking_line(spec, decision))
     if result.winners and spec.baseline:
         lines.append(baseline_line(result.winners[0].test_accuracy, spec.baseline))
         if kept is not None and kept.kind == "fine-tuned" and kept.test_accuracy is not None:
