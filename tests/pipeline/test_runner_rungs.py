@@ -76,7 +76,13 @@ def test_candidates_climb_the_rungs_in_ranking_order_and_the_top_is_kept(tmp_pat
     table = summary_table(result, spec).splitlines()
     assert any(line.startswith("kept model") for line in table)
     assert record.line() in table and record.line().startswith("rungs (keep 1/2): 4 screening")
-    # A resumed study trains nothing twice: every trial is done, none is queued again.
+    # A run killed mid-candidate leaves its trial RUNNING (here: the fifth-ranked one,
+    # queued and taken as a worker would, never finished).
+    t5, r5 = ranked_candidates(study)[4]
+    entry = RungEntry(r5.get_arch().to_json(), 4, False, r5.supernet_accuracy, t5.number)
+    rungs.enqueue_trial({}, user_attrs=entry.to_attrs())
+    assert rungs.ask().number == 4
+    # The resumed study fails it, queues it once more and trains it; nothing else twice.
     again = StudyRunner(
         load_study_file(write_study(tmp_path, finetune=0, n_trials=8, extra=EXTRA)),
         out_dir=tmp_path / "runs",
@@ -84,7 +90,11 @@ def test_candidates_climb_the_rungs_in_ranking_order_and_the_top_is_kept(tmp_pat
         log=lambda _: None,
     ).run()
     rungs = optuna.load_study(study_name=spec.name + SUFFIX, storage=again.study._storage)
-    assert len(rungs.trials) == 4
+    states = [t.state for t in sorted(rungs.trials, key=lambda t: t.number)]
+    assert len(states) == 6 and states[4] == optuna.trial.TrialState.FAIL
+    retried = rungs.trials[5]
+    assert RungEntry.from_trial(retried) == entry and retried.state.is_finished()
+    assert rung_outcome(retried)[0] is not None  # fine-tuned by the resumed run
 
 
 def test_rungs_replace_the_fine_tuning_phase(tmp_path) -> None:

@@ -29,6 +29,7 @@ from nasflow.pipeline._context import RunContext, Winner
 from nasflow.pipeline._phases._finetune import by_score
 from nasflow.pipeline._phases._ready import CandidateTrainer, Finalist, _Candidate
 from nasflow.pipeline._phases._retrain import retrain_record
+from nasflow.pipeline._recovery import heartbeat_settings, sweep_zombies
 from nasflow.pipeline._schedule import (
     Candidate,
     RungPlan,
@@ -248,22 +249,26 @@ def _wait_for_queue(ctx: RunContext, study: optuna.Study) -> None:
         ctx.log(f"rungs: no candidate was queued within {QUEUE_WAIT:.0f}s; nothing to train")
 
 
-def _wait_for_workers(ctx: RunContext, study: optuna.Study) -> None:
-    """Wait while other workers still train rung trials (a dead worker's trial is failed
-    by the storage's heartbeat and queued again, then trained here)."""
+def _wait_for_workers(ctx: RunContext, study: optuna.Study) -> bool:
+    """Wait while other workers still train rung trials; whether trials wait to be
+    trained again (a dead worker's trial, failed by the storage's heartbeat and queued
+    again)."""
     said = False
     while not ctx.stop.is_set():
         with warnings.catch_warnings():  # (experimental since Optuna 2.9, unchanged since)
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             optuna.storages.fail_stale_trials(study)
+        if study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+            return True
         running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
         if not running:
-            return
+            return False
         if not said:
             ctx.log(f"rungs: waiting for {len(running)} candidates other workers are training")
             said = True
         time.sleep(POLL_SECONDS)
     ctx.check_stop("the rungs, waiting for other workers")
+    return False
 
 
 def _read_back(
@@ -364,6 +369,8 @@ def run_rung_schedule(
     # (the screening study's storage: the rung study lives beside it, shared by workers)
     study = rung_study(ctx.study._storage, spec.name, directions, pruner)
     if not worker:
+        # Trials a killed run of this study left running: failed and queued once more.
+        sweep_zombies(study, ctx.storage.kind, heartbeat_settings()[1], ctx.log)
         queue = [Candidate(r.get_arch(), r.supernet_accuracy, t.number) for t, r in ranked]
         queued = enqueue(study, queue[: p.candidates], p.top)
         steps = ", ".join(str(s) for s in p.steps)
@@ -374,11 +381,15 @@ def run_rung_schedule(
     else:
         _wait_for_queue(ctx, study)
     trainer = _RungTrainer(ctx, data, supernet, stack, screened, retrain)
-    run_rungs(study, trainer, p, stop=ctx.stop.is_set, catch=(NonFiniteLossError,))
-    ctx.check_stop("the rungs, between candidates")
+    while True:
+        run_rungs(study, trainer, p, stop=ctx.stop.is_set, catch=(NonFiniteLossError,))
+        ctx.check_stop("the rungs, between candidates")
+        # The study's process waits for the workers; a dead worker's trial comes back as
+        # a waiting retry (heartbeat) and is trained here.
+        if worker or not _wait_for_workers(ctx, study):
+            break
     if worker:
         return RungsPhaseResult(None, (), None, time.perf_counter() - t0)
-    _wait_for_workers(ctx, study)
     trials = [
         t
         for t in study.get_trials(deepcopy=False)
