@@ -131,3 +131,18 @@ def test_the_summary_says_which_ranking_chose_and_what_parameter_count_keeps(
     # Without anchors nothing measured what parameter count would keep: the line says so.
     bare = KeptDecision(fine, [], 0.95, "choice", None, 7, "retrained", 500)
     assert ranking_line(spec, bare).endswith("parameter count's own choice was not measured")
+
+
+def test_the_summary_states_the_regime_in_stand_alone_trainings(tmp_path: Path) -> None:
+    from nasflow.pipeline._result._summary import regime_line
+
+    fine = KeptWeights(0, "retrained", 0.95, 0.90, 0.94, 2, 0.01)
+    decision = KeptDecision(fine, [], 0.95, "choice", None, 0, "retrained", 500)
+    result, _ = _result(tmp_path, decision)  # one winner, retrained in 3.0 s
+    assert regime_line(result, decision) is None  # no supernet in this run
+    result.seconds.update(supernet=20.0, search=10.0)  # 30 s: ten 3-second trainings
+    line = regime_line(result, decision)
+    assert line is not None
+    assert "one stand-alone training of the recipe took 3s here (median of 1 measured" in line
+    assert "took 30s, as much as 10.0 of them" in line
+    assert "the best of 10 random architectures, which beats 91% of them" in line

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import optuna
 
 from nasflow import names
@@ -290,6 +292,30 @@ def _table_lines(result: RunResult, spec: StudySpec) -> list[str]:
     return lines
 
 
+def regime_line(result: RunResult, decision: KeptDecision) -> str | None:
+    """What one stand-alone training of the recipe cost here, what the supernet and the
+    screening cost in such trainings (``k``), and what random search buys with that
+    budget: the best of ``k`` random architectures beats ``k / (k + 1)`` of the space's
+    random architectures in expectation (the order statistic, ignoring the noise of one
+    training), the bar above which the one-shot part pays for itself on this machine.
+    ``None`` where this run measured no stand-alone training or trained no supernet."""
+    measured = [w.measured_train_cost for w in result.winners if not w.reused]
+    measured += [float(e.measured_train_cost) for e in decision.anchors if e.measured_train_cost]
+    one_shot = result.seconds.get("supernet", 0.0) + result.seconds.get("search", 0.0)
+    if not measured or one_shot <= 0:
+        return None
+    single = float(np.median(measured))
+    k = one_shot / single
+    bar = math.floor(k) / (math.floor(k) + 1) if k >= 1 else 0.0
+    return (
+        f"regime: one stand-alone training of the recipe took {single:.0f}s here (median of "
+        f"{len(measured)} measured in this run); the supernet and the screening took "
+        f"{one_shot:.0f}s, as much as {k:.1f} of them. With that budget random search keeps "
+        f"the best of {math.floor(k)} random architectures, which beats {bar:.0%} of them in "
+        "expectation: the one-shot part pays for itself here where the kept model beats more"
+    )
+
+
 def ranking_line(spec: StudySpec, decision: KeptDecision) -> str:
     """Which ranking chose the kept model, and what parameter count alone would have
     kept: the zero-cost anchor with the most parameters (trained from scratch like a
@@ -378,6 +404,9 @@ def _outcome_lines(result: RunResult, spec: StudySpec, export_as: str) -> list[s
         lines.append(anchors_verdict(spec.name, kept_val, what, trained, samples))
     if kept is not None:
         lines.append(ranking_line(spec, decision))
+    regime = regime_line(result, decision)
+    if regime:
+        lines.append(regime)
     if result.winners and spec.baseline:
         lines.append(baseline_line(result.winners[0].test_accuracy, spec.baseline))
         if kept is not None and kept.kind == "fine-tuned" and kept.test_accuracy is not None:
