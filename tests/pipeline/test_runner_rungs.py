@@ -76,6 +76,10 @@ def test_candidates_climb_the_rungs_in_ranking_order_and_the_top_is_kept(tmp_pat
     table = summary_table(result, spec).splitlines()
     assert any(line.startswith("kept model") for line in table)
     assert record.line() in table and record.line().startswith("rungs (keep 1/2): 4 screening")
+    # The study has no trust probe: the report's headline reads the trust from the rungs.
+    from nasflow.pipeline._result._headline import headline
+
+    assert headline(study).trust == f"read from the {record.line()}"
     # A run killed mid-candidate leaves its trial RUNNING (here: the fifth-ranked one,
     # queued and taken as a worker would, never finished).
     t5, r5 = ranked_candidates(study)[4]

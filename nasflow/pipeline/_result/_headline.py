@@ -33,6 +33,7 @@ from nasflow.record import (
     study_kept,
     study_metric_names,
     study_retrains,
+    study_rungs,
     study_trust,
 )
 from nasflow.storage import StorageSpec
@@ -260,6 +261,9 @@ def headline(
     retrained, tuned, anchors = study_retrains(study), _finetuned(study), _anchor_rows(study)
     baseline = study_baseline(study)
     trust = trust_words(_trust(study))
+    if not trust:  # the rung schedule measured how each rung ranks the next, for free
+        rungs = study_rungs(study)
+        trust = "" if rungs is None else f"read from the {rungs.line()}"
     export = export_command(export_as or study.study_name, kept, location)
     trials = {t.number: t for t in study.get_trials(deepcopy=False)}
     if kept is None:
