@@ -82,20 +82,34 @@ class KeptDecision:
 
 
 def decide_kept(
-    winners: Sequence[Winner], finetuned: FineTuneResult | None, anchors: AnchorsRecord | None
+    winners: Sequence[Winner],
+    finetuned: FineTuneResult | None,
+    anchors: AnchorsRecord | None,
+    full_from_inherited: bool = False,
 ) -> KeptDecision:
     """The model a run keeps: phase 3's first winner (the search's choice: the best
     retrained validation accuracy among the trials it retrained) with the weights
     :func:`kept_weights` keeps, unless the best-validating zero-cost anchor validates
     above it by more than the margin (:func:`kept_anchor`). ``finetuned`` and
     ``anchors`` are the fine-tuning phase's and the anchors' records (``None``: the phase
-    did not run)."""
+    did not run). ``full_from_inherited``: the study's full trainings go on from the
+    inherited weights (``Rungs(top="inherited")``): with no retrain the search's choice is
+    the best ready model that trained the whole recipe."""
     search = None
     samples = None if finetuned is None else finetuned.val_samples
     if finetuned is not None and winners:
         w0 = winners[0]
         search = kept_weights(w0.number, w0.val_accuracy, w0.test_accuracy, finetuned)
     trained = [] if anchors is None else anchors.trained
+    if not winners and full_from_inherited and finetuned is not None:
+        full = [c for c in finetuned.ready if c.epochs >= finetuned.full_epochs]
+        if full:
+            top = max(full, key=lambda c: (c.val_accuracy, -c.trial))
+            search = KeptWeights(
+                top.trial, "fine-tuned", top.val_accuracy, math.nan, top.test_accuracy,
+                top.epochs, 0.0,
+            )  # fmt: skip
+            return _with_anchor(search, trained, samples)
     if not winners:
         return KeptDecision(search, trained, 0.0, "", None, None, "retrained", samples)
     if search is not None:
@@ -110,6 +124,18 @@ def decide_kept(
         return KeptDecision(search, trained, val, what, anchor, anchor.trial, "retrained", samples)
     weights = search.kind if search is not None else "retrained"
     return KeptDecision(search, trained, val, what, None, winners[0].number, weights, samples)
+
+
+def _with_anchor(
+    search: KeptWeights, trained: list[AnchorEntry], samples: int | None
+) -> KeptDecision:
+    """The search's ready model, unless an anchor validates above it by the margin."""
+    val, what = search.val_accuracy, "choice (fine-tuned, the full recipe)"
+    if trained:
+        best, margin = kept_anchor(val, trained, samples)
+        if (best.val_accuracy or 0.0) - val > margin:
+            return KeptDecision(search, trained, val, what, best, best.trial, "retrained", samples)
+    return KeptDecision(search, trained, val, what, None, search.trial, "fine-tuned", samples)
 
 
 @dataclass(frozen=True)
@@ -141,6 +167,13 @@ class KeptWeights:
         quoted = shlex.quote(study)
         if self.kind == "fine-tuned":
             test = "" if self.test_accuracy is None else f", test {self.test_accuracy:.4f}"
+            if math.isnan(self.other_val_accuracy):  # no retrain: the full recipe, inherited
+                return (
+                    f"{label}: trial {self.trial}'s fine-tuned weights "
+                    f"({names.finetuned_weights(self.finetuned_epochs)}, the full recipe): "
+                    f"validation {self.val_accuracy:.4f}{test}; `nasflow export {quoted} "
+                    f"--ready {self.trial} --out DIR` exports them"
+                )
             return (
                 f"{label}: trial {self.trial}'s fine-tuned weights "
                 f"({names.finetuned_weights(self.finetuned_epochs)}): validation "

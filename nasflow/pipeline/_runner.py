@@ -270,7 +270,10 @@ class StudyRunner:
             seconds["total"] = time.perf_counter() - t0
             kept = None
             if is_rank_zero():  # which model is kept: decided once, here
-                kept = decide_kept(winners, study_finetuned(study), study_anchors(study))
+                inherited = spec.rungs is not None and spec.rungs.top == "inherited"
+                kept = decide_kept(
+                    winners, study_finetuned(study), study_anchors(study), inherited
+                )
             if not worker and kept is not None:
                 self._record(study, seconds, winners, kept)
                 write_record(study, reproducibility_record(study, spec, self.ran_trials, timeout))

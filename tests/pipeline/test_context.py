@@ -146,3 +146,33 @@ def test_the_summary_states_the_regime_in_stand_alone_trainings(tmp_path: Path) 
     assert "one stand-alone training of the recipe took 3s here (median of 1 measured" in line
     assert "took 30s, as much as 10.0 of them" in line
     assert "the best of 10 random architectures, which beats 91% of them" in line
+
+
+def test_a_full_recipe_from_inherited_weights_is_kept_without_a_retrain() -> None:
+    import math
+
+    from nasflow.pipeline._kept import decide_kept
+    from nasflow.record import AnchorEntry, AnchorsRecord
+
+    def tuned(trial: int, curve: tuple[float, ...]) -> FineTuned:
+        return FineTuned(trial, "{}", 0.5, curve, (1.0,) * len(curve), 0.9, "ready")
+
+    # Trial 2 validates highest but stopped at 2 epochs; of the two that trained the whole
+    # recipe (6 epochs), trial 1 validates highest and is kept, fine-tuned.
+    result = FineTuneResult(
+        (tuned(1, (0.5,) * 5 + (0.93,)), tuned(2, (0.99, 0.99)), tuned(3, (0.5,) * 5 + (0.9,))),
+        6,
+        500,
+        (1, 2, 6),
+    )
+    decision = decide_kept([], result, None, full_from_inherited=True)
+    assert (decision.trial, decision.weights) == (1, "fine-tuned")
+    assert decision.search is not None and math.isnan(decision.search.other_val_accuracy)
+    assert "the full recipe): validation 0.9300" in decision.search.line("s")
+    # Without the flag a run without retrains keeps nothing, as before.
+    assert decide_kept([], result, None).trial is None
+    # An anchor that validates higher by more than its margin still wins.
+    anchor = AnchorEntry(0, 9, "{}", 10, 10, "10 params", 0.99, 0.98)
+    anchors = AnchorsRecord("by hand", (anchor,))
+    kept = decide_kept([], result, anchors, full_from_inherited=True)
+    assert (kept.trial, kept.weights) == (9, "retrained")

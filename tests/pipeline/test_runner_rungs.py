@@ -113,3 +113,39 @@ def test_the_fine_tuning_schedule_spans_the_last_rung_or_the_recipe() -> None:
     inherited = finetune_settings(Rungs(finetune=(1, 2, 4), top="inherited"), 10)
     assert inherited.rungs == (1, 2, 4, 10)
     assert isinstance(inherited, FineTuning) and inherited.keep == 0.5
+
+
+@pytest.mark.slow  # runs a study
+@pytest.mark.parametrize(
+    ("objectives", "settings"),
+    [
+        (("accuracy",), 'pruner="hyperband"'),
+        (("accuracy", "train_cost"), 'top="inherited", budget=60.0, candidates=3'),
+    ],
+)
+def test_one_objective_under_hyperband_and_an_inherited_top_rung(
+    tmp_path, objectives, settings
+) -> None:
+    extra = (
+        "from nasflow.search import Rungs\n"
+        f"study = study.replace(rungs=Rungs(finetune=(1, 2), reduction=2, {settings}))\n"
+    )
+    spec = load_study_file(
+        write_study(tmp_path, finetune=0, n_trials=8, extra=extra, objectives=objectives)
+    )
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lambda _: None)
+    result = runner.run()
+    rungs = optuna.load_study(study_name=spec.name + SUFFIX, storage=result.study._storage)
+    done = [t for t in rungs.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert done and result.study.user_attrs[KEPT_KEY]["trial"] is not None
+    record = study_rungs(result.study)
+    assert record is not None and record.steps[0].reached == len(rungs.trials)
+    if spec.rungs.top == "inherited":
+        # The top rung goes on from the inherited weights to the recipe's epochs: ready
+        # models that trained the full recipe, and no training from scratch.
+        tuned = [rung_outcome(t)[0] for t in done]
+        assert all(ft is not None and ft.epochs == spec.train.epochs for ft in tuned)
+        assert not result.winners and record.top == "inherited"
+        assert len(rungs.trials) <= 3  # the budget's candidates, at most `candidates`
+    else:
+        assert len(done[0].values) == 1 and result.winners  # one objective, from scratch
