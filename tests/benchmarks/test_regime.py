@@ -73,6 +73,9 @@ def test_a_table_is_read_with_its_test_accuracy_averaged_over_seeds(varied, tmp_
     for k in range(2):
         np.testing.assert_allclose(varied.gt.test[k], mean)
     assert list(varied.params) == [1000 * (i + 1) for i in range(9)]
+    # --score drawn: each training's own test accuracy.
+    np.testing.assert_allclose(varied.scored("drawn").test, tests)
+    assert varied.scored("mean") is varied.gt
 
 
 @pytest.mark.parametrize("method", regime.BASELINES)
