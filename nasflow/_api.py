@@ -53,7 +53,8 @@ def optimize(
         retrain: Run phase 3.
         device: Training device (``"cpu"``, ``"cuda"``...).
         progress: Show progress bars.
-        log: Line logger (``None``: silent).
+        log: Where the run's lines go (``None``: only the standard ``logging`` logger
+            ``nasflow``, silent unless the application configures it).
         stop: Set it (from a signal handler, say) to stop gracefully; the call then raises
             ``TrainingInterrupted`` and a later call resumes.
 
@@ -74,7 +75,7 @@ def optimize(
         spec,
         storage=storage,
         out_dir=out_dir,
-        log=log if log is not None else (lambda _: None),
+        log=log,
         progress=progress,
         device=device,
         stop=stop,

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Sequence
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nasflow.record import TrialRecord
 from nasflow.search import Budget, StudySpec
+
+_LOG = logging.getLogger(__name__)
 
 #: Over-budget skips, with nothing feasible, after which the run says so.
 SKIPS_BEFORE_NOTE = 3
@@ -48,8 +51,8 @@ class BudgetNote:
     feasible, that the study's budget excludes what is proposed, with the smallest
     candidate's figures."""
 
-    def __init__(self, spec: StudySpec, log: Callable[[str], None]) -> None:
-        self.spec, self.log = spec, log
+    def __init__(self, spec: StudySpec) -> None:
+        self.spec = spec
         self.said = False
 
     def after(self, study: optuna.Study, trial: FrozenTrial) -> None:
@@ -63,4 +66,4 @@ class BudgetNote:
         note = budget_excludes(trials, self.spec.budget)
         if note is not None:
             self.said = True
-            self.log(f"warning: {note}")
+            _LOG.info(f"warning: {note}")

@@ -21,9 +21,9 @@ one line in ``StudyRunner.run``."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,8 @@ from nasflow.space import Arch
 from nasflow.storage import StorageSpec
 from nasflow.train import TrainingInterrupted
 from nasflow.train.stack import Stack
+
+_LOG = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from nasflow.record import FineTuneResult, SupernetRecord
@@ -59,7 +61,6 @@ class RunContext:
         storage: Where the study lives.
         study: The opened study.
         device: Training device.
-        log: Line logger.
         progress: Show progress bars (then per-step lines are quiet).
         stop: Set to stop gracefully (see ``StudyRunner``).
         started: ``time.perf_counter()`` when the run started (what "ready N seconds
@@ -73,7 +74,6 @@ class RunContext:
     storage: StorageSpec
     study: optuna.Study
     device: str
-    log: Callable[[str], None]
     progress: bool
     stop: threading.Event
     started: float = field(default_factory=time.perf_counter)
@@ -96,11 +96,19 @@ class RunContext:
         if self.stop.is_set():
             raise TrainingInterrupted(where)
 
+    # ------------------------------------------------------------------ lines
+    @staticmethod
+    def log(msg: str) -> None:
+        """A line a user reads (``INFO`` on the ``nasflow`` logger)."""
+        _LOG.info(msg)
+
+    @staticmethod
+    def quiet_log(msg: str) -> None:
+        """A line of per-step detail, which progress bars stand for (``DEBUG``: the runner
+        shows it where no progress bars are shown, ``nasflow._logging.lines_to``)."""
+        _LOG.debug(msg)
+
     # ------------------------------------------------------------------ progress
-    def quiet_log(self, msg: str) -> None:
-        """Log ``msg`` unless progress bars are shown."""
-        if not self.progress:
-            self.log(msg)
 
     def bar(self, total: int, desc: str, unit: str = "epoch") -> Any:
         """A progress bar of ``total`` units, labelled with its phase (``None`` without

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Callable
+import logging
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -30,6 +30,8 @@ from nasflow.supernet import Supernet
 from nasflow.train import measure_step_time
 from nasflow.train.stack import Stack
 
+_LOG = logging.getLogger(__name__)
+
 
 @dataclass
 class CostEstimator(abc.ABC):
@@ -45,7 +47,6 @@ class CostEstimator(abc.ABC):
         storage: The cost model's table (see ``CandidateScorer.cost_storage``).
         remeasure: Measure the cost table again (see ``CandidateScorer.remeasure_costs``;
             the scorer folds ``$NASFLOW_REMEASURE_COSTS`` in once, at its construction).
-        log: Line logger.
         keep_stored: Take the stored cost table as it is, even one measured on a loaded
             machine (``StudySpec.deterministic``; ``CostModel.keep_loaded``).
     """
@@ -60,7 +61,6 @@ class CostEstimator(abc.ABC):
     stack: Stack | None
     storage: str | None = None
     remeasure: bool = False
-    log: Callable[[str], None] = lambda _m: None
     keep_stored: bool = False
 
     def prepare(self, study: optuna.Study, batch_size: int) -> None:  # noqa: B027
@@ -109,7 +109,7 @@ class PredictedCost(CostEstimator):
         stored = study_cost_table(study)
         wanted = self.remeasure
         if wanted and stored is not None:
-            self.log("cost table: not re-measured (a study keeps the table it started with)")
+            _LOG.debug("cost table: not re-measured (a study keeps the table it started with)")
         model = self.model(batch_size, remeasure=wanted and stored is None)
         calibration = None
         if model.calibration is not None:  # what the report draws the fit's points from
@@ -126,7 +126,7 @@ class PredictedCost(CostEstimator):
         if stored is None:
             write_record(study, record)
         for line in format_cost_table(record):
-            self.log(line)
+            _LOG.debug(line)
 
     def step(self, arch: Arch, batch_size: int, path: Arch | None = None) -> tuple[float, int]:
         model = self.model(batch_size)

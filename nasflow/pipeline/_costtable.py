@@ -6,14 +6,16 @@ user attribute ``nasflow:cost_table``; the summary and the scorer's log print it
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 
 from nasflow import settings
 from nasflow.cost import load_reasons
 from nasflow.record import CostTableRecord
 
+_LOG = logging.getLogger(__name__)
 
-def check_caches(tables_url: str | None, log: Callable[[str], None]) -> None:
+
+def check_caches(tables_url: str | None) -> None:
     """Before anything trains: the measurement caches this run writes (the shared cost
     cache, and the per-user cache file where the study's storage holds no tables,
     ``tables_url`` ``None``) must be readable and writable with this schema. One that is
@@ -28,7 +30,7 @@ def check_caches(tables_url: str | None, log: Callable[[str], None]) -> None:
     if tables_url is None:
         urls.append(resolve_url(None))
     for url in dict.fromkeys(urls):
-        check_cache(url, log)
+        check_cache(url, _LOG.info)
 
 
 def format_cost_table(record: CostTableRecord | None) -> list[str]:

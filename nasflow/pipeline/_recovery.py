@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import logging
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,8 @@ from nasflow.errors import ConfigError, NasflowError
 from nasflow.record import PER_ATTEMPT_ATTRS, STOPS_KEY
 from nasflow.storage import GRACE_PERIOD, HEARTBEAT_INTERVAL
 from nasflow.train import TrainingInterrupted
+
+_LOG = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from nasflow.pipeline._context import RunContext
@@ -74,7 +77,7 @@ def was_swept(trial: optuna.Trial) -> bool:
 
 
 @contextlib.contextmanager
-def claim_folder(folder: Path | None, log: Callable[[str], None]) -> Iterator[None]:
+def claim_folder(folder: Path | None) -> Iterator[None]:
     """Hold a trial's fine-tuning checkpoint folder while this attempt trains it: another
     attempt of the trial (a retry queued while a worker whose heartbeat came late still
     trains it) waits until this one stops, then resumes from its newest checkpoint instead
@@ -87,7 +90,7 @@ def claim_folder(folder: Path | None, log: Callable[[str], None]) -> Iterator[No
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        log(f"{folder.name}: another worker still fine-tunes it; waiting for its checkpoint")
+        _LOG.info(f"{folder.name}: another worker still fine-tunes it; waiting for its checkpoint")
         lock.acquire()
     try:
         yield
@@ -191,9 +194,7 @@ def _never_beaten_trial_ids(study: optuna.Study, grace_period: int) -> list[int]
         return [i for i in old if models.TrialHeartbeatModel.where_trial_id(i, session) is None]
 
 
-def sweep_zombies(
-    study: optuna.Study, kind: str, grace_period: int, log: Callable[[str], None]
-) -> list[int]:
+def sweep_zombies(study: optuna.Study, kind: str, grace_period: int) -> list[int]:
     """Fail trials left RUNNING by dead workers and retry each at most once.
 
     Args:
@@ -205,7 +206,6 @@ def sweep_zombies(
             Journal files keep no heartbeats: nothing is swept there.
         grace_period: Seconds of silence after which a trial's worker counts as dead (the
             storage was opened with the same, ``open_storage``).
-        log: Line logger.
 
     Returns:
         The numbers of the trials failed here.
@@ -219,19 +219,19 @@ def sweep_zombies(
     numbers = []
     for trial_id in ids:
         if _fail(study, trial_id):
-            numbers.append(_log_dead(study, trial_id, log))
+            numbers.append(_log_dead(study, trial_id))
             _retry_once(study, study._storage.get_trial(trial_id))
     if kind == "postgresql":
-        numbers += [_log_dead(study, i, log) for i in _fail_stale(study)]  # Optuna retried
+        numbers += [_log_dead(study, i) for i in _fail_stale(study)]  # Optuna retried
     return numbers
 
 
-def _log_dead(study: optuna.Study, trial_id: int, log: Callable[[str], None]) -> int:
+def _log_dead(study: optuna.Study, trial_id: int) -> int:
     """Say that a trial was failed for its dead worker; its number."""
     trial = study._storage.get_trial(trial_id)
     tries = len(trial.system_attrs.get("retry_history", [])) + 1
     again = "retrying it once" if tries <= 1 else "not retrying it again"
-    log(f"trial {trial.number} was left running by a dead worker: failed it, {again}")
+    _LOG.info(f"trial {trial.number} was left running by a dead worker: failed it, {again}")
     return trial.number
 
 

@@ -6,6 +6,7 @@ phase 2 (``_screening``), 2b (``_trust``), 2c (``_finetune``), phase 3 (``_retra
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -17,6 +18,7 @@ import optuna
 import sqlalchemy
 
 from nasflow._checks import check_int
+from nasflow._logging import lines_to
 from nasflow._regular import check_run_folders
 from nasflow.data import DataBundle, check_bundle, data_fingerprint
 from nasflow.names import objective_names
@@ -63,6 +65,8 @@ from nasflow.supernet import Supernet
 from nasflow.train import TrainingInterrupted
 from nasflow.train.stack import Stack, is_rank_zero
 
+_LOG = logging.getLogger(__name__)
+
 
 @dataclass
 class RunResult:
@@ -90,8 +94,10 @@ class StudyRunner:
             (``spec.storage``, else the storage of ``spec.study``, else
             ``OUT/NAME/study.db``, SQLite).
         out_dir: Folder holding one sub-folder per study (supernet checkpoints, reports).
-        log: Line logger.
-        progress: Show progress bars.
+        log: Where the run's lines go, each as a string (``print``: the terminal);
+            ``None``: the standard ``logging`` logger ``nasflow`` only, as the
+            application configures it (``nasflow._logging``).
+        progress: Show progress bars (then per-step detail lines are not sent to ``log``).
         device: Training device.
         stop: Set it (from a signal handler) to stop gracefully: the current training step
             finishes, a checkpoint is written, a trial in flight is queued to be resumed,
@@ -109,7 +115,7 @@ class StudyRunner:
         spec: StudySpec,
         storage: str | optuna.storages.BaseStorage | None = None,
         out_dir: os.PathLike | str = "runs",
-        log: Callable[[str], None] = print,
+        log: Callable[[str], None] | None = print,
         progress: bool = True,
         device: str = "cpu",
         stop: threading.Event | None = None,
@@ -167,6 +173,10 @@ class StudyRunner:
 
     def open_study(self, worker: bool = False) -> optuna.Study:
         """Create or load the study, refusing a mismatched one before writing anything."""
+        with lines_to(self.log, detail=not self.progress):
+            return self._open_study(worker)
+
+    def _open_study(self, worker: bool) -> optuna.Study:
         self._worker = worker
         if worker and not self.storage.multi_worker:
             raise StorageError(
@@ -224,11 +234,11 @@ class StudyRunner:
     def _check_identity(self, study: optuna.Study, directions: list[str]) -> None:
         ident, names = self._identity(), self.metric_names
         for note in check_identity(study, ident, directions, names, self.storage.safe_url):
-            self.log(note)
+            _LOG.info(note)
 
     def _sweep_zombies(self, study: optuna.Study) -> None:
         """Fail trials left RUNNING by dead workers, and retry each at most once."""
-        sweep_zombies(study, self.storage.kind, self.heartbeat[1], self.log)
+        sweep_zombies(study, self.storage.kind, self.heartbeat[1])
 
     def close(self) -> None:
         if self._lock is not None:
@@ -245,6 +255,14 @@ class StudyRunner:
     ) -> RunResult:
         """Validate, then run the phases in order (each ``run_<phase>(ctx, ...)``, see
         ``nasflow.pipeline._context``); a worker skips phase 3 and the study records."""
+        # The run's lines (the nasflow logger's) go to ``log``, per-step detail only where
+        # no progress bars stand for it.
+        with lines_to(self.log, detail=not self.progress):
+            return self._run(n_trials, timeout, retrain, worker)
+
+    def _run(
+        self, n_trials: int | None, timeout: float | None, retrain: bool, worker: bool
+    ) -> RunResult:
         spec = self.spec
         t0, c0 = time.perf_counter(), time.process_time()
         restore = use_deterministic(spec.deterministic)  # (torch's, until the run ends)
@@ -252,15 +270,14 @@ class StudyRunner:
             check_run_folders(self.out)  # (a FIFO there would hang, a link mislead)
             self._n_trials = n_trials  # (``sampler="auto"`` depends on it)
             study = self.open_study(worker=worker)
-            self.log(f"study {spec.name!r} in {self.storage.safe_url}")
-            check_caches(tables_url_of(self.storage), self.log)  # before any training
+            _LOG.info(f"study {spec.name!r} in {self.storage.safe_url}")
+            check_caches(tables_url_of(self.storage))  # before any training
             ctx = RunContext(
                 spec,
                 self.folder,
                 self.storage,
                 study,
                 self.device,
-                self.log,
                 self.progress,
                 self.stop,
                 started=t0,

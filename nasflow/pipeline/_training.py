@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict, replace
@@ -24,6 +25,8 @@ from nasflow.search import RECIPE_KEYS, StudySpec
 from nasflow.space import Arch
 from nasflow.train import TrainConfig, TrainResult, train_standalone
 from nasflow.train.stack import Stack, is_rank_zero
+
+_LOG = logging.getLogger(__name__)
 
 
 def winner_identity(
@@ -85,7 +88,6 @@ def train_winner(
             checkpoints=checkpoints,
             identity=json.dumps(identity, sort_keys=True),
             should_stop=ctx.stop.is_set,
-            log=ctx.log,
             what=desc,
         )
     finally:
@@ -130,7 +132,6 @@ def retrain_arch(
     checkpoints: Path | None = None,
     identity: str = "",
     should_stop: Callable[[], bool] | None = None,
-    log: Callable[[str], None] | None = None,
     what: str = "training",
 ) -> tuple[nn.Module, TrainConfig, TrainResult]:
     """Train ``arch`` from freshly initialised weights and score it on validation and test.
@@ -148,8 +149,8 @@ def retrain_arch(
         epochs: Train this many epochs instead of the recipe's.
         on_epoch: Called with ``(epoch, mean loss)`` after each epoch.
         checkpoints: Checkpoint the training there and resume from there (see
-            ``nasflow.train.train_standalone``, with ``identity``, ``should_stop``,
-            ``log`` and ``what``).
+            ``nasflow.train.train_standalone``, with ``identity``, ``should_stop`` and
+            ``what``; its lines go to the ``nasflow`` logger).
 
     Returns:
         ``(network, recipe, result)``; ``result.seconds`` is the measured training cost.
@@ -175,7 +176,7 @@ def retrain_arch(
         checkpoints=checkpoints,
         identity=identity,
         should_stop=should_stop,
-        log=log,
+        log=_LOG.info,
         what=what,
     )
     return net, recipe, result

@@ -39,7 +39,6 @@ def test_the_context_holds_what_every_phase_reads_and_is_frozen(tmp_path: Path) 
         "storage",
         "study",
         "device",
-        "log",
         "progress",
         "stop",
         "started",
@@ -48,7 +47,7 @@ def test_the_context_holds_what_every_phase_reads_and_is_frozen(tmp_path: Path) 
     spec = load_study_file(write_study(tmp_path))
     storage = resolve_storage(None, tmp_path / "study.db")
     ctx = RunContext(
-        spec, RunFolder(tmp_path), storage, make_study([]), "cpu", print, False, threading.Event()
+        spec, RunFolder(tmp_path), storage, make_study([]), "cpu", False, threading.Event()
     )
     with pytest.raises(dataclasses.FrozenInstanceError):
         ctx.device = "cuda"  # type: ignore[misc]

@@ -12,7 +12,7 @@ import torch
 
 from nasflow.pipeline._cost import COST_ESTIMATORS, CostEstimator
 from nasflow.pipeline._costtable import format_cost_table
-from nasflow.record import COST_TABLE_KEY
+from nasflow.record import COST_TABLE_KEY, study_cost_table
 from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.train.stack import Stack
 
@@ -59,7 +59,7 @@ def test_the_cost_model_predicts_for_the_stacks_precision(tmp_path: Path) -> Non
     assert bf16.model(8).precision == "bf16" and bf16.model(8).fingerprint.precision == "bf16"
     record = study.user_attrs[COST_TABLE_KEY]
     assert record["precision"] == "bf16" and "bf16" in record["device"]
-    assert "predicts bf16 training steps" in format_cost_table(record)[0]
+    assert "predicts bf16 training steps" in format_cost_table(study_cost_table(study))[0]
     fp32 = _estimator("model", tmp_path, None)
     fp32.prepare(optuna.create_study(), 8)
     assert fp32.model(8).precision == "fp32"

@@ -121,7 +121,6 @@ def run_finetune(
             multi_objective=len(spec.objectives) > 1,
             device=ctx.device,
             seed=spec.seed,
-            log=ctx.quiet_log,
             on_epoch=tick,
             clock=lambda: time.process_time() - ctx.started_cpu,
             should_stop=ctx.stop.is_set,

@@ -21,6 +21,7 @@ NaN or infinite is dropped (recorded as diverged) and the phase goes on."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -51,6 +52,8 @@ from nasflow.train import (
     save_checkpoint,
 )
 from nasflow.train.stack import Stack
+
+_LOG = logging.getLogger(__name__)
 
 PROGRESS_FILE = "progress.json"
 
@@ -174,7 +177,6 @@ class CandidateTrainer:
         stack: The speedup stack every epoch trains through.
         device: Where to train.
         seed: Seeds each candidate's batch order.
-        log: Line logger.
         clock: The run's CPU-seconds so far; read after every epoch into the candidate's
             ``trained_cpu_seconds``.
         should_stop: Polled after every step and every epoch; when true the candidate in
@@ -191,13 +193,12 @@ class CandidateTrainer:
         stack: Stack | None = None,
         device: torch.device | str = "cpu",
         seed: int = 0,
-        log: Callable[[str], None] | None = None,
         clock: Callable[[], float] | None = None,
         should_stop: Callable[[], bool] | None = None,
     ) -> None:
         self.supernet, self.space, self.data, self.recipe = supernet, space, data, recipe
         self.bn_batches, self.stack, self.device, self.seed = bn_batches, stack, device, seed
-        self.say = log or (lambda _msg: None)
+        self.say = _LOG.debug  # per-candidate detail
         self.clock = clock
         self.stop = should_stop or (lambda: False)
         self.val, self.test = data.batches("val"), data.batches("test")
@@ -316,7 +317,6 @@ def run_finetuning(
     multi_objective: bool = True,
     device: torch.device | str = "cpu",
     seed: int = 0,
-    log: Callable[[str], None] | None = None,
     on_epoch: Callable[[], None] | None = None,
     clock: Callable[[], float] | None = None,
     should_stop: Callable[[], bool] | None = None,
@@ -326,7 +326,7 @@ def run_finetuning(
 
     Args:
         finalists: The screened candidates to fine-tune (order breaks ties).
-        supernet, space, data, bn_batches, stack, device, seed, log, clock, should_stop:
+        supernet, space, data, bn_batches, stack, device, seed, clock, should_stop:
             As :class:`CandidateTrainer` takes them.
         recipe: The study's stand-alone recipe (batch size, weight decay, smoothing).
         config: Finalists, rungs, promotion share, learning rate.
@@ -339,10 +339,10 @@ def run_finetuning(
     Raises:
         TrainingInterrupted: ``should_stop`` asked to stop (checkpointed).
     """
-    say = log or (lambda _msg: None)
+    say = _LOG.debug
     by = " by accuracy and cross-entropy" if config.rank_by == "rank_sum" else ""
     engine = CandidateTrainer(
-        supernet, space, data, config.recipe(recipe), bn_batches, stack, device, seed, log,
+        supernet, space, data, config.recipe(recipe), bn_batches, stack, device, seed,
         clock, should_stop,
     )  # fmt: skip
     alive = [engine.candidate(f, folder) for f in finalists]

@@ -156,7 +156,7 @@ class _RungTrainer:
         tuning = finetune_settings(spec.rungs, self.top_epochs)
         self.engine = CandidateTrainer(
             supernet, spec.space, data, tuning.recipe(spec.train), spec.bn_batches, stack,
-            ctx.device, spec.seed, ctx.quiet_log,
+            ctx.device, spec.seed,
             lambda: time.process_time() - ctx.started_cpu, ctx.stop.is_set,
         )  # fmt: skip
         self.live: dict[int, _Candidate] = {}
@@ -370,7 +370,7 @@ def run_rung_schedule(
     study = rung_study(ctx.study._storage, spec.name, directions, pruner)
     if not worker:
         # Trials a killed run of this study left running: failed and queued once more.
-        sweep_zombies(study, ctx.storage.kind, heartbeat_settings()[1], ctx.log)
+        sweep_zombies(study, ctx.storage.kind, heartbeat_settings()[1])
         queue = [Candidate(r.get_arch(), r.supernet_accuracy, t.number) for t, r in ranked]
         queued = enqueue(study, queue[: p.candidates], p.top)
         steps = ", ".join(str(s) for s in p.steps)

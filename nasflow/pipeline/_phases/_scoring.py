@@ -4,6 +4,7 @@ in a benchmark table: :class:`TabularScorer`)."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import shutil
 import time
@@ -66,6 +67,8 @@ from nasflow.train import (
 )
 from nasflow.train.stack import Stack
 
+_LOG = logging.getLogger(__name__)
+
 
 class CandidateError(NasflowError, RuntimeError):
     """A candidate failed (out of memory, or an error in its network); the study goes on."""
@@ -124,7 +127,6 @@ class CandidateScorer:
             first attempt stopped; the folder is removed when the trial finishes.
         should_stop: Polled after every fine-tuning step; when true the trial finishes the
             step, checkpoints and raises ``TrialInterrupted``.
-        log: Line logger for fine-tuning progress.
         cost_storage: The cost model's table (the study's database; ``None``: the local
             cache file). Tables measured by earlier studies on this device are reused
             from the shared table (``nasflow.cost.shared_table_url``).
@@ -139,7 +141,6 @@ class CandidateScorer:
     device: torch.device | str = "cpu"
     checkpoint_dir: Path | None = None
     should_stop: Callable[[], bool] | None = None
-    log: Callable[[str], None] | None = None
     cost_storage: str | None = None
     remeasure_costs: bool = False
     #: The number of the trial last stopped on request (set by ``__call__``).
@@ -164,7 +165,6 @@ class CandidateScorer:
             self.spec.stack if isinstance(self.spec.stack, Stack) else None,
             storage=self.cost_storage,
             remeasure=self.remeasure_costs or remeasure_requested(),
-            log=self._log,
             keep_stored=self.spec.deterministic,
         )
         #: Batch sizes whose estimator set-up ran (once per study and batch size).
@@ -223,7 +223,7 @@ class CandidateScorer:
             TrialInterrupted: Fine-tuning stopped on request (checkpointed).
         """
         folder = self._folder(trial)
-        with claim_folder(folder, self._log):  # (the folder goes before it is released)
+        with claim_folder(folder):  # (the folder goes before it is released)
             return self._score_held(trial, arch, folder)
 
     def _score_held(
@@ -263,9 +263,10 @@ class CandidateScorer:
             return None
         return self.checkpoint_dir / f"trial-{original_number(trial)}"
 
-    def _log(self, msg: str) -> None:
-        if self.log is not None:
-            self.log(msg)
+    @staticmethod
+    def _log(msg: str) -> None:
+        """Per-candidate detail (fine-tuning progress)."""
+        _LOG.debug(msg)
 
     def _score(self, trial: optuna.Trial, arch: Arch, folder: Path | None) -> float | list[float]:
         spec = self.spec

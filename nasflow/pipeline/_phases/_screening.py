@@ -119,12 +119,11 @@ def run_screening(
             ctx.device,
             checkpoint_dir=ctx.folder.finetune,
             should_stop=ctx.stop.is_set,
-            log=ctx.quiet_log,
             cost_storage=ctx.tables_url,
             remeasure_costs=spec.remeasure_costs,
         )
     ran: list[int] = []  # the trials this process scores, in order
-    note = BudgetNote(spec, ctx.log)
+    note = BudgetNote(spec)
     target = spec.n_trials if n_trials is None else n_trials
     if batched(spec):
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -276,7 +275,7 @@ class BatchedScreening:
         self.ctx, self.scorer, self.target = ctx, scorer, target
         self.timeout = timeout
         self.ran = [] if ran is None else ran
-        self.note = BudgetNote(ctx.spec, ctx.log) if note is None else note
+        self.note = BudgetNote(ctx.spec) if note is None else note
         self.space = ctx.spec.space
         self.batch_size = ctx.spec.screen_batch
         study = ctx.study

@@ -23,6 +23,7 @@ Phase 2b: how far the supernet's ranking can be trusted on this space (entry poi
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -51,6 +52,8 @@ from nasflow.train import (
     train_epochs,
     train_standalone,
 )
+
+_LOG = logging.getLogger(__name__)
 
 
 def spread_over_ranking(scored: Sequence[tuple[Arch, float]], k: int) -> list[int]:
@@ -234,7 +237,6 @@ def run_trust_probe(
     probe: TrustProbe,
     seed: int = 0,
     device: torch.device | str = "cpu",
-    log: Callable[[str], None] | None = None,
     supernet: Supernet | None = None,
     bn_batches: int = 10,
     should_stop: Callable[[], bool] | None = None,
@@ -252,7 +254,6 @@ def run_trust_probe(
         probe: How much to spend, and the proxy.
         seed: Seeds the networks' initial weights and the bootstrap.
         device: Where to train.
-        log: Line logger.
         supernet: The trained supernet (the ``"finetune"`` proxy's inherited weights).
         bn_batches: Training batches re-estimating batch norm before fine-tuning.
         should_stop: Polled after every training step.
@@ -282,7 +283,7 @@ def run_trust_probe(
             "folder": kept.checkpoints(n),
             "identity": f"{kept.key} {arch.to_json()}",
             "should_stop": should_stop,
-            "log": log,
+            "log": _LOG.debug,
             "what": what,
         }
         if probe.proxy == "finetune":
@@ -300,8 +301,7 @@ def run_trust_probe(
         accs.append(acc)
         kept.accuracies[arch.to_json()] = acc
         kept.save()
-        if log is not None:
-            log(f"trust probe: {n + 1}/{len(picks)} trained, val accuracy {accs[-1]:.4f}")
+        _LOG.debug(f"trust probe: {n + 1}/{len(picks)} trained, val accuracy {accs[-1]:.4f}")
     scores = [scored[i][1] for i in picks]
     tau, raw_low, raw_high = bootstrap_tau(scores, accs, probe.bootstrap, seed)
     low, high = max(-1.0, raw_low - probe.margin), min(1.0, raw_high + probe.margin)
@@ -398,7 +398,6 @@ def run_trust(ctx: RunContext, data: DataBundle, supernet: Supernet | None) -> T
         spec.trust,
         seed=spec.seed,
         device=ctx.device,
-        log=ctx.quiet_log,
         supernet=supernet,
         bn_batches=spec.bn_batches,
         should_stop=ctx.stop.is_set,
