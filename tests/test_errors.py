@@ -177,7 +177,7 @@ def test_the_cli_reports_any_nasflow_error_in_one_line(monkeypatch, capsys) -> N
     def broken(args: object) -> int:  # a command meeting an error the CLI never listed
         raise TableError("table 'x.csv' has no column 'accuracy'")
 
-    monkeypatch.setattr(cli, "_cmd_spaces", broken)
+    monkeypatch.setitem(cli.COMMANDS, "spaces", broken)
     assert cli.main(["spaces"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["nasflow: error: table 'x.csv' has no column 'accuracy'"]

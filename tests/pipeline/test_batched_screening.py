@@ -144,6 +144,7 @@ def test_no_architecture_is_proposed_twice_a_stuck_sampler_falls_back_to_random(
     )
 
 
+@pytest.mark.slow  # ~10 CPU-s: trains a supernet, then screens
 def test_re_asking_stops_while_it_never_pays_and_is_probed_now_and_then(tmp_path) -> None:
     logs: list[str] = []
     sampler = Stuck()
@@ -331,6 +332,7 @@ def test_workers_on_postgresql_share_one_batched_screening(
         optuna.delete_study(study_name=unique_name, storage=postgres_url)
 
 
+@pytest.mark.slow  # ~10 CPU-s: trains a supernet, then screens
 def test_a_storage_failing_mid_batch_is_retried_or_reported_never_half_written(
     tmp_path, monkeypatch
 ) -> None:

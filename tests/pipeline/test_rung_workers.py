@@ -66,8 +66,8 @@ def test_a_worker_takes_rung_trials_and_none_is_trained_twice(
         assert record is not None and record.steps[1].reached == 6
         assert study_kept(study) is not None
         assert record.line() in outputs[0] and "rungs (keep" not in outputs[1]
-        # One `next:` command, the deciding process's; the worker says who decides.
-        assert "next: `nasflow report" in outputs[0] and "next:" not in outputs[1]
+        # One export command, the deciding process's; the worker says who decides.
+        assert "nasflow export" in outputs[0] and "nasflow export" not in outputs[1]
         assert "worker done: the kept model is decided by the study's own process" in outputs[1]
     finally:
         for name in (unique_name, unique_name + SUFFIX):

@@ -292,6 +292,22 @@ def _table_lines(result: RunResult, spec: StudySpec) -> list[str]:
     return lines
 
 
+def wrap(text: str, width: int = 160) -> str:
+    """A long summary line as lines of at most about ``width`` characters, broken after
+    its ``"; "`` clauses (never inside one: commands and figures stay whole), each
+    continuation indented by two spaces."""
+    parts = text.split("; ")
+    lines, current = [], parts[0]
+    for part in parts[1:]:
+        if len(current) + 2 + len(part) > width:
+            lines.append(current + ";")
+            current = "  " + part
+        else:
+            current += "; " + part
+    lines.append(current)
+    return "\n".join(lines)
+
+
 def regime_line(result: RunResult, decision: KeptDecision) -> str | None:
     """What one stand-alone training of the recipe cost here, what the supernet and the
     screening cost in such trainings (``k``), and what random search buys with that
@@ -310,9 +326,9 @@ def regime_line(result: RunResult, decision: KeptDecision) -> str | None:
     return (
         f"regime: one stand-alone training of the recipe took {single:.0f}s here (median of "
         f"{len(measured)} measured in this run); the supernet and the screening took "
-        f"{one_shot:.0f}s, as much as {k:.1f} of them. With that budget random search keeps "
+        f"{one_shot:.0f}s, as much as {k:.1f} of them; random search with that budget keeps "
         f"the best of {math.floor(k)} random architectures, which beats {bar:.0%} of them in "
-        "expectation: the one-shot part pays for itself here where the kept model beats more"
+        "expectation; the one-shot part pays for itself here where the kept model beats more"
     )
 
 
@@ -403,10 +419,10 @@ def _outcome_lines(result: RunResult, spec: StudySpec, export_as: str) -> list[s
     if trained and result.winners:
         lines.append(anchors_verdict(spec.name, kept_val, what, trained, samples))
     if kept is not None:
-        lines.append(ranking_line(spec, decision))
+        lines.append(wrap(ranking_line(spec, decision)))
     regime = regime_line(result, decision)
     if regime:
-        lines.append(regime)
+        lines.append(wrap(regime))
     if result.winners and spec.baseline:
         lines.append(baseline_line(result.winners[0].test_accuracy, spec.baseline))
         if kept is not None and kept.kind == "fine-tuned" and kept.test_accuracy is not None:
@@ -460,7 +476,7 @@ def _record_lines(
         lines.extend(format_multipliers(multipliers))
     reproducibility = study_reproducibility(study)
     if reproducibility is not None:
-        lines.append(reproducibility_line(reproducibility))
+        lines.append(wrap(reproducibility_line(reproducibility)))
     lines.append(f"trials run by this process: {trial_numbers(result.ran_trials)}")
     lines.append(f"study: {result.storage.safe_url}")
     lines.append(f"supernet checkpoints: {result.out_dir / 'supernet'}")
