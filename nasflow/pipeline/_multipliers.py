@@ -10,11 +10,11 @@ architectures stand-alone (the retrained winners, the fine-tuned ready models' t
 epochs scaled to the recipe's epochs; :func:`measured_trainings`), whose measured time
 the cost model only spreads over the distinct candidates by their predicted-cost ratio;
 else an estimate from the cost model's predicted training costs. The gate figure is an
-estimate from predicted costs, and early stopping's is an estimate from epoch counts.
-A candidate scored twice (``duplicate_of``) is counted once.
-Each part says which it is (``"label"``: ``"MEASURED"``, ``"ESTIMATE"`` or ``"n/a"``) and
-what it comes from. The compounded product assumes the techniques are independent; it is
-shown next to the measured wall time of the search, never instead of it."""
+estimate from predicted costs, and early stopping's is an estimate from epoch counts. A
+candidate scored twice (``duplicate_of``) is counted once. Each part says which it is
+(``"label"``: ``"MEASURED"``, ``"ESTIMATE"`` or ``"n/a"``) and what it comes from. The
+compounded product assumes the techniques are independent; it is shown next to the
+measured wall time of the search, never instead of it."""
 
 from __future__ import annotations
 
@@ -121,9 +121,8 @@ def measured_trainings(
             mean scaled to ``recipe_epochs``. A trial also retrained counts once, by its
             retraining.
 
-    Returns:
-        ``{"trial", "seconds", "predicted", "source"}`` per measured training with a
-        positive prediction, ``source`` ``"retrained"`` or ``"fine-tuned epochs"``.
+    Returns ``{"trial", "seconds", "predicted", "source"}`` per measured training with a
+    positive prediction, ``source`` ``"retrained"`` or ``"fine-tuned epochs"``.
     """
     predicted = {}
     for t in trials:
@@ -186,8 +185,7 @@ def search_multipliers(
             over them by predicted-cost ratio), against the measured supernet + search
             time; it takes precedence over ``measured_standalone``.
         finetuned: The fine-tuning phase's record. Where the candidates themselves were not
-            fine-tuned
-            (``finetune_epochs`` 0), its measured early stopping is the early-stopping
+            fine-tuned (``finetune_epochs`` 0), its measured early stopping is the early-stopping
             multiplier: every finalist trained to the last rung, each untrained epoch at
             the candidate's own measured epoch time, over the seconds measured. MEASURED.
 
@@ -210,6 +208,68 @@ def search_multipliers(
     evaluated = [t for t in finished if records[id(t)].skipped is None]
     predicted = sum(records[id(t)].train_cost or 0.0 for t in evaluated)
     actual = float(seconds.get("supernet", 0.0)) + float(seconds.get("search", 0.0))
+    one_shot, without = _one_shot_part(
+        len(evaluated), predicted, actual, measured_standalone, measured_runs
+    )
+    trained = sum(records[id(t)].epochs_trained or 0 for t in evaluated)
+    early = _early_part(finetune_epochs, len(evaluated), trained, finetuned)
+    skipped_cost = sum(records[id(t)].train_cost or 0.0 for t in skipped)
+    gate = _gate_part(len(evaluated), len(skipped), predicted, skipped_cost)
+    stack = _stack_part(stack_record)
+    ddp = {
+        "multiplier": None,
+        "label": "n/a",
+        "ranks": 1,
+        "note": "one process: no data-parallel training ran",
+    }
+    parts = dict(one_shot=one_shot, early_stopping=early, gate=gate, stack=stack, ddp=ddp)
+    return MultipliersRecord.from_dict(_with_totals(parts, seconds, actual, without))
+
+
+def _with_totals(
+    parts: dict[str, dict[str, Any]],
+    seconds: Mapping[str, float],
+    actual: float,
+    without: float | None,
+) -> dict[str, Any]:
+    """The record: ``parts``, their product and the run's measured wall time."""
+    used = [name for name, p in parts.items() if p["multiplier"] is not None]
+    product = math.prod(parts[name]["multiplier"] for name in used) if used else None
+    measured_parts = [name for name in used if parts[name]["label"] == "MEASURED"]
+    record = {
+        **parts,
+        "compounded": {
+            "multiplier": product,
+            "of": used,
+            "measured": measured_parts,
+            "estimate": True,
+            "label": "ESTIMATE" if product is not None else "n/a",
+        },
+        "end_to_end": {
+            "seconds": float(seconds.get("total", actual)),
+            "search_seconds": actual,
+            # What training the same candidates stand-alone would have taken (from the
+            # measured sample), when the study has baseline tables.
+            "without_nasflow_seconds": without,
+            "multiplier": None,
+            "label": "MEASURED",
+            "note": "measured wall time of this run; no baseline search ran, so the "
+            "end-to-end multiplier is not measured",
+        },
+    }
+    return record
+
+
+def _one_shot_part(
+    distinct: int,
+    predicted: float,
+    actual: float,
+    measured_standalone: Sequence[float] | None,
+    measured_runs: Sequence[Mapping[str, Any]] | None,
+) -> tuple[dict[str, Any], float | None]:
+    """The one-shot part of :func:`search_multipliers` (``distinct`` candidates, predicted
+    to cost ``predicted`` s, against ``actual`` s), and their measured stand-alone cost."""
+    evaluated = distinct > 0
     one_shot_m = _ratio(predicted, actual) if evaluated else None
     one_shot: dict[str, Any] = {
         "multiplier": one_shot_m,
@@ -217,11 +277,9 @@ def search_multipliers(
         "estimate": True,
         "estimated_standalone_seconds": predicted,
         "actual_seconds": actual,
-        "candidates": len(evaluated),
+        "candidates": distinct,
         "note": f"estimated from {_ONE_SHOT_SOURCE}, vs the measured supernet + search time",
     }
-    # Candidates scored once each: a duplicate (``duplicate_of``) reused an earlier score.
-    distinct = len(evaluated)
     without = None
     runs = [r for r in measured_runs or () if r["predicted"] > 0 and r["seconds"] > 0]
     if measured_standalone and evaluated and not (runs and evaluated):
@@ -278,8 +336,14 @@ def search_multipliers(
                 f"{predicted:.0f}s) vs the measured supernet + search time",
             }
         )
-    planned = finetune_epochs * len(evaluated)
-    trained = sum(records[id(t)].epochs_trained or 0 for t in evaluated)
+    return one_shot, without
+
+
+def _early_part(
+    finetune_epochs: int, evaluated: int, trained: int, finetuned: FineTuneResult | None
+) -> dict[str, Any]:
+    """The early-stopping part: epochs counted, or the fine-tuning phase's measurement."""
+    planned = finetune_epochs * evaluated
     early_m = _ratio(planned, trained) if planned else None
     early = {
         "multiplier": early_m,
@@ -289,7 +353,7 @@ def search_multipliers(
         "epochs_without_pruning": planned,
         "note": (
             f"estimated from epoch counts: {finetune_epochs} fine-tuning epochs x "
-            f"{len(evaluated)} distinct evaluated candidates without pruning vs the {trained} "
+            f"{evaluated} distinct evaluated candidates without pruning vs the {trained} "
             "epochs "
             "trained (counted), assuming every epoch costs the same"
             if planned
@@ -314,56 +378,24 @@ def search_multipliers(
             f"{spent:.1f}s; every finalist to the last rung would have taken {full:.1f}s "
             "(each epoch not trained at that candidate's own measured epoch time)",
         }
-    skipped_cost = sum(records[id(t)].train_cost or 0.0 for t in skipped)
+    return early
+
+
+def _gate_part(
+    evaluated: int, skipped: int, predicted: float, skipped_cost: float
+) -> dict[str, Any]:
+    """The cost-model gate's part: all candidates' predicted cost over the evaluated ones'."""
     gate_m = _ratio(predicted + skipped_cost, predicted) if evaluated else None
     gate = {
         "multiplier": gate_m,
         "label": "ESTIMATE" if gate_m is not None else "n/a",
         "estimate": True,
-        "skipped": len(skipped),
+        "skipped": skipped,
         "skipped_predicted_seconds": skipped_cost,
         "note": "estimated from the predicted stand-alone cost (cost model) of all "
         "candidates / of the evaluated ones",
     }
-    stack = _stack_part(stack_record)
-    ddp = {
-        "multiplier": None,
-        "label": "n/a",
-        "ranks": 1,
-        "note": "one process: no data-parallel training ran",
-    }
-    parts = {
-        "one_shot": one_shot,
-        "early_stopping": early,
-        "gate": gate,
-        "stack": stack,
-        "ddp": ddp,
-    }
-    used = [name for name, p in parts.items() if p["multiplier"] is not None]
-    product = math.prod(parts[name]["multiplier"] for name in used) if used else None
-    measured_parts = [name for name in used if parts[name]["label"] == "MEASURED"]
-    record = {
-        **parts,
-        "compounded": {
-            "multiplier": product,
-            "of": used,
-            "measured": measured_parts,
-            "estimate": True,
-            "label": "ESTIMATE" if product is not None else "n/a",
-        },
-        "end_to_end": {
-            "seconds": float(seconds.get("total", actual)),
-            "search_seconds": actual,
-            # What training the same candidates stand-alone would have taken (from the
-            # measured sample), when the study has baseline tables.
-            "without_nasflow_seconds": without,
-            "multiplier": None,
-            "label": "MEASURED",
-            "note": "measured wall time of this run; no baseline search ran, so the "
-            "end-to-end multiplier is not measured",
-        },
-    }
-    return MultipliersRecord.from_dict(record)
+    return gate
 
 
 #: How the summary and the report name each part of the record.
