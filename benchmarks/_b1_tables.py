@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +102,29 @@ def resampled_random(path: Path, threshold: float, orderings: int, seed: int) ->
     return out
 
 
+def replay_curve(
+    study: optuna.Study,
+    trial: optuna.Trial,
+    curve: Sequence[float],
+    costs: Sequence[float],
+    epochs: int,
+    spent: float,
+) -> tuple[float, bool]:
+    """Replay one table architecture's training as ``trial``: each epoch's CPU-seconds
+    added to ``spent`` and its validation accuracy reported until the study's pruner
+    stops it (told PRUNED) or the last epoch (told COMPLETE with it); the CPU-seconds
+    spent then, and whether it was pruned."""
+    for e in range(1, epochs + 1):
+        spent += costs[e - 1]
+        if e < epochs:
+            trial.report(curve[e - 1], e)
+            if trial.should_prune():
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                return spent, True
+    study.tell(trial, curve[-1])
+    return spent, False
+
+
 def replay(
     gt: GroundTruth, threshold: float, method: str, seed: int, budget: float
 ) -> tuple[float | None, int, list[dict]]:
@@ -151,18 +175,8 @@ def replay(
         trial = study.ask()
         started += 1
         curve, costs = gt.val_curves[which[i]][i], gt.cpu_curves[which[i]][i]
-        pruned = False
-        for e in range(1, epochs + 1):
-            spent += costs[e - 1]
-            if e < epochs:
-                trial.report(curve[e - 1], e)
-                if trial.should_prune():
-                    pruned = True
-                    break
-        if pruned:
-            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        else:
-            study.tell(trial, curve[-1])
+        spent, pruned = replay_curve(study, trial, curve, costs, epochs, spent)
+        if not pruned:
             finish(i)
         if success is not None or spent >= budget:
             break

@@ -107,7 +107,7 @@ import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _b1_tables import GroundTruth, replay
+from _b1_tables import GroundTruth, replay, replay_curve
 from _paired_stats import GroundTable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -292,18 +292,8 @@ def replay_tpe_hb(gt: GroundTruth, seed: int) -> list[Event]:
         untried[i] = False
         t = which[i]
         curve, costs = gt.val_curves[t][i], gt.cpu_curves[t][i]
-        pruned = False
-        for e in range(1, epochs + 1):
-            spent += costs[e - 1]
-            if e < epochs:
-                trial.report(curve[e - 1], e)
-                if trial.should_prune():
-                    pruned = True
-                    break
-        if pruned:
-            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        else:
-            study.tell(trial, curve[-1])
+        spent, pruned = replay_curve(study, trial, curve, costs, epochs, spent)
+        if not pruned:
             events.append(Event(spent, float(gt.val[t, i]), float(gt.test[t, i])))
     return events
 
