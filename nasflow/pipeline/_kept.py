@@ -109,33 +109,33 @@ def decide_kept(
                 top.trial, "fine-tuned", top.val_accuracy, math.nan, top.test_accuracy,
                 top.epochs, 0.0,
             )  # fmt: skip
-            return _with_anchor(search, trained, samples)
+            what = "choice (fine-tuned, the full recipe)"
+            return _or_anchor(search, trained, search.val_accuracy, what, top.trial, samples)
     if not winners:
         return KeptDecision(search, trained, 0.0, "", None, None, "retrained", samples)
     if search is not None:
         val, what = search.val_accuracy, f"choice ({search.kind})"
     else:
         val, what = winners[0].val_accuracy, "choice (retrained)"
-    anchor = None
-    if trained:
-        best, margin = kept_anchor(val, trained, samples)
-        anchor = best if (best.val_accuracy or 0.0) - val > margin else None
-    if anchor is not None:
-        return KeptDecision(search, trained, val, what, anchor, anchor.trial, "retrained", samples)
-    weights = search.kind if search is not None else "retrained"
-    return KeptDecision(search, trained, val, what, None, winners[0].number, weights, samples)
+    return _or_anchor(search, trained, val, what, winners[0].number, samples)
 
 
-def _with_anchor(
-    search: KeptWeights, trained: list[AnchorEntry], samples: int | None
+def _or_anchor(
+    search: KeptWeights | None,
+    trained: list[AnchorEntry],
+    val: float,
+    what: str,
+    trial: int,
+    samples: int | None,
 ) -> KeptDecision:
-    """The search's ready model, unless an anchor validates above it by the margin."""
-    val, what = search.val_accuracy, "choice (fine-tuned, the full recipe)"
+    """The search's choice (trial ``trial``, validating ``val``), unless the best
+    zero-cost anchor validates above it by more than the margin (:func:`kept_anchor`)."""
     if trained:
         best, margin = kept_anchor(val, trained, samples)
         if (best.val_accuracy or 0.0) - val > margin:
             return KeptDecision(search, trained, val, what, best, best.trial, "retrained", samples)
-    return KeptDecision(search, trained, val, what, None, search.trial, "fine-tuned", samples)
+    weights = search.kind if search is not None else "retrained"
+    return KeptDecision(search, trained, val, what, None, trial, weights, samples)
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,8 @@ class RungsRecord:
         for s in self.steps:
             tau = "" if s.tau is None else f" (tau {s.tau:+.2f} [{s.low:+.2f}, {s.high:+.2f}])"
             parts.append(f"{s.reached} {s.what}{tau}")
-        return f"rungs (keep 1/{self.reduction}): " + " -> ".join(parts)
+        head = f"rungs (validation accuracy at each; keep 1/{self.reduction}): "
+        return head + " -> ".join(parts)
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ def test_a_worker_takes_rung_trials_and_none_is_trained_twice(
         record = study_rungs(study)
         assert record is not None and record.steps[1].reached == 6
         assert study_kept(study) is not None
-        assert record.line() in outputs[0] and "rungs (keep" not in outputs[1]
+        assert record.line() in outputs[0] and "rungs (validation" not in outputs[1]
         # One export command, the deciding process's; the worker says who decides.
         assert "nasflow export" in outputs[0] and "nasflow export" not in outputs[1]
         assert "worker done: the kept model is decided by the study's own process" in outputs[1]

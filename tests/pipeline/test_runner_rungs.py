@@ -75,7 +75,9 @@ def test_candidates_climb_the_rungs_in_ranking_order_and_the_top_is_kept(tmp_pat
     assert "rungs" in result.seconds and "finetune" not in result.seconds
     table = summary_table(result, spec).splitlines()
     assert any(line.startswith("kept model") for line in table)
-    assert record.line() in table and record.line().startswith("rungs (keep 1/2): 4 screening")
+    assert record.line() in table and record.line().startswith(
+        "rungs (validation accuracy at each; keep 1/2): 4 screening"
+    )
     # The study has no trust probe: the report's headline reads the trust from the rungs.
     from nasflow.pipeline._result._headline import headline
 
