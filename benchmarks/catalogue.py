@@ -13,6 +13,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "ranking": ("B2", "supernet ranking (Kendall tau): fair vs uniform sampling"),
     "stack": ("B3", "speedup-stack layers alone and stacked, trainer overhead"),
     "scaling": ("B4", "storage overhead per trial, SQLite vs PostgreSQL workers"),
+    "workers": ("", "the study run by two one-thread processes against one, on PostgreSQL"),
     "generalisation": ("B5", "supernet ranking, fine-tuning and the trust probe on the suite"),
     "suite_runs": ("B6", "the study end to end on the suite: kept model against the table"),
     "largest": ("B7", "the trivial baseline: the space's largest architecture, trained"),

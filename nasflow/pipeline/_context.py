@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import optuna
 
+from nasflow.pipeline._tasks import LocalTasks, Tasks
 from nasflow.record import RunFolder
 from nasflow.space import Arch
 from nasflow.storage import StorageSpec
@@ -67,6 +68,9 @@ class RunContext:
             into the run" counts from).
         started_cpu: ``time.process_time()`` then (the process's CPU-seconds, all its
             threads).
+        tasks: Where the trainings after screening run: in this process in order
+            (:class:`~nasflow.pipeline._tasks.LocalTasks`), or queued for every process of
+            the study (:class:`~nasflow.pipeline._tasks.SharedTasks`, on a shared storage).
     """
 
     spec: StudySpec
@@ -78,6 +82,7 @@ class RunContext:
     stop: threading.Event
     started: float = field(default_factory=time.perf_counter)
     started_cpu: float = field(default_factory=time.process_time)
+    tasks: Tasks = field(default_factory=LocalTasks)
 
     @property
     def out(self) -> Path:

@@ -6,6 +6,7 @@ phase 2 (``_screening``), 2b (``_trust``), 2c (``_finetune``), phase 3 (``_retra
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -29,14 +30,20 @@ from nasflow.pipeline._identity import scoring_record
 from nasflow.pipeline._kept import KeptDecision, decide_kept
 from nasflow.pipeline._multipliers import measured_trainings, search_multipliers
 from nasflow.pipeline._phases._anchors import run_anchors
-from nasflow.pipeline._phases._finetune import run_finetune
-from nasflow.pipeline._phases._retrain import pareto_trials, run_winners
+from nasflow.pipeline._phases._finetune import (
+    FINETUNE,
+    finetune_engine,
+    finetune_handler,
+    run_finetune,
+)
+from nasflow.pipeline._phases._retrain import RETRAIN, pareto_trials, retrain_handler, run_winners
 from nasflow.pipeline._phases._rungs import run_rung_schedule
 from nasflow.pipeline._phases._screening import run_screening
 from nasflow.pipeline._phases._supernet import resolve_stack, run_supernet
-from nasflow.pipeline._phases._trust import run_trust
+from nasflow.pipeline._phases._trust import TRUST, run_trust, trust_handler
 from nasflow.pipeline._recovery import heartbeat_settings, sweep_zombies
 from nasflow.pipeline._reproducibility import reproducibility_record, use_deterministic
+from nasflow.pipeline._tasks import LocalTasks, SharedTasks, Tasks
 from nasflow.record import (
     RunFolder,
     StudyMismatchError,
@@ -52,6 +59,7 @@ from nasflow.record import (
     write_seconds,
 )
 from nasflow.search import StudySpec, sampler_seed, study_pruner, study_sampler
+from nasflow.settings import world_size
 from nasflow.storage import (
     SQLiteLock,
     StorageError,
@@ -66,6 +74,9 @@ from nasflow.train import TrainingInterrupted
 from nasflow.train.stack import Stack, is_rank_zero
 
 _LOG = logging.getLogger(__name__)
+
+#: What a storage that failed raises (a full disk among them).
+STORAGE_ERRORS = (optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError)
 
 
 @dataclass
@@ -83,6 +94,9 @@ class RunResult:
     #: Which model the run keeps and why (decided once, when the run finished; ``None``:
     #: not decided here, as on a DDP rank other than 0).
     kept: KeptDecision | None = None
+    #: The trainings after screening this process ran for the study, by kind (a shared
+    #: storage's; empty where one process trains them all).
+    trainings: dict[str, int] = field(default_factory=dict)
 
 
 class StudyRunner:
@@ -231,6 +245,18 @@ class StudyRunner:
         study.pruner = study_pruner(self.spec)[0]
         return study
 
+    def _tasks(self, study: optuna.Study, worker: bool) -> Tasks:
+        """Where the trainings after screening run: queued for every process of the study
+        on a storage several share (one model trained by one process; a data-parallel
+        run's ranks train each together, so they keep theirs in order), else here."""
+        shared = self.storage.multi_worker and self.spec.table is None and world_size() == 1
+        if not shared:
+            return LocalTasks()
+        tasks = SharedTasks(study, self.out, self.stop.is_set)
+        if not worker:
+            tasks.start()
+        return tasks
+
     def _check_identity(self, study: optuna.Study, directions: list[str]) -> None:
         ident, names = self._identity(), self.metric_names
         for note in check_identity(study, ident, directions, names, self.storage.safe_url):
@@ -272,6 +298,7 @@ class StudyRunner:
             study = self.open_study(worker=worker)
             _LOG.info(f"study {spec.name!r} in {self.storage.safe_url}")
             check_caches(tables_url_of(self.storage))  # before any training
+            tasks = self._tasks(study, worker)
             ctx = RunContext(
                 spec,
                 self.folder,
@@ -282,8 +309,15 @@ class StudyRunner:
                 self.stop,
                 started=t0,
                 started_cpu=c0,
+                tasks=tasks,
             )
-            seconds, winners = self._run_phases(ctx, n_trials, timeout, retrain, worker)
+            try:
+                seconds, winners = self._run_phases(ctx, n_trials, timeout, retrain, worker)
+            finally:
+                if isinstance(tasks, SharedTasks) and not worker:
+                    # Decided, stopped or failed: the workers waiting for trainings go home.
+                    with contextlib.suppress(*STORAGE_ERRORS):
+                        tasks.close()
             seconds["total"] = time.perf_counter() - t0
             kept = None
             if is_rank_zero():  # which model is kept: decided once, here
@@ -304,8 +338,9 @@ class StudyRunner:
                 list(self.ran_trials),
                 spec,
                 kept,
+                dict(tasks.done) if isinstance(tasks, SharedTasks) else {},
             )
-        except (optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError) as e:
+        except STORAGE_ERRORS as e:
             failed = storage_failure(e, self.storage)  # a full disk: one line naming it
             if failed is None:
                 raise
@@ -353,9 +388,13 @@ class StudyRunner:
             # worker, in place of the fine-tuning phase and phase 3.
             rungs = run_rung_schedule(ctx, data, supernet, self.stack, worker, retrain)
             seconds["rungs"] = rungs.seconds
-            if not worker and spec.trust is not None and is_rank_zero():
+            if worker:
+                seconds["shared"] = self._serve(ctx, data, supernet, retrain)
+            elif spec.trust is not None and is_rank_zero():
                 seconds["trust"] = run_trust(ctx, data, supernet).seconds
             return seconds, list(rungs.winners)
+        if worker and data is not None:
+            seconds["shared"] = self._serve(ctx, data, supernet, retrain)
         if data is not None and not worker and is_rank_zero():
             if spec.trust is not None:
                 seconds["trust"] = run_trust(ctx, data, supernet).seconds
@@ -366,6 +405,26 @@ class StudyRunner:
             phase3 = run_winners(ctx, data, self.stack, finetuned)
             winners, seconds["retrain"] = list(phase3.winners), phase3.seconds
         return seconds, winners
+
+    def _serve(
+        self, ctx: RunContext, data: DataBundle, supernet: Supernet | None, retrain: bool
+    ) -> float:
+        """A worker after screening: take the trainings the study's process queues (trust
+        probe, fine-tuning, retrains) until it has decided; the seconds it served."""
+        t0 = time.perf_counter()
+        if not isinstance(ctx.tasks, SharedTasks):
+            return 0.0
+        spec, handlers = ctx.spec, {}
+        if spec.trust is not None:
+            handlers[TRUST] = trust_handler(ctx, data, supernet)
+        if spec.finetuning is not None and supernet is not None:
+            engine = finetune_engine(ctx, data, supernet, self.stack)
+            handlers[FINETUNE] = finetune_handler(engine, ctx.folder.ready)
+        if retrain:
+            handlers[RETRAIN] = retrain_handler(ctx, data, self.stack)
+        n = ctx.tasks.serve(handlers)
+        _LOG.info(f"worker: {n} trainings after screening run here")
+        return time.perf_counter() - t0
 
     def _record(
         self,

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial
@@ -12,8 +14,15 @@ from scipy.stats import rankdata
 
 from nasflow.data import DataBundle
 from nasflow.pipeline._context import FineTunePhaseResult, RunContext
-from nasflow.pipeline._phases._ready import Finalist, run_finetuning, summary_line
-from nasflow.record import DUPLICATE_KEY, TrialRecord, write_record
+from nasflow.pipeline._phases._ready import (
+    CandidateTrainer,
+    Finalist,
+    _Candidate,
+    run_finetuning,
+    summary_line,
+)
+from nasflow.pipeline._tasks import Handler, Task, process_name
+from nasflow.record import DUPLICATE_KEY, FineTuned, TrialRecord, write_record
 from nasflow.space import Arch
 from nasflow.supernet import Supernet
 from nasflow.train.stack import Stack
@@ -83,6 +92,71 @@ def predicted_costs(study: optuna.Study, finalists: Sequence[Finalist]) -> dict[
     return out
 
 
+#: The fine-tuning phase's task: one candidate fine-tuned to a rung's epochs.
+FINETUNE = "finetune"
+
+
+def finetune_engine(
+    ctx: RunContext, data: DataBundle, supernet: Supernet, stack: Stack | None
+) -> CandidateTrainer:
+    """The fine-tuning engine of the study's recipe (the same in every process)."""
+    spec = ctx.spec
+    assert spec.finetuning is not None
+    return CandidateTrainer(
+        supernet,
+        spec.space,
+        data,
+        spec.finetuning.recipe(spec.train),
+        spec.bn_batches,
+        stack,
+        ctx.device,
+        spec.seed,
+        clock=lambda: time.process_time() - ctx.started_cpu,
+        should_stop=ctx.stop.is_set,
+    )
+
+
+def finetune_args(f: Finalist, epochs: int) -> dict[str, Any]:
+    """A fine-tuning task's arguments: finalist ``f`` to ``epochs`` epochs."""
+    return {
+        "trial": f.trial,
+        "arch": f.arch.to_json(),
+        "supernet_accuracy": f.supernet_accuracy,
+        "protected": f.protected,
+        "epochs": epochs,
+    }
+
+
+def finetune_handler(
+    engine: CandidateTrainer,
+    folder: Path,
+    own: Mapping[int, _Candidate] | None = None,
+    on_epoch: Callable[[], None] | None = None,
+) -> Handler:
+    """The fine-tuning task: a candidate trained to the rung's epochs, from the trainer in
+    memory (``own``: the study's process's candidates) or from its checkpoint in
+    ``folder`` (a worker's, or a candidate a worker trained last); its record after."""
+
+    def finetune(args: Mapping[str, Any]) -> dict[str, Any]:
+        trial = int(args["trial"])
+        c = (own or {}).get(trial)
+        if c is None:
+            f = Finalist(
+                trial,
+                Arch.from_json(args["arch"]),
+                float(args["supernet_accuracy"]),
+                bool(args["protected"]),
+            )
+            c = engine.candidate(f, folder)
+        engine.train_to(c, int(args["epochs"]), on_epoch)
+        record = c.record.to_dict()
+        if own is None or trial not in own:
+            c.trainer = None  # (the weights are in the checkpoint)
+        return {"record": record}
+
+    return finetune
+
+
 def run_finetune(
     ctx: RunContext, data: DataBundle, supernet: Supernet, stack: Stack | None
 ) -> FineTunePhaseResult:
@@ -107,6 +181,16 @@ def run_finetune(
             bar.n = done[0]
             bar.refresh()
 
+    def train_rung(engine: CandidateTrainer, alive: Sequence[_Candidate], epochs: int) -> None:
+        """The rung's candidates as tasks: here in turn, or shared with the workers."""
+        own = {c.record.trial: c for c in alive}
+        tasks = [Task(FINETUNE, finetune_args(c.finalist, epochs)) for c in alive]
+        handler = finetune_handler(engine, ctx.folder.ready, own, tick)
+        me = process_name()
+        for c, r in zip(alive, ctx.tasks.run(tasks, {FINETUNE: handler}), strict=True):
+            if r["by"] != me:  # (trained by a worker: its record and checkpoint are newer)
+                c.record, c.trainer = FineTuned.from_dict(r["record"]), None
+
     try:
         result = run_finetuning(
             finalists,
@@ -117,14 +201,10 @@ def run_finetune(
             spec.finetuning,
             spec.bn_batches,
             ctx.folder.ready,
-            stack=stack,
             multi_objective=len(spec.objectives) > 1,
-            device=ctx.device,
-            seed=spec.seed,
-            on_epoch=tick,
-            clock=lambda: time.process_time() - ctx.started_cpu,
-            should_stop=ctx.stop.is_set,
             costs=predicted_costs(study, finalists) if spec.deterministic else None,
+            engine=finetune_engine(ctx, data, supernet, stack),
+            train_rung=train_rung,
         )
     finally:
         ctx.close_bar(bar)

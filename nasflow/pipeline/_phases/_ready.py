@@ -304,6 +304,11 @@ class CandidateTrainer:
         return c.record
 
 
+#: Trains a rung's candidates to its epochs (``engine``, ``candidates``, ``epochs``),
+#: leaving each candidate's record as trained.
+RungTraining = Callable[["CandidateTrainer", Sequence[_Candidate], int], None]
+
+
 def run_finetuning(
     finalists: Sequence[Finalist],
     supernet: Supernet,
@@ -321,6 +326,8 @@ def run_finetuning(
     clock: Callable[[], float] | None = None,
     should_stop: Callable[[], bool] | None = None,
     costs: Mapping[int, float] | None = None,
+    engine: CandidateTrainer | None = None,
+    train_rung: RungTraining | None = None,
 ) -> FineTuneResult:
     """Fine-tune ``finalists`` from their inherited weights under successive halving.
 
@@ -335,21 +342,28 @@ def run_finetuning(
         on_epoch: Called after every epoch trained (progress bars).
         costs: Trial -> a cost fixed before training (the predicted training seconds),
             promoting by it instead of the measured epoch time (see :func:`promote`).
+        engine: The fine-tuning engine (``None``: one built from the arguments above).
+        train_rung: Trains a rung's candidates to its epochs (``None``: each in turn,
+            here; the study's pipeline shares them with its workers).
 
     Raises:
         TrainingInterrupted: ``should_stop`` asked to stop (checkpointed).
     """
     say = _LOG.debug
     by = " by accuracy and cross-entropy" if config.rank_by == "rank_sum" else ""
-    engine = CandidateTrainer(
-        supernet, space, data, config.recipe(recipe), bn_batches, stack, device, seed,
-        clock, should_stop,
-    )  # fmt: skip
+    if engine is None:
+        engine = CandidateTrainer(
+            supernet, space, data, config.recipe(recipe), bn_batches, stack, device, seed,
+            clock, should_stop,
+        )  # fmt: skip
     alive = [engine.candidate(f, folder) for f in finalists]
     every = list(alive)
     for r, epochs in enumerate(config.rungs):
-        for c in alive:
-            engine.train_to(c, epochs, on_epoch)
+        if train_rung is not None:
+            train_rung(engine, alive, epochs)
+        else:
+            for c in alive:
+                engine.train_to(c, epochs, on_epoch)
         survivors = [c for c in alive if c.record.status != "diverged" and c.record.val_curve]
         if r + 1 < len(config.rungs):
             halved = [c.record for c in survivors if not c.finalist.protected]

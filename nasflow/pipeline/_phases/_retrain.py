@@ -4,6 +4,7 @@ measure their training cost (entry point :func:`run_winners`)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import optuna
 
 from nasflow.data import DataBundle
 from nasflow.pipeline._context import RunContext, Winner, WinnersPhaseResult
+from nasflow.pipeline._tasks import Handler, Task
 from nasflow.pipeline._training import train_winner, winner_identity
 from nasflow.pipeline._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.pipeline._winners import find_winner
@@ -23,6 +25,9 @@ from nasflow.record import (
     write_record,
 )
 from nasflow.train.stack import Stack
+
+#: Phase 3's task: one retrain.
+RETRAIN = "retrain"
 
 
 def pareto_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
@@ -68,39 +73,97 @@ def run_winners(
     """
     t0 = time.perf_counter()
     spec, study = ctx.spec, ctx.study
-    winners = []
-    for t in winner_trials(study, finetuned)[: spec.retrain_top]:
-        ctx.check_stop("phase 3, between retrains")
-        trial = TrialRecord.from_trial(t)
-        arch = trial.get_arch()
-        folder = ctx.folder.winner(t.number)
-        identity = winner_identity(spec, data, arch, stack)
-        saved, why = find_winner(folder, identity)
+    chosen = [TrialRecord.from_trial(t) for t in winner_trials(study, finetuned)]
+    chosen = chosen[: spec.retrain_top]
+    slots: list[Winner | None] = []
+    tasks = []
+    for trial in chosen:
+        folder = ctx.folder.winner(trial.number)
+        saved, why = find_winner(folder, winner_identity(spec, data, trial.get_arch(), stack))
         if saved is not None:
-            ctx.log(f"phase 3: trial {t.number} was retrained by an earlier run: {folder}")
-            record = WinnerRecord.from_dict(saved)
-            w = Winner(
-                t.number,
-                arch,
-                float(record.val_accuracy),  # type: ignore[arg-type]
-                float(record.test_accuracy),  # type: ignore[arg-type]
-                float(trial.train_cost),  # type: ignore[arg-type]
-                float(record.measured_train_cost),  # type: ignore[arg-type]
-                int(trial.params),  # type: ignore[arg-type]
-                folder,
-                reused=True,
+            ctx.log(f"phase 3: trial {trial.number} was retrained by an earlier run: {folder}")
+            rec = WinnerRecord.from_dict(saved)
+            slots.append(
+                _winner(
+                    trial,
+                    rec.val_accuracy,
+                    rec.test_accuracy,
+                    rec.measured_train_cost,
+                    folder,
+                    reused=True,
+                )
             )
-        else:
-            if why:
-                ctx.log(f"phase 3: retraining trial {t.number}: {why}")
-            w = _retrain_one(ctx, data, stack, trial, identity)
-        winners.append(w)
+            continue
+        if why:
+            ctx.log(f"phase 3: retraining trial {trial.number}: {why}")
+        slots.append(None)
+        tasks.append(Task(RETRAIN, {"trial": trial.number}))
+    # The retrains: in this process in order, or shared with the study's workers; each
+    # recorded as it comes (a stopped phase keeps what is done).
+    trained: dict[int, Winner] = {}
+    queued = [trial for trial, slot in zip(chosen, slots, strict=True) if slot is None]
+
+    def record(i: int, r: dict[str, Any]) -> None:
+        weights = None if r["weights"] is None else ctx.out / r["weights"]
+        w = _winner(queued[i], r["val_accuracy"], r["test_accuracy"], r["seconds"], weights)
+        trained[w.number] = w
         write_record(study, retrain_record(w, ctx.out))
+
+    ctx.tasks.run(tasks, {RETRAIN: retrain_handler(ctx, data, stack)}, record)
+    winners = []
+    for trial, slot in zip(chosen, slots, strict=True):
+        if slot is not None:
+            write_record(study, retrain_record(slot, ctx.out))
+        winners.append(slot if slot is not None else trained[trial.number])
     # Several retrained: the kept choice is the best retrained validation accuracy (all
     # trained with the same recipe from scratch, so comparable); ties keep the order in
     # which they were chosen (fine-tuned validation accuracy, or supernet accuracy).
     winners.sort(key=lambda w: -w.val_accuracy)
     return WinnersPhaseResult(tuple(winners), time.perf_counter() - t0)
+
+
+def _winner(
+    trial: TrialRecord,
+    val_accuracy: float | None,
+    test_accuracy: float | None,
+    seconds: float | None,
+    folder: Path | None,
+    reused: bool = False,
+) -> Winner:
+    """Screened ``trial`` retrained: its validation and test accuracy, the training's
+    measured seconds and the folder of its weights."""
+    return Winner(
+        trial.number,
+        trial.get_arch(),
+        float(val_accuracy or 0.0),
+        float(test_accuracy or 0.0),
+        float(trial.train_cost),  # type: ignore[arg-type]
+        float(seconds or 0.0),
+        int(trial.params),  # type: ignore[arg-type]
+        folder,
+        reused=reused,
+    )
+
+
+def retrain_handler(ctx: RunContext, data: DataBundle, stack: Stack | None) -> Handler:
+    """Phase 3's training as a task (any process of the study runs it): trial
+    ``args["trial"]`` trained from scratch, scored and saved; what it measured."""
+
+    def retrain(args: Mapping[str, Any]) -> dict[str, Any]:
+        number = int(args["trial"])
+        found = [t for t in ctx.study.get_trials(deepcopy=False) if t.number == number]
+        trial = TrialRecord.from_trial(found[0])
+        identity = winner_identity(ctx.spec, data, trial.get_arch(), stack)
+        w = _retrain_one(ctx, data, stack, trial, identity)
+        return {
+            "val_accuracy": w.val_accuracy,
+            "test_accuracy": w.test_accuracy,
+            "seconds": w.measured_train_cost,
+            # (relative to the run's folder: the study's process may name it otherwise)
+            "weights": None if w.weights is None else str(w.weights.relative_to(ctx.out)),
+        }
+
+    return retrain
 
 
 def retrain_record(w: Winner, out: Path) -> RetrainRecord:
@@ -138,13 +201,4 @@ def _retrain_one(
         float(trial.train_cost),  # type: ignore[arg-type]
         int(trial.params),  # type: ignore[arg-type]
     )
-    return Winner(
-        trial.number,
-        arch,
-        res.val_accuracy,
-        float(res.test_accuracy or 0.0),
-        float(trial.train_cost),  # type: ignore[arg-type]
-        res.seconds,
-        int(trial.params),  # type: ignore[arg-type]
-        saved,
-    )
+    return _winner(trial, res.val_accuracy, res.test_accuracy, res.seconds, saved)

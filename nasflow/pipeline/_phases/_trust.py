@@ -26,8 +26,8 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,6 +39,7 @@ from nasflow._files import atomic_write
 from nasflow.data import DataBundle
 from nasflow.errors import ConfigError
 from nasflow.pipeline._context import RunContext, TrustPhaseResult
+from nasflow.pipeline._tasks import Handler, Task
 from nasflow.record import TrialRecord, TrustRecord, study_trust, write_record
 from nasflow.search import TrustProbe
 from nasflow.space import Arch, SearchSpace
@@ -228,6 +229,59 @@ def _finetuned_accuracy(
     return evaluate(net, val, device=device)[0]
 
 
+@dataclass(frozen=True)
+class ProbeTrainer:
+    """One probed architecture's short training (the same in every process that runs
+    one): the arguments are :func:`run_trust_probe`'s."""
+
+    space: SearchSpace
+    train: Batches
+    val: Batches
+    recipe: TrainConfig
+    probe: TrustProbe
+    seed: int = 0
+    device: torch.device | str = "cpu"
+    supernet: Supernet | None = None
+    bn_batches: int = 10
+    should_stop: Callable[[], bool] | None = None
+
+    def __call__(self, n: int, arch: Arch, of: int, progress: ProbeProgress) -> float:
+        """The validation accuracy of the ``n``-th of ``of`` probed architectures after
+        its short training (checkpointed in ``progress``'s folder)."""
+        torch.manual_seed(self.seed * 1009 + n)
+        resumable: dict[str, Any] = {
+            "folder": progress.checkpoints(n),
+            "identity": f"{progress.key} {arch.to_json()}",
+            "should_stop": self.should_stop,
+            "log": _LOG.debug,
+            "what": f"trust probe: architecture {n + 1}/{of}",
+        }
+        probe, recipe = self.probe, self.recipe
+        if probe.proxy == "finetune":
+            assert self.supernet is not None
+            acc = _finetuned_accuracy(
+                self.supernet, self.space, arch, self.train, self.val, recipe, probe,
+                self.bn_batches, self.device, resumable,
+            )  # fmt: skip
+        else:
+            short = replace(
+                recipe, epochs=probe.epochs, warmup_epochs=min(recipe.warmup_epochs, 1.0)
+            )
+            folder = resumable.pop("folder")
+            trained = train_standalone(
+                self.space.build(arch), self.train, self.val, short, device=self.device,
+                checkpoints=folder, **resumable,
+            )  # fmt: skip
+            acc = trained.val_accuracy
+        _LOG.debug(f"trust probe: {n + 1}/{of} trained, val accuracy {acc:.4f}")
+        return acc
+
+
+#: Trains the probe's architectures (``[(n, arch), ...]``), telling ``keep(arch,
+#: validation accuracy)`` each as it comes.
+PickTraining = Callable[[Sequence[tuple[int, Arch]], Callable[[Arch, float], None]], None]
+
+
 def run_trust_probe(
     space: SearchSpace,
     scored: Sequence[tuple[Arch, float]],
@@ -241,6 +295,7 @@ def run_trust_probe(
     bn_batches: int = 10,
     should_stop: Callable[[], bool] | None = None,
     progress: ProbeProgress | None = None,
+    train_picks: PickTraining | None = None,
 ) -> TrustRecord:
     """Train ``probe.archs`` architectures of ``scored`` briefly and compare rankings.
 
@@ -259,6 +314,9 @@ def run_trust_probe(
         should_stop: Polled after every training step.
         progress: Where the accuracies found so far are kept and each training is
             checkpointed: a stopped probe resumes there, losing at most a step.
+        train_picks: Trains the architectures not probed yet (``None``: each in turn,
+            here, with a :class:`ProbeTrainer` of the arguments above; the study's
+            pipeline shares them with its workers).
 
     Raises:
         ValueError: The ``"finetune"`` proxy without a supernet.
@@ -266,42 +324,25 @@ def run_trust_probe(
     """
     if probe.proxy == "finetune" and supernet is None:
         raise ConfigError("TrustProbe(proxy='finetune') needs the trained supernet")
-    short = replace(recipe, epochs=probe.epochs, warmup_epochs=min(recipe.warmup_epochs, 1.0))
     picks = spread_over_ranking(scored, probe.archs)
     t0 = time.perf_counter()
     kept = progress or ProbeProgress(None, "")
-    accs = []
-    for n, i in enumerate(picks):
-        arch = scored[i][0]
-        done = kept.accuracies.get(arch.to_json())
-        if done is not None:
-            accs.append(done)
-            continue
-        torch.manual_seed(seed * 1009 + n)
-        what = f"trust probe: architecture {n + 1}/{len(picks)}"
-        resumable: dict[str, Any] = {
-            "folder": kept.checkpoints(n),
-            "identity": f"{kept.key} {arch.to_json()}",
-            "should_stop": should_stop,
-            "log": _LOG.debug,
-            "what": what,
-        }
-        if probe.proxy == "finetune":
-            assert supernet is not None
-            acc = _finetuned_accuracy(
-                supernet, space, arch, train, val, recipe, probe, bn_batches, device, resumable
-            )
-        else:
-            net = space.build(arch)
-            folder = resumable.pop("folder")
-            trained = train_standalone(
-                net, train, val, short, device=device, checkpoints=folder, **resumable
-            )
-            acc = trained.val_accuracy
-        accs.append(acc)
-        kept.accuracies[arch.to_json()] = acc
+    todo = [(n, scored[i][0]) for n, i in enumerate(picks)]
+    todo = [(n, a) for n, a in todo if a.to_json() not in kept.accuracies]
+
+    def keep(arch: Arch, acc: float) -> None:  # (as it comes: a stopped probe resumes after)
+        kept.accuracies[arch.to_json()] = float(acc)
         kept.save()
-        _LOG.debug(f"trust probe: {n + 1}/{len(picks)} trained, val accuracy {accs[-1]:.4f}")
+
+    if train_picks is None:
+        trainer = ProbeTrainer(
+            space, train, val, recipe, probe, seed, device, supernet, bn_batches, should_stop
+        )
+        for n, arch in todo:
+            keep(arch, trainer(n, arch, len(picks), kept))
+    elif todo:
+        train_picks(todo, keep)
+    accs = [kept.accuracies[scored[i][0].to_json()] for i in picks]
     scores = [scored[i][1] for i in picks]
     tau, raw_low, raw_high = bootstrap_tau(scores, accs, probe.bootstrap, seed)
     low, high = max(-1.0, raw_low - probe.margin), min(1.0, raw_high + probe.margin)
@@ -343,6 +384,41 @@ def format_trust(record: TrustRecord, run_seconds: float | None = None) -> str:
         f"validation accuracy after {how}, {len(record.archs)} architectures spread over "
         f"the ranking, {seconds:.0f}s{share}: {record.verdict}"
     )
+
+
+#: The trust probe's task: one probed architecture's short training.
+TRUST = "trust"
+
+
+def probe_trainer(ctx: RunContext, data: DataBundle, supernet: Supernet | None) -> ProbeTrainer:
+    """The probe's short training as the study's settings make it (every process)."""
+    spec = ctx.spec
+    assert spec.trust is not None
+    return ProbeTrainer(
+        spec.space,
+        data.batches("train", spec.train.batch_size, spec.seed),
+        data.batches("val"),
+        spec.train,
+        spec.trust,
+        spec.seed,
+        ctx.device,
+        supernet,
+        spec.bn_batches,
+        ctx.stop.is_set,
+    )
+
+
+def trust_handler(ctx: RunContext, data: DataBundle, supernet: Supernet | None) -> Handler:
+    """The trust probe's task: probed architecture ``args["n"]`` trained briefly (and
+    checkpointed in the probe's folder); its validation accuracy."""
+    trainer = probe_trainer(ctx, data, supernet)
+
+    def trust(args: Mapping[str, Any]) -> dict[str, Any]:
+        progress = ProbeProgress(ctx.folder.trust, str(args["key"]))
+        arch = Arch.from_json(args["arch"])
+        return {"val_accuracy": trainer(int(args["n"]), arch, int(args["of"]), progress)}
+
+    return trust
 
 
 def run_trust(ctx: RunContext, data: DataBundle, supernet: Supernet | None) -> TrustPhaseResult:
@@ -389,6 +465,17 @@ def run_trust(ctx: RunContext, data: DataBundle, supernet: Supernet | None) -> T
             should_stop=ctx.stop.is_set,
             progress=progress,
         )
+    handlers = {TRUST: trust_handler(ctx, data, supernet)}
+
+    def train_picks(todo: Sequence[tuple[int, Arch]], keep: Callable[[Arch, float], None]) -> None:
+        """The probe's trainings as tasks: here in turn, or shared with the workers."""
+        of = spec.trust.archs  # type: ignore[union-attr]
+        tasks = [
+            Task(TRUST, {"n": n, "arch": a.to_json(), "of": of, "key": progress.key})
+            for n, a in todo
+        ]
+        ctx.tasks.run(tasks, handlers, lambda i, r: keep(todo[i][1], r["val_accuracy"]))
+
     result = run_trust_probe(
         spec.space,
         pairs,
@@ -402,6 +489,7 @@ def run_trust(ctx: RunContext, data: DataBundle, supernet: Supernet | None) -> T
         bn_batches=spec.bn_batches,
         should_stop=ctx.stop.is_set,
         progress=progress,
+        train_picks=train_picks,
     )
     seconds = time.perf_counter() - t0  # the whole phase: the pool's scoring included
     write_record(study, replace(result, screened=len(scored), phase_seconds=seconds))

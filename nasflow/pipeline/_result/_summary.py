@@ -161,9 +161,12 @@ def worker_summary(result: RunResult, spec: StudySpec) -> str:
     trials are in), so it prints no kept model and no export command of its own."""
     secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
     quoted = shlex.quote(spec.name)
+    kinds = {"trust": "trust probe", "finetune": "fine-tuning rungs", "retrain": "retrains"}
+    trained = ", ".join(f"{kinds.get(k, k)} {n}" for k, n in sorted(result.trainings.items()))
     return "\n".join(
         [
             f"trials run by this process: {trial_numbers(result.ran_trials)}",
+            "trainings after screening run by this process: " + (trained or "none"),
             f"time: {secs}",
             f"study: {result.storage.safe_url}",
             "worker done: the kept model is decided by the study's own process "

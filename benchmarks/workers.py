@@ -1,0 +1,193 @@
+"""Workers: a study run by two processes with one torch thread each, against one process
+with one thread, on PostgreSQL (issue 42.6 and 44's two-worker targets).
+
+Each repetition runs the study twice, one after the other, each on a new database with a
+cold cost cache of its own, every process with ``OMP_NUM_THREADS=1``: once ``nasflow
+search`` alone, once ``nasflow search`` with one ``nasflow worker`` started two seconds
+later (both share one ``--runs`` folder). It prints, per run, the wall seconds of the whole
+study (from the start of ``search`` to the end of the last process), the study's own
+phase timings (the ``nasflow:seconds`` record of the deciding process: stack calibration,
+anchors, supernet, screening, trust probe, fine-tuning, retrains), the wall seconds after
+the supernet (screening and every later phase), what each process trained after screening,
+and the integrity checks: no training after screening ran twice (every task key finished
+once), no screening trial is missing or doubled. The ratio one / two is the speed-up; with
+one machine's two cores, two is the ceiling.
+
+Usage::
+
+    python benchmarks/workers.py --reps 2 --out benchmarks/results/workers-run.md
+    python benchmarks/workers.py --quick     # a small study, one repetition (smoke size)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+SERVER = "postgresql://postgres@127.0.0.1:5432"
+REPO = Path(__file__).resolve().parents[1]
+#: The phases after the supernet, as the study's seconds record names them.
+AFTER = ("search", "trust", "finetune", "retrain")
+
+QUICK_STUDY = """
+from nasflow.search import FineTuning, TrustProbe
+from studies.mnist1d_front import study
+
+study = study.replace(
+    n_trials=30,
+    trust=TrustProbe(archs=4, epochs=1, schedule_epochs=2, pool=0, bootstrap=100),
+    finetuning=FineTuning(finalists=4, rungs=(1, 2), keep=0.5),
+    retrain_top=2,
+)
+"""
+
+
+def _database(name: str) -> str:
+    import sqlalchemy
+
+    admin = sqlalchemy.create_engine(SERVER + "/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return f"{SERVER}/{name}"
+
+
+def _drop(name: str) -> None:
+    import sqlalchemy
+
+    admin = sqlalchemy.create_engine(SERVER + "/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def run_once(study: str, processes: int, folder: Path) -> dict:
+    """The study run by ``processes`` processes (``search`` + workers), one thread each."""
+    import optuna
+
+    from nasflow.pipeline._tasks import RESULT_ATTR, SUFFIX, TASK_ATTR
+    from nasflow.record import study_seconds
+
+    db = f"bench_workers_{uuid.uuid4().hex[:10]}"
+    url = _database(db)
+    runs, cache = folder / "runs", folder / "cache"
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "NASFLOW_CACHE": str(cache),
+        "PYTHONPATH": str(REPO),
+    }
+    common = [study, "--storage", url, "--runs", str(runs), "--no-progress"]
+    cmd = [sys.executable, "-m", "nasflow.cli"]
+    t0 = time.perf_counter()
+
+    def start(command: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            [*cmd, command, *common],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=REPO,
+        )
+
+    procs = [start("search")]
+    for _ in range(processes - 1):
+        time.sleep(2)
+        procs.append(start("worker"))
+    texts = [p.communicate()[0] for p in procs]
+    wall = time.perf_counter() - t0
+    try:
+        for p, text in zip(procs, texts, strict=True):
+            if p.returncode != 0:
+                raise SystemExit(f"a process failed ({p.returncode}):\n{text[-3000:]}")
+        names = [s.study_name for s in optuna.get_all_study_summaries(url)]
+        main = optuna.load_study(study_name=next(n for n in names if ":" not in n), storage=url)
+        seconds = study_seconds(main) or {}
+        numbers = sorted(t.number for t in main.get_trials())
+        by: Counter[str] = Counter()
+        twice = 0
+        if main.study_name + SUFFIX in names:
+            tasks = optuna.load_study(study_name=main.study_name + SUFFIX, storage=url)
+            done = [t for t in tasks.get_trials() if t.state.name == "COMPLETE"]
+            keys = Counter(t.user_attrs[TASK_ATTR] for t in done)
+            twice = sum(n > 1 for n in keys.values())
+            for t in done:
+                kind = json.loads(t.user_attrs[TASK_ATTR])["kind"]
+                mine = t.user_attrs[RESULT_ATTR]["by"].endswith(f":{procs[0].pid}")
+                who = "search" if mine else "worker"
+                by[f"{who} {kind}"] += 1
+        return {
+            "processes": processes,
+            "wall": wall,
+            "seconds": seconds,
+            "after": sum(seconds.get(k, 0.0) for k in AFTER),
+            "by": dict(by),
+            "twice": twice,
+            "trials_gap_free": numbers == list(range(len(numbers))),
+            "kept_line": next((ln for ln in texts[0].splitlines() if ln.startswith("kept:")), ""),
+        }
+    finally:
+        _drop(db)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--study", default="mnist1d_front", help="study name or file")
+    p.add_argument("--reps", type=int, default=2, help="pairs, run one after the other")
+    p.add_argument("--quick", action="store_true", help="a 30-trial study, one repetition")
+    p.add_argument("--out", help="also write the table to this markdown file")
+    args = p.parse_args(argv)
+    study, reps = args.study, args.reps
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.quick:
+            study_file = Path(tmp) / "quick_study.py"
+            study_file.write_text(QUICK_STUDY)
+            study, reps = str(study_file), 1
+        rows = []
+        for rep in range(reps):
+            for processes in (1, 2):
+                folder = Path(tmp) / f"r{rep}p{processes}"
+                r = run_once(study, processes, folder)
+                shutil.rmtree(folder, ignore_errors=True)
+                rows.append(r)
+                print(json.dumps({"rep": rep, **r}), flush=True)
+    lines = [
+        "| rep | processes | whole study, wall s | after the supernet, s | "
+        "calibration + anchors + supernet, s | trained after screening | run twice |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, r in enumerate(rows):
+        s = r["seconds"]
+        before = sum(s.get(k, 0.0) for k in ("calibration", "anchors", "supernet"))
+        by = ", ".join(f"{k} {v}" for k, v in sorted(r["by"].items())) or "-"
+        lines.append(
+            f"| {i // 2} | {r['processes']} | {r['wall']:.0f} | {r['after']:.0f} | "
+            f"{before:.0f} | {by} | {r['twice']} |"
+        )
+    for rep in range(len(rows) // 2):
+        one, two = rows[2 * rep], rows[2 * rep + 1]
+        lines.append("")
+        lines.append(
+            f"rep {rep}: one / two processes: whole study x{one['wall'] / two['wall']:.2f}, "
+            f"after the supernet x{one['after'] / max(two['after'], 1e-9):.2f}"
+        )
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Two real processes on the PostgreSQL server share the trainings after screening of the
+default pipeline (trust probe, fine-tuning rungs, retrains): each is trained by one of
+them, and the study's process decides."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from nasflow.pipeline._tasks import RESULT_ATTR, SUFFIX, TASK_ATTR
+from nasflow.record import study_finetuned, study_kept, study_trust
+from tests._study_template import write_study
+
+REPO = Path(__file__).resolve().parents[2]
+EXTRA = """
+from nasflow.search import FineTuning, TrustProbe
+study = study.replace(
+    trust=TrustProbe(archs=4, epochs=2, schedule_epochs=2, pool=6, bootstrap=100),
+    finetuning=FineTuning(finalists=4, rungs=(1, 2), keep=0.5),
+    train=TrainConfig(epochs=4, batch_size=50),
+    retrain_top=3,
+)
+"""
+
+
+def _nasflow(*args: str) -> list[str]:
+    return [sys.executable, "-m", "nasflow.cli", *args]
+
+
+@pytest.mark.slow
+def test_a_worker_takes_trainings_after_screening_and_none_is_trained_twice(
+    tmp_path, postgres_url, unique_name
+) -> None:
+    study_file = write_study(tmp_path, name=unique_name, n_trials=10, finetune=0, extra=EXTRA)
+    out = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    common = ["--storage", postgres_url, "--runs", str(out), "--no-progress"]
+    procs = [
+        subprocess.Popen(
+            _nasflow(command, str(study_file), *common),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+        for command in ("search", "worker")
+    ]
+    outputs = [p.communicate(timeout=600)[0] for p in procs]
+    for p, text in zip(procs, outputs, strict=True):
+        assert p.returncode == 0, text
+    study = optuna.load_study(study_name=unique_name, storage=postgres_url)
+    tasks = optuna.load_study(study_name=unique_name + SUFFIX, storage=postgres_url)
+    done = [t for t in tasks.get_trials() if t.state == TrialState.COMPLETE]
+    keys = Counter(t.user_attrs[TASK_ATTR] for t in done)
+    # Every training ran once: the trust probe's 4, fine-tuning's rungs, 3 retrains.
+    assert keys and max(keys.values()) == 1
+    kinds = Counter(json.loads(k)["kind"] for k in keys)
+    assert kinds["trust"] == 4 and kinds["retrain"] == 3 and kinds["finetune"] >= 4
+    assert not [t for t in tasks.get_trials() if t.state in (TrialState.RUNNING,)]
+    # Both processes trained some, and the worker says how many of each it ran.
+    by = Counter(t.user_attrs[RESULT_ATTR]["by"].split(":")[1] for t in done)
+    assert set(by) == {str(procs[0].pid), str(procs[1].pid)}
+    line = re.search(r"(?m)^trainings after screening run by this process: (.*)$", outputs[1])
+    assert line is not None
+    said = sum(int(n) for n in re.findall(r"(\d+)", line.group(1)))
+    assert said == by[str(procs[1].pid)]
+    # The study's process read back everything and decided once.
+    assert study_trust(study) is not None and len(study_trust(study).archs) == 4
+    finetuned = study_finetuned(study)
+    assert finetuned is not None and len(finetuned.candidates) == 4
+    assert study_kept(study) is not None
+    winners = sorted(p.name for p in (out / unique_name / "winners").iterdir())
+    assert len(winners) == 3
+    assert "nasflow export" in outputs[0] and "nasflow export" not in outputs[1]
