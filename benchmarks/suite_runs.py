@@ -76,7 +76,7 @@ def supernet_taus(spec, folder: Path, archs, gt_test: list[float]) -> dict[str, 
     by validation accuracy (``"accuracy"``), by cross-entropy (``"loss"``, lower ranks
     higher) and by the rank sum of both (``"rank_sum"``, what ``FineTuning.rank_by``
     names)."""
-    supernet, _ = load_supernet(spec.space, folder, log=lambda _: None)
+    supernet, _ = load_supernet(spec.space, folder)
     data = spec.data()
     train, val = data.batches("train", spec.train.batch_size, spec.seed), data.batches("val")
     accuracy, loss = [], []

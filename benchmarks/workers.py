@@ -74,8 +74,8 @@ def run_once(study: str, processes: int, folder: Path) -> dict:
     """The study run by ``processes`` processes (``search`` + workers), one thread each."""
     import optuna
 
-    from nasflow.pipeline._tasks import RESULT_ATTR, SUFFIX, TASK_ATTR
-    from nasflow.record import study_seconds
+    from nasflow.pipeline import TASKS_SUFFIX
+    from nasflow.record import study_seconds, task_key, task_result
 
     db = f"bench_workers_{uuid.uuid4().hex[:10]}"
     url = _database(db)
@@ -117,14 +117,14 @@ def run_once(study: str, processes: int, folder: Path) -> dict:
         numbers = sorted(t.number for t in main.get_trials())
         by: Counter[str] = Counter()
         twice = 0
-        if main.study_name + SUFFIX in names:
-            tasks = optuna.load_study(study_name=main.study_name + SUFFIX, storage=url)
+        if main.study_name + TASKS_SUFFIX in names:
+            tasks = optuna.load_study(study_name=main.study_name + TASKS_SUFFIX, storage=url)
             done = [t for t in tasks.get_trials() if t.state.name == "COMPLETE"]
-            keys = Counter(t.user_attrs[TASK_ATTR] for t in done)
+            keys = Counter(task_key(t) for t in done)
             twice = sum(n > 1 for n in keys.values())
             for t in done:
-                kind = json.loads(t.user_attrs[TASK_ATTR])["kind"]
-                mine = t.user_attrs[RESULT_ATTR]["by"].endswith(f":{procs[0].pid}")
+                kind = json.loads(task_key(t) or "{}")["kind"]
+                mine = (task_result(t) or {})["by"].endswith(f":{procs[0].pid}")
                 who = "search" if mine else "worker"
                 by[f"{who} {kind}"] += 1
         return {

@@ -135,7 +135,8 @@ def export_winner(
             retrained where saved, else the supernet's.
         onnx: Also write ``model.onnx`` (needs the ``onnx`` extra).
         force: Replace an existing export at ``out`` (only a complete nasflow export).
-        log: Line logger (``None``: silent).
+        log: Where the export's lines go (``None``: only the standard ``logging`` logger
+            ``nasflow``, as the application configures it; silent by default).
 
     Returns:
         The export's record (``arch.json``): ``metrics`` holds only numbers measured with
@@ -167,6 +168,6 @@ def export_winner(
         spec=spec,
         onnx=onnx,
         force=force,
-        log=log if log is not None else (lambda _: None),
+        log=log,
     )
     return info

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from collections.abc import Callable, Iterator
 
 #: The package's logger; every module logs to a child of it.
@@ -32,6 +33,29 @@ class CallbackHandler(logging.Handler):
             self.callback(record.getMessage())
         except Exception:  # a failing callback must not stop a run (logging's own rule)
             self.handleError(record)
+
+
+def routed(logger: logging.Logger = LOGGER) -> bool:
+    """Whether the application sends ``logger``'s records anywhere (a handler other than
+    the library's ``NullHandler`` on it or, while records propagate, on an ancestor)."""
+    current: logging.Logger | None = logger
+    while current is not None:
+        if any(not isinstance(h, logging.NullHandler) for h in current.handlers):
+            return True
+        if not current.propagate:
+            return False
+        current = current.parent
+    return False
+
+
+def warn(logger: logging.Logger, line: str) -> None:
+    """A warning a user must read: a ``WARNING`` record of ``logger`` where the
+    application routes the ``nasflow`` logger somewhere, else the line on stderr (a
+    library's ``NullHandler`` would swallow it, and ``logging``'s last resort with it)."""
+    if routed(logger):
+        logger.warning(line)
+    else:
+        print(line, file=sys.stderr)
 
 
 @contextlib.contextmanager

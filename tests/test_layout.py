@@ -313,10 +313,10 @@ OTHER_FORMATS = {
     "nasflow/export/_format.py": {"arch", "epochs", "kind", "source", "status"},
     "nasflow/export/_readme.py": {"batch_size", "epochs", "params", "source", "trial"},
     "nasflow/export/_retrain.py": {"stack"},
-    "nasflow/pipeline/_winners.py": {"weights"},
+    "nasflow/pipeline/_arch/_winners.py": {"weights"},
     # A fine-tuning checkpoint's state, and the cost model's fitted points.
-    "nasflow/pipeline/_phases/_ready.py": {"arch"},
-    "nasflow/pipeline/_phases/_scoring.py": {"arch"},
+    "nasflow/pipeline/_arch/_ready.py": {"arch"},
+    "nasflow/pipeline/_arch/_scoring.py": {"arch"},
     "nasflow/pipeline/_cost.py": {"arch"},
     # ``nasflow show``'s own rows.
     "nasflow/cli/_report.py": {"test_accuracy"},

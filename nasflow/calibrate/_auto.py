@@ -94,7 +94,6 @@ def _measure(
     val: Batches,
     cfg: RunConfig,
     device: torch.device,
-    log: Callable[[str], None] | None,
     deadline: float | None = None,
     after_round: Callable[[], None] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], int]:
@@ -107,7 +106,6 @@ def _measure(
         val,
         cfg,
         device,
-        log,
         reseeded=(REPLICA,),
         deadline=deadline,
         after_round=after_round,
@@ -149,7 +147,6 @@ def auto_stack(
     tolerance: float = QUALITY_TOLERANCE,
     cfg: RunConfig | None = None,
     base: Stack | None = None,
-    log: Callable[[str], None] | None = None,
     deadline: float | None = None,
     after_round: Callable[[], None] | None = None,
     **settings: Any,
@@ -178,7 +175,6 @@ def auto_stack(
         cfg: Recipe of the calibration (``max_batches`` is set from
             ``calibration_batches``).
         base: The baseline stack (every layer off).
-        log: Progress lines.
         deadline: A ``time.perf_counter()`` value. A phase stops at the first round that
             ends after it (fewer timed rounds; every variant is still evaluated); when no
             layer was timed by then the record is a skipped one (``"skipped"``, the
@@ -199,7 +195,7 @@ def auto_stack(
     cfg = replace(cfg or RunConfig(chunk=4), max_batches=calibration_batches)
 
     def measure(variants: dict[str, Stack]) -> tuple[dict[str, dict[str, Any]], int]:
-        return _measure(variants, make_model, train, val, cfg, device, log, deadline, after_round)
+        return _measure(variants, make_model, train, val, cfg, device, deadline, after_round)
 
     t0 = time.perf_counter()
     first = stack_variants(candidates, base, **settings)

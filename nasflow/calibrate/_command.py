@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from torch.utils.data import Subset
 
+from nasflow._logging import lines_to
 from nasflow.calibrate._auto import auto_stack
 from nasflow.calibrate._harness import measure_stack
 from nasflow.calibrate._interleave import RunConfig
@@ -103,10 +104,31 @@ def run_measure_stack(
     )
 
     def log(msg: str) -> None:
-        if not args.quick:
-            print(msg, file=sys.stderr, flush=True)
+        print(msg, file=sys.stderr, flush=True)
 
     out(f"candidate {arch.to_json()} ({params:,} parameters) on {device}")
+    # The calibration's progress lines (the ``nasflow`` logger's) to stderr, but --quick's.
+    candidate = {"arch": arch.to_dict(), "params": params, "space": space.name}
+    # The calibration's progress lines (the ``nasflow`` logger's) to stderr, but --quick's.
+    with lines_to(None if args.quick else log):
+        return _measure(args, device, layers, settings, out, make_model, train, val, base, cfg,
+                        candidate)  # fmt: skip
+
+
+def _measure(
+    args: argparse.Namespace,
+    device: torch.device,
+    layers: Sequence[str],
+    settings: dict[str, Any],
+    out: Callable[[str], None],
+    make_model: Callable[[], nn.Module],
+    train: Batches,
+    val: Batches,
+    base: Stack,
+    cfg: RunConfig,
+    candidate: dict[str, Any],
+) -> dict[str, Any]:
+    """:func:`run_measure_stack`'s measurement, table and record."""
     if args.auto:
         result = auto_stack(
             make_model,
@@ -117,7 +139,6 @@ def run_measure_stack(
             calibration_batches=8 if args.quick else 48,
             cfg=cfg,
             base=base,
-            log=log,
             **settings,
         )
         out(json.dumps(result.record, indent=2))
@@ -130,8 +151,7 @@ def run_measure_stack(
             cfg,
             layers,
             device,
-            candidate={"arch": arch.to_dict(), "params": params, "space": space.name},
-            log=log,
+            candidate=candidate,
             base=base,
             **settings,
         )

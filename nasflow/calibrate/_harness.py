@@ -193,7 +193,6 @@ def measure_stack(
     layers: Sequence[str] = LAYERS,
     device: torch.device | str = "cpu",
     candidate: dict[str, Any] | None = None,
-    log: Callable[[str], None] | None = None,
     base: Stack | None = None,
     **settings: Any,
 ) -> StackMeasurement:
@@ -207,15 +206,12 @@ def measure_stack(
         layers: Layers to measure, in cumulative order.
         device: Where to train.
         candidate: Description of the candidate for the output (arch, params).
-        log: Progress lines.
         base: The baseline stack (all layers off; e.g. a ``compile_backend``).
         settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
     """
     device = torch.device(device)
     variants = stack_variants(layers, base, **settings)
-    records = run_interleaved(
-        variants, make_model, train, val, cfg, device, log, reseeded=(REPLICA,)
-    )
+    records = run_interleaved(variants, make_model, train, val, cfg, device, reseeded=(REPLICA,))
     base_rec = records[BASELINE]
     rows = [
         variant_row(r, base_rec, train.batch_size, cfg.target_accuracy) for r in records.values()

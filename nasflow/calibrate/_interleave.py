@@ -14,6 +14,7 @@ but excluded from step times.
 from __future__ import annotations
 
 import copy
+import logging
 import random
 import time
 import traceback
@@ -29,6 +30,8 @@ from nasflow.calibrate._measure import state_bytes
 from nasflow.errors import ConfigError
 from nasflow.train import Batches, Recipe, evaluate, make_optimizer
 from nasflow.train.stack import ActivationMeter, Schedule, Stack, StackStep, device_clock
+
+_LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,6 @@ def run_interleaved(
     val: Batches,
     cfg: RunConfig,
     device: torch.device | str = "cpu",
-    log: Callable[[str], None] | None = None,
     reseeded: Collection[str] = (),
     deadline: float | None = None,
     after_round: Callable[[], None] | None = None,
@@ -148,7 +150,6 @@ def run_interleaved(
         val: Validation batches.
         cfg: The recipe and measurement settings.
         device: Where to train.
-        log: Progress lines.
         reseeded: Variants that start from other initial weights (seed + 1): a baseline
             replica among them measures the run's noise floor (speed and accuracy).
         deadline: A ``time.perf_counter()`` value: once it has passed (checked after every
@@ -159,7 +160,6 @@ def run_interleaved(
             raises to end the run there).
     """
     device = torch.device(device)
-    say = log or (lambda _m: None)
     torch.manual_seed(cfg.seed)
     init = make_model()
     other = None
@@ -174,7 +174,7 @@ def run_interleaved(
             runners[name] = _Runner(rec, model, train, cfg, device)
         except (ValueError, RuntimeError) as e:
             rec.error = f"{type(e).__name__}: {e}"
-            say(f"{name}: skipped ({rec.error})")
+            _LOG.debug(f"stack calibration: {name}: skipped ({rec.error})")
     total = _total(cfg, len(train))
     eval_every = max(1, len(train) // cfg.evals_per_epoch)
     position, rnd = 0, 0
@@ -187,12 +187,14 @@ def run_interleaved(
             _turn(runners, name, n, rnd, device, cfg, val, position, eval_every, total)
         position += n
         rnd += 1
-        say(f"round {rnd}: {position}/{total} batches")
+        _LOG.debug(f"stack calibration: round {rnd}: {position}/{total} batches")
         if after_round is not None:
             after_round()
         if position < total and deadline is not None and time.perf_counter() > deadline:
             _stop(runners, device, val)
-            say(f"stopped at the time budget after {position}/{total} batches")
+            _LOG.debug(
+                f"stack calibration: stopped at the time budget after {position}/{total} batches"
+            )
             break
     return records
 

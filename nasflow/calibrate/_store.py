@@ -241,7 +241,6 @@ def device_stack(
     budget: float | None = None,
     refresh: bool = False,
     store: bool = True,
-    log: Callable[[str], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> DeviceStack:
     """Reuse this device's stored ``stack="auto"`` calibration, or calibrate and store it.
@@ -265,7 +264,6 @@ def device_stack(
         budget: Seconds a calibration may take (see ``calibrate_for_space``).
         refresh: Calibrate even when a record is stored, and replace it.
         store: Write a new calibration to the table (false on non-zero DDP ranks).
-        log: Progress lines; every line of a calibration starts with ``"stack calibration:"``.
         should_stop: Polled after every round of a calibration (see
             ``calibrate_for_space``); nothing is stored when it stops one.
 
@@ -292,7 +290,6 @@ def device_stack(
             record = {**found.record, "origin": origin}
             stack = Stack.from_dict(record["stack"])
             return DeviceStack(stack, record, True, time.perf_counter() - t0)
-        say = log or (lambda _m: None)
         result = calibrate_for_space(
             space,
             train,
@@ -302,7 +299,6 @@ def device_stack(
             planned_batches=planned_batches,
             device=device,
             seed=seed,
-            log=lambda m: say(f"stack calibration: {m}"),
             budget=budget,
             arch=arch,
             should_stop=should_stop,

@@ -103,7 +103,6 @@ def calibrate_for_space(
     device: torch.device | str = "cpu",
     seed: int = 0,
     calibration_batches: int = STUDY_CALIBRATION_BATCHES,
-    log: Callable[[str], None] | None = None,
     budget: float | None = None,
     arch: Arch | None = None,
     should_stop: Callable[[], bool] | None = None,
@@ -135,7 +134,6 @@ def calibrate_for_space(
         device: Where to train.
         seed: Seeds the architecture sample and the initial weights.
         calibration_batches: Batches each variant trains per phase.
-        log: Progress lines.
         budget: Seconds the calibration may take (``None``: no limit, no probe).
         arch: The candidate (default: :func:`calibration_candidate` of ``seed``).
         should_stop: Polled after every interleaved round; when true the calibration
@@ -180,7 +178,6 @@ def calibrate_for_space(
         calibration_batches=calibration_batches,
         planned_batches=planned_batches,
         cfg=cfg,
-        log=log,
         deadline=deadline,
         after_round=after_round,
     )

@@ -21,6 +21,7 @@ subclasses :class:`DeviceStore`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
@@ -34,8 +35,11 @@ from sqlalchemy.orm import DeclarativeBase, Session
 from nasflow import settings
 from nasflow._disk import write_error, writing
 from nasflow._files import file_lock
+from nasflow._logging import warn
 from nasflow._urls import redact
 from nasflow.errors import ConfigError
+
+_LOG = logging.getLogger(__name__)
 
 #: Key of the PostgreSQL advisory lock that serialises creating the measurement tables.
 SCHEMA_LOCK_KEY = 0x6E666D65617375  # "nfmeasu"
@@ -92,7 +96,6 @@ def _check_shared_file(path: Path) -> None:
     its tables in memory); a link, FIFO or device in its place is refused, unopened
     (opening a FIFO would wait forever)."""
     import sqlite3
-    import sys
     import time
 
     from nasflow._regular import SpecialFileError, file_kind
@@ -124,10 +127,10 @@ def _check_shared_file(path: Path) -> None:
                 "delete it, or point $NASFLOW_COST_CACHE at another file (or 'off')",
             )
             return
-        print(
+        warn(
+            _LOG,
             f"nasflow: warning: the shared cost cache {str(path)!r} is corrupt ({e}); moved "
             f"it to {str(aside)!r} and started a new one (op latencies are measured again)",
-            file=sys.stderr,
         )
 
 
@@ -166,21 +169,16 @@ def resolve_url(url: str | os.PathLike | None) -> str:
     return text
 
 
-def _unusable(url: str, why: str, fix: str, log: Callable[[str], None] | None = None) -> None:
-    """Keep ``url``'s tables in memory from now on, saying why (once) on ``log`` (default:
-    a warning line on stderr)."""
-    import sys
-
+def _unusable(url: str, why: str, fix: str) -> None:
+    """Keep ``url``'s tables in memory from now on, saying why (once): a warning of the
+    ``nasflow`` logger, or a line on stderr where the application routes it nowhere."""
     where = url[len("sqlite:///") :] if url.startswith("sqlite:///") else redact(url)
     line = (
         f"nasflow: warning: the cost cache {where!r} {why}; this run keeps op latencies "
         f"and stack calibrations in memory (nothing is shared with later studies): {fix}"
     )
     _UNUSABLE[url] = line
-    if log is None:
-        print(line, file=sys.stderr)
-    else:
-        log(line)
+    warn(_LOG, line)
 
 
 def cache_problem(url: str) -> tuple[str, str] | None:
@@ -230,11 +228,11 @@ def cache_problem(url: str) -> tuple[str, str] | None:
     return None
 
 
-def check_cache(url: str | None, log: Callable[[str], None] | None = None) -> bool:
+def check_cache(url: str | None) -> bool:
     """Check, once per process, that the measurement tables at ``url`` (a resolved URL;
     ``None``: nothing to check) can be read and written with this schema; if not, keep
     them in memory from now on (:func:`resolve_url` gives ``MEMORY_URL`` for it) and say
-    so in one line on ``log`` (default: stderr) with how to fix it. Returns whether the
+    so in one line (see :func:`_unusable`) with how to fix it. Returns whether the
     cache is usable. Run by the study runner before anything trains."""
     if url is None or url == MEMORY_URL or url in _USABLE:
         return True
@@ -244,7 +242,7 @@ def check_cache(url: str | None, log: Callable[[str], None] | None = None) -> bo
     if problem is None:
         _USABLE.add(url)
         return True
-    _unusable(url, *problem, log=log)
+    _unusable(url, *problem)
     return False
 
 

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from nasflow._logging import lines_to
 from nasflow.errors import ConfigError
 from nasflow.export._format import FINE_TUNED, WEIGHT_KINDS, ExportInfo
 from nasflow.export._ready import export_ready
@@ -61,7 +62,7 @@ def export(
     recalibrate: bool = True,
     onnx: bool = True,
     force: bool = False,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] | None = print,
 ) -> list[ExportInfo]:
     """Export trials of a stored study as plain PyTorch (``nasflow export``).
 
@@ -100,7 +101,8 @@ def export(
             weights are always exported as saved: false is refused with them).
         onnx: Also write and check ``model.onnx`` (needs the ``onnx`` extra).
         force: Replace an existing complete export at ``out``.
-        log: Line logger.
+        log: Where the export's lines go (``print``: the terminal); ``None``: the
+            standard ``logging`` logger ``nasflow`` only, as the application configures it.
 
     Returns:
         The record written to each export's ``arch.json``, in the order of ``which``.
@@ -119,8 +121,9 @@ def export(
             raise ConfigError(
                 "recalibrate=False does not apply to fine-tuned weights (exported as saved)"
             )
-        ready = export_ready(name, out, which, storage, runs, study_file, spec, onnx, force, log)
-        return [ready]
-    return export_study(
-        name, out, which, storage, runs, study_file, spec, recalibrate, onnx, force, weights, log
-    )
+        with lines_to(log):
+            return [export_ready(name, out, which, storage, runs, study_file, spec, onnx, force)]
+    with lines_to(log):
+        return export_study(
+            name, out, which, storage, runs, study_file, spec, recalibrate, onnx, force, weights
+        )

@@ -10,7 +10,6 @@ nothing is recalibrated or trained.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +120,6 @@ def export_ready(
     spec: StudySpec | None = None,
     onnx: bool = True,
     force: bool = False,
-    log: Callable[[str], None] = print,
 ) -> ExportInfo:
     """Export a ready model of a stored study with its fine-tuned weights, exactly as
     saved (batch norm is not recalibrated).
@@ -150,7 +148,7 @@ def export_ready(
         base,
         data_input_shape(space, study, data_of),
     )
-    return write_prepared(out, space, [(chosen.trial, net, info)], False, onnx, force, log)[0]
+    return write_prepared(out, space, [(chosen.trial, net, info)], False, onnx, force)[0]
 
 
 def _prepare_ready(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -51,19 +51,21 @@ if TYPE_CHECKING:
     from nasflow.search import StudySpec
 
 
-def load_supernet(
-    space: SearchSpace, folder: Path, log: Callable[[str], None] = print
-) -> tuple[Supernet, str]:
+_LOG = logging.getLogger(__name__)
+
+
+def load_supernet(space: SearchSpace, folder: Path) -> tuple[Supernet, str]:
     """The newest valid supernet checkpoint in ``folder``, loaded without pickle.
 
-    Unusable files (corrupt, truncated, or needing pickle) are skipped and reported.
+    Unusable files (corrupt, truncated, or needing pickle) are skipped and reported (a
+    warning of the ``nasflow`` logger).
 
     Returns:
         The supernet (eval mode, CPU) and the checkpoint's file name.
     """
     from nasflow.train import load_latest
 
-    found = load_latest(folder, on_bad=lambda e: log(f"skipping {e}"))
+    found = load_latest(folder, on_bad=lambda e: _LOG.warning(f"skipping {e}"))
     if found is None:
         raise ExportError(
             f"no valid supernet checkpoint in {str(folder)!r}; run `nasflow search` first or "
@@ -319,7 +321,6 @@ def export_study(
     onnx: bool = True,
     force: bool = False,
     weights: str = "auto",
-    log: Callable[[str], None] = print,
 ) -> list[ExportInfo]:
     """Export trials of a stored study with their retrained or supernet weights.
 
@@ -358,7 +359,6 @@ def export_study(
             base,
             data_of or study_data_spec(name, study_data_fingerprint(study)),
             recalibrate,
-            log,
             trained_stack(study),
         )
     shape = data_input_shape(space, study, data_of) if winners else None
@@ -367,7 +367,7 @@ def export_study(
             prepared.append(_prepare_winner(t, space, name, *winners[t.number], base, shape))
     order = {t.number: i for i, t in enumerate(trials)}
     prepared.sort(key=lambda p: order[p[0]])
-    return write_prepared(out, space, prepared, which == "pareto", onnx, force, log)
+    return write_prepared(out, space, prepared, which == "pareto", onnx, force)
 
 
 def write_prepared(
@@ -377,9 +377,9 @@ def write_prepared(
     per_trial: bool,
     onnx: bool,
     force: bool,
-    log: Callable[[str], None],
 ) -> list[ExportInfo]:
-    """Write prepared networks into ``out`` all at once, and say what was written.
+    """Write prepared networks into ``out`` all at once, and say what was written (the
+    ``nasflow`` logger's lines).
 
     Args:
         out: The export directory (checked with ``check_target``).
@@ -390,7 +390,6 @@ def write_prepared(
         onnx: Also write and check ``model.onnx``.
         force: Replace a complete export at ``out``; with ``per_trial`` the complete
             ``trial-N`` exports there that this run does not write are kept.
-        log: Line logger.
     """
     replaced = out.is_dir() and any(out.iterdir())
     with atomic_dir(out, force) as tmp:
@@ -400,15 +399,15 @@ def write_prepared(
             infos.append(write_export(folder, space, net, info, onnx))
             shown = ", ".join(f"{k} {v:.4f}" for k, v in info.metrics.items())
             what = info.weights.get("description", f"{info.kind} weights")
-            log(f"trial {number}: {what}; {shown or 'no accuracy measured'}")
+            _LOG.info(f"trial {number}: {what}; {shown or 'no accuracy measured'}")
         kept = keep_other_exports(out, tmp) if replaced and per_trial else []
     if replaced:
         what = ", ".join(sorted(p.name for p in out.iterdir() if p.name not in kept))
-        log(
+        _LOG.info(
             f"--force replaced {what if per_trial else 'the export'} in {out}"
             + (f"; kept {', '.join(kept)} (complete exports this run did not write)" * bool(kept))
         )
-    log(f"exported to {out}")
+    _LOG.info(f"exported to {out}")
     return infos
 
 
@@ -478,7 +477,6 @@ def _prepare_supernet(
     base: dict[str, Any],
     found: tuple[StudySpec, str] | None,
     recalibrate: bool,
-    log: Callable[[str], None],
     stack: dict[str, Any] | None,
 ) -> list[tuple[int, Any, ExportInfo]]:
     """The supernet paths of ``trials`` (BN recalibrated if asked) with their records;
@@ -486,7 +484,7 @@ def _prepare_supernet(
     the supernet trained with (``stack="auto"`` studies)."""
     from nasflow.train import evaluate
 
-    supernet, checkpoint = load_supernet(space, RunFolder.of(runs, name).supernet, log)
+    supernet, checkpoint = load_supernet(space, RunFolder.of(runs, name).supernet)
     if recalibrate and found is None:
         raise ExportError(
             f"cannot find the data of study {name!r} to recalibrate batch norm (no ready "
@@ -503,7 +501,7 @@ def _prepare_supernet(
     train = None  # the batches the search recalibrated batch norm on: same order, same size
     if data is not None and recalibrate:
         train = data.batches("train", found[0].train.batch_size, found[0].seed)  # type: ignore[index]
-        log(f"batch norm recalibrated on the training data of {found[1]}")
+        _LOG.info(f"batch norm recalibrated on the training data of {found[1]}")
     prepared = []
     for t in trials:
         net, info = prepare_export(

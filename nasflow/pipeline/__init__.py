@@ -2,16 +2,24 @@
 summary.
 
 ``StudyRunner(spec).run()`` opens the study (``nasflow.search.StudySpec``) and runs the
-phases in order, each a module with one entry point: the zero-cost anchors
-(``_anchors``), the supernet (``_supernet``), the screening (``_screening``, scored by
-``_scoring``), the trust probe (``_trust``), the fine-tuning of the finalists
-(``_finetune``, ready models: ``_ready``), the retrains (``_retrain``); which model is kept
-is ``_kept``, one training of one architecture is ``_training``, and what the run prints
-is ``_headline`` and ``_summary``.
+phases in order (``_phases``), each a module with one entry point: the zero-cost anchors
+(``_anchors``), the supernet (``_supernet``), the screening (``_screening``), the trust
+probe (``_trust``), the fine-tuning of the finalists (``_finetune``), the retrains
+(``_retrain``), or in their place the rung schedule (``_rungs``). What the phases do to
+one architecture is ``_arch`` (scored from the supernet, fine-tuned from inherited
+weights into a ready model, trained from scratch, its weights saved and found again);
+what runs where and when is ``_schedule`` (the rung ladder in Optuna, and the trainings
+any process of the study takes); which model is kept is ``_kept``; what the run prints is
+``_result`` (``_headline`` and ``_summary``).
 """
 
 from __future__ import annotations
 
+from nasflow.pipeline._arch._ready import read_ready, weights_label
+from nasflow.pipeline._arch._scoring import CandidateError, arch_summary
+from nasflow.pipeline._arch._training import recipe_for, retrain_arch
+from nasflow.pipeline._arch._winners import RECORD_FILE as WINNER_RECORD_FILE
+from nasflow.pipeline._arch._winners import WinnerError, load_winner_weights, read_winner
 from nasflow.pipeline._baseline import read_baseline
 from nasflow.pipeline._kept import (
     ANCHOR_MARGIN_SE,
@@ -24,8 +32,6 @@ from nasflow.pipeline._kept import (
 )
 from nasflow.pipeline._multipliers import MULTIPLIER_TITLES, multiplier_basis
 from nasflow.pipeline._phases._anchors import Anchor, zero_cost_front
-from nasflow.pipeline._phases._ready import read_ready, weights_label
-from nasflow.pipeline._phases._scoring import CandidateError, arch_summary
 from nasflow.pipeline._phases._screening import REASKS as SCREENING_REASKS
 from nasflow.pipeline._phases._screening import BatchedScreening
 from nasflow.pipeline._phases._trust import bootstrap_tau, run_trust_probe, spread_over_ranking
@@ -39,15 +45,14 @@ from nasflow.pipeline._result._headline import (
 )
 from nasflow.pipeline._result._summary import summary_table, worker_summary
 from nasflow.pipeline._runner import RunResult, StudyRunner, Winner, pareto_trials
-from nasflow.pipeline._training import recipe_for, retrain_arch
-from nasflow.pipeline._winners import RECORD_FILE as WINNER_RECORD_FILE
-from nasflow.pipeline._winners import WinnerError, load_winner_weights, read_winner
+from nasflow.pipeline._schedule._tasks import SUFFIX as TASKS_SUFFIX
 
 __all__ = [
     "ANCHOR_MARGIN_SE",
     "KEPT_MARGIN_SE",
     "MULTIPLIER_TITLES",
     "SCREENING_REASKS",
+    "TASKS_SUFFIX",
     "WINNER_RECORD_FILE",
     "Anchor",
     "BatchedScreening",

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import optuna
 
-from nasflow.pipeline._tasks import LocalTasks, Tasks
+from nasflow.pipeline._schedule._tasks import LocalTasks, Tasks
 from nasflow.record import RunFolder
 from nasflow.space import Arch
 from nasflow.storage import StorageSpec
@@ -69,8 +69,9 @@ class RunContext:
         started_cpu: ``time.process_time()`` then (the process's CPU-seconds, all its
             threads).
         tasks: Where the trainings after screening run: in this process in order
-            (:class:`~nasflow.pipeline._tasks.LocalTasks`), or queued for every process of
-            the study (:class:`~nasflow.pipeline._tasks.SharedTasks`, on a shared storage).
+            (:class:`~nasflow.pipeline._schedule._tasks.LocalTasks`), or queued for every
+            process of the study (:class:`~nasflow.pipeline._schedule._tasks.SharedTasks`,
+            on a shared storage).
     """
 
     spec: StudySpec

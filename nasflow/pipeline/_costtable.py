@@ -30,7 +30,7 @@ def check_caches(tables_url: str | None) -> None:
     if tables_url is None:
         urls.append(resolve_url(None))
     for url in dict.fromkeys(urls):
-        check_cache(url, _LOG.info)
+        check_cache(url)
 
 
 def format_cost_table(record: CostTableRecord | None) -> list[str]:

@@ -43,7 +43,7 @@ from nasflow.pipeline._phases._supernet import resolve_stack, run_supernet
 from nasflow.pipeline._phases._trust import TRUST, run_trust, trust_handler
 from nasflow.pipeline._recovery import heartbeat_settings, sweep_zombies
 from nasflow.pipeline._reproducibility import reproducibility_record, use_deterministic
-from nasflow.pipeline._tasks import LocalTasks, SharedTasks, Tasks
+from nasflow.pipeline._schedule._tasks import LocalTasks, SharedTasks, Tasks
 from nasflow.record import (
     RunFolder,
     StudyMismatchError,
@@ -389,12 +389,12 @@ class StudyRunner:
             rungs = run_rung_schedule(ctx, data, supernet, self.stack, worker, retrain)
             seconds["rungs"] = rungs.seconds
             if worker:
-                seconds["shared"] = self._serve(ctx, data, supernet, retrain)
+                seconds["shared"] = self._serve(ctx, data, supernet)
             elif spec.trust is not None and is_rank_zero():
                 seconds["trust"] = run_trust(ctx, data, supernet).seconds
             return seconds, list(rungs.winners)
         if worker and data is not None:
-            seconds["shared"] = self._serve(ctx, data, supernet, retrain)
+            seconds["shared"] = self._serve(ctx, data, supernet)
         if data is not None and not worker and is_rank_zero():
             if spec.trust is not None:
                 seconds["trust"] = run_trust(ctx, data, supernet).seconds
@@ -406,11 +406,10 @@ class StudyRunner:
             winners, seconds["retrain"] = list(phase3.winners), phase3.seconds
         return seconds, winners
 
-    def _serve(
-        self, ctx: RunContext, data: DataBundle, supernet: Supernet | None, retrain: bool
-    ) -> float:
+    def _serve(self, ctx: RunContext, data: DataBundle, supernet: Supernet | None) -> float:
         """A worker after screening: take the trainings the study's process queues (trust
-        probe, fine-tuning, retrains) until it has decided; the seconds it served."""
+        probe, fine-tuning, retrains: whichever it queues, its ``--retrain`` decides) until
+        it has decided; the seconds it served."""
         t0 = time.perf_counter()
         if not isinstance(ctx.tasks, SharedTasks):
             return 0.0
@@ -420,8 +419,7 @@ class StudyRunner:
         if spec.finetuning is not None and supernet is not None:
             engine = finetune_engine(ctx, data, supernet, self.stack)
             handlers[FINETUNE] = finetune_handler(engine, ctx.folder.ready)
-        if retrain:
-            handlers[RETRAIN] = retrain_handler(ctx, data, self.stack)
+        handlers[RETRAIN] = retrain_handler(ctx, data, self.stack)
         n = ctx.tasks.serve(handlers)
         _LOG.info(f"worker: {n} trainings after screening run here")
         return time.perf_counter() - t0

@@ -3,6 +3,7 @@ what they did (``ProxyScores``)."""
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -17,6 +18,8 @@ from nasflow.proxies._errors import ProxyError
 from nasflow.proxies._nwot import nwot
 from nasflow.proxies._synflow import synflow
 from nasflow.space import Arch, SearchSpace
+
+_LOG = logging.getLogger(__name__)
 
 #: Proxy name -> ``score(net, batch_inputs) -> float``.
 PROXIES: Mapping[str, Callable[[nn.Module, torch.Tensor], float]] = MappingProxyType(
@@ -125,7 +128,6 @@ def zero_cost_scores(
     proxies: Sequence[str] = ("synflow", "nwot"),
     seed: int = 0,
     device: torch.device | str = "cpu",
-    log: Callable[[str], None] | None = None,
 ) -> ProxyScores:
     """Score ``archs`` with zero-cost proxies at initialisation.
 
@@ -133,7 +135,7 @@ def zero_cost_scores(
     torch seed ``seed`` (inside ``torch.random.fork_rng``: the caller's random state is left
     as it was) and scored by every proxy (each works on its own copy). A proxy that cannot
     score an architecture, or gives a non-finite value, is recorded as a failure with one
-    line (passed to ``log``), not raised.
+    line (to the ``nasflow`` logger), not raised.
 
     Args:
         space: The search space.
@@ -143,7 +145,6 @@ def zero_cost_scores(
         proxies: Names from ``PROXIES``: ``"synflow"`` and/or ``"nwot"``.
         seed: Initialisation seed.
         device: Where the networks run.
-        log: Line logger for failures.
 
     Returns:
         The record of scores, failures and seconds.
@@ -174,8 +175,7 @@ def zero_cost_scores(
             values[name].append(value)
             if reason is not None:
                 failures.append(ProxyFailure(name, i, reason))
-                if log is not None:
-                    log(failures[-1].line())
+                _LOG.info(failures[-1].line())
     return ProxyScores(
         proxies=names,
         archs=tuple(archs),

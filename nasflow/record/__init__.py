@@ -28,16 +28,15 @@ outside this package reads a study's or a trial's user attributes (a test guards
 The package's modules: ``_keys`` (every key, defined nowhere else), ``_folder`` (the run
 folder), ``_identity`` (writing and checking a study's identity), ``_reading`` (opening a
 stored study, score reuse, constraints), ``_typed`` (a trial's record, a saved winner's,
-the baseline table's), ``_measured`` (the stack's, the cost table's and the multipliers'
-records), ``_phases`` (the records the phases write), ``_finetuned`` (the fine-tuning
-phase's) and ``_study`` (the readers and the writer). Import from ``nasflow.record``, not
-from them.
+the baseline table's), ``_records`` (the typed study records: the stack's, the cost
+table's and the multipliers' in ``_measured``, the phases' in ``_phases``, fine-tuning's in
+``_finetuned``, the rungs' in ``_rungs``) and ``_study`` (the readers and the writer).
+Import from ``nasflow.record``, not from them.
 """
 
 from __future__ import annotations
 
 from nasflow.errors import StudyRecordError
-from nasflow.record._finetuned import EarlyStopping, FineTuned, FineTuneResult, ReadyModelError
 from nasflow.record._folder import RunFolder, StudyMismatchError
 from nasflow.record._identity import (
     check_identity,
@@ -99,6 +98,11 @@ from nasflow.record._keys import (
     SUPERNET_KEY,
     SUPERNET_LOSS_ATTR,
     TABLE_KEY_ATTR,
+    TASK_ATTR,
+    TASK_RESULT_ATTR,
+    TASKS_CLOSED_KEY,
+    TASKS_FOLDER_KEY,
+    TASKS_RUN_KEY,
     TRACEBACK_ATTR,
     TRAIN_COST_ATTR,
     TRIAL_ATTRS,
@@ -106,30 +110,6 @@ from nasflow.record._keys import (
     retrain_key,
     rung_key,
     step_key,
-)
-from nasflow.record._measured import (
-    MULTIPLIER_PARTS,
-    STACK_SCHEMA,
-    CalibrationStep,
-    CostCalibration,
-    CostTableRecord,
-    MultiplierPart,
-    MultipliersRecord,
-    StackCalibration,
-    StackDecision,
-    StackLayer,
-    StackOrigin,
-    StackRecord,
-)
-from nasflow.record._phases import (
-    AnchorEntry,
-    AnchorsRecord,
-    KeptRecord,
-    ReproducibilityRecord,
-    RetrainRecord,
-    ScreeningRecord,
-    SupernetRecord,
-    TrustRecord,
 )
 from nasflow.record._reading import (
     StoredStudy,
@@ -146,7 +126,37 @@ from nasflow.record._reading import (
     trial_rung,
     trial_screen,
 )
-from nasflow.record._rungs import (
+from nasflow.record._records._finetuned import (
+    EarlyStopping,
+    FineTuned,
+    FineTuneResult,
+    ReadyModelError,
+)
+from nasflow.record._records._measured import (
+    MULTIPLIER_PARTS,
+    STACK_SCHEMA,
+    CalibrationStep,
+    CostCalibration,
+    CostTableRecord,
+    MultiplierPart,
+    MultipliersRecord,
+    StackCalibration,
+    StackDecision,
+    StackLayer,
+    StackOrigin,
+    StackRecord,
+)
+from nasflow.record._records._phases import (
+    AnchorEntry,
+    AnchorsRecord,
+    KeptRecord,
+    ReproducibilityRecord,
+    RetrainRecord,
+    ScreeningRecord,
+    SupernetRecord,
+    TrustRecord,
+)
+from nasflow.record._records._rungs import (
     RungEntry,
     RungsRecord,
     RungStep,
@@ -154,6 +164,7 @@ from nasflow.record._rungs import (
     rung_value,
     study_rungs,
 )
+from nasflow.record._records._tasks import TasksState, task_key, task_result
 from nasflow.record._study import (
     StudyRecord,
     study_anchors,
@@ -222,6 +233,11 @@ __all__ = [
     "SUPERNET_KEY",
     "SUPERNET_LOSS_ATTR",
     "TABLE_KEY_ATTR",
+    "TASKS_CLOSED_KEY",
+    "TASKS_FOLDER_KEY",
+    "TASKS_RUN_KEY",
+    "TASK_ATTR",
+    "TASK_RESULT_ATTR",
     "TRACEBACK_ATTR",
     "TRAIN_COST_ATTR",
     "TRIAL_ATTRS",
@@ -257,6 +273,7 @@ __all__ = [
     "StudyRecord",
     "StudyRecordError",
     "SupernetRecord",
+    "TasksState",
     "TrialRecord",
     "TrustRecord",
     "WinnerRecord",
@@ -300,6 +317,8 @@ __all__ = [
     "study_supernet",
     "study_trust",
     "supernet_identity",
+    "task_key",
+    "task_result",
     "trial_rung",
     "trial_screen",
     "write_identity",

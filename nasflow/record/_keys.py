@@ -68,6 +68,15 @@ RUNG_SCREENED_ATTR = "screening_trial"
 RUNG_SCORE_ATTR = "rung0"
 RUNG_TOP_ATTR = "top_step"
 RUNG_RETRAINED_ATTR = "nasflow:retrained"
+#: Trial user attributes of the task study (``NAME:tasks``): what a queued training is
+#: (its task key) and what it measured, with the process that ran it.
+TASK_ATTR = "nasflow:task"
+TASK_RESULT_ATTR = "nasflow:task_result"
+#: Study user attributes of the task study: the study process's run in progress, the last
+#: run it closed, and its runs folder (a worker with another takes no task).
+TASKS_RUN_KEY = "nasflow:tasks_run"
+TASKS_CLOSED_KEY = "nasflow:tasks_closed"
+TASKS_FOLDER_KEY = "nasflow:tasks_folder"
 #: Prefix of the per-winner records written by phase 3 (``nasflow:retrain:<trial number>``).
 RETRAIN_PREFIX = "nasflow:retrain:"
 

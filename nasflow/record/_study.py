@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nasflow.errors import StudyRecordError
-from nasflow.record._finetuned import FineTuneResult
 from nasflow.record._keys import RETRAIN_PREFIX, SECONDS_KEY
-from nasflow.record._measured import CostTableRecord, MultipliersRecord, StackRecord
-from nasflow.record._phases import (
+from nasflow.record._records._finetuned import FineTuneResult
+from nasflow.record._records._measured import CostTableRecord, MultipliersRecord, StackRecord
+from nasflow.record._records._phases import (
     AnchorsRecord,
     KeptRecord,
     ReproducibilityRecord,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import signal
 import socket
@@ -17,11 +18,14 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import optuna
 
 from nasflow._checks import check_int
+from nasflow._logging import lines_to
 from nasflow.errors import ConfigError, NasflowError
 from nasflow.record import StoredStudy, open_stored_study
 from nasflow.report._report import ReportFigure, report_data, report_figures
 from nasflow.space import SearchSpace
 from nasflow.storage import SQLiteLock, StorageError, StudyFileBusy
+
+_LOG = logging.getLogger(__name__)
 
 #: Prefix of the graph ids nasflow gives its figures in optuna-dashboard.
 GRAPH_PREFIX = "nasflow-"
@@ -107,10 +111,11 @@ def serve_dashboard(
     out_dir: os.PathLike | str = "runs",
     host: str = "127.0.0.1",
     port: int = 8080,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] | None = print,
     stop: threading.Event | None = None,
 ) -> None:
-    """Push the report's figures to study ``name`` and serve optuna-dashboard until stopped.
+    """Push the report's figures to study ``name`` and serve optuna-dashboard until stopped
+    (its address is one line to ``log``; ``None``: the ``nasflow`` logger only).
 
     It stops on SIGINT (Ctrl-C) or SIGTERM when called from the main thread, or when
     ``stop`` is set.
@@ -141,7 +146,8 @@ def serve_dashboard(
                 "storage that a dashboard may share"
             ) from None
     try:
-        _push_and_serve(stored, name, host, port, log, stop)
+        with lines_to(log):
+            _push_and_serve(stored, name, host, port, stop)
     finally:
         if lock is not None:
             lock.release()
@@ -152,7 +158,6 @@ def _push_and_serve(
     name: str,
     host: str,
     port: int,
-    log: Callable[[str], None],
     stop: threading.Event | None,
 ) -> None:
     server = dashboard_server(stored.storage, host, port)
@@ -161,7 +166,7 @@ def _push_and_serve(
         bound_port = server.server_address[1]
         study_id = stored.storage.get_study_id_from_name(name)
         shown = f"[{host}]" if ":" in host else host
-        log(
+        _LOG.info(
             f"optuna-dashboard for study {name!r} ({stored.spec.safe_url}): "
             f"http://{shown}:{bound_port}/dashboard/studies/{study_id} (Ctrl-C stops it)"
         )

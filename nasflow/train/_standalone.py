@@ -9,6 +9,7 @@ from which seed): a folder left by another training is not resumed from."""
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,8 @@ from nasflow.train._loop import (
 from nasflow.train._recipe import TrainConfig
 from nasflow.train._supernet import schedule_step
 from nasflow.train.stack import Stack, device_clock
+
+_LOG = logging.getLogger(__name__)
 
 
 class EpochTrainer:
@@ -192,7 +195,6 @@ def train_standalone(
     checkpoints: Path | None = None,
     identity: str = "",
     should_stop: Callable[[], bool] | None = None,
-    log: Callable[[str], None] | None = None,
     what: str = "training",
 ) -> TrainResult:
     """Train ``model`` from its current weights for ``config.epochs`` epochs.
@@ -200,8 +202,7 @@ def train_standalone(
     ``seconds`` counts training steps only (the measured training cost, with ``stack``;
     a resumed training's too); evaluation is excluded. With ``checkpoints`` the training
     is checkpointed there after every epoch and when ``should_stop`` stops it, and resumes
-    from there (:func:`train_epochs`: ``identity``, ``log`` and
-    ``what`` as there).
+    from there (:func:`train_epochs`: ``identity`` and ``what`` as there).
 
     Raises:
         TrainingInterrupted: ``should_stop`` asked to stop.
@@ -213,7 +214,6 @@ def train_standalone(
         identity=identity,
         should_stop=should_stop,
         on_epoch=on_epoch,
-        log=log,
         what=what,
     )
     val_acc, val_loss = evaluate(model, val, device=device)
@@ -229,23 +229,25 @@ def resume(
     trainer: EpochTrainer,
     folder: Path,
     identity: str,
-    log: Callable[[str], None],
     what: str,
 ) -> list[float]:
     """Load the newest usable checkpoint of this training in ``folder`` into ``trainer``
-    (saying so); returns the mean losses of the epochs it finished (none: nothing to
-    resume). Checkpoints of another training there are removed."""
-    found = load_latest(folder, on_bad=lambda e: log(f"{what}: {e}"))
+    (saying so, to the ``nasflow`` logger); returns the mean losses of the epochs it
+    finished (none: nothing to resume). Checkpoints of another training there are
+    removed."""
+    found = load_latest(folder, on_bad=lambda e: _LOG.warning(f"{what}: {e}"))
     if found is None:
         return []
     progress, state = found
     if state.get("identity") != identity:
-        log(f"{what}: the checkpoints in {str(folder)!r} are of another training; starting over")
+        _LOG.info(
+            f"{what}: the checkpoints in {str(folder)!r} are of another training; starting over"
+        )
         for _, path in list_checkpoints(folder):
             path.unlink(missing_ok=True)
         return []
     trainer.load_state_dict(state["trainer"])
-    log(
+    _LOG.info(
         f"{what}: resumed from its checkpoint at epoch {progress.epoch + 1}, "
         f"batch {progress.batch}"
     )
@@ -268,7 +270,6 @@ def train_epochs(
     identity: str = "",
     should_stop: Callable[[], bool] | None = None,
     on_epoch: Callable[[int, float], None] | None = None,
-    log: Callable[[str], None] | None = None,
     what: str = "training",
 ) -> list[float]:
     """Train ``trainer`` up to epoch ``until`` (default: its planned epochs); returns the
@@ -281,16 +282,14 @@ def train_epochs(
         identity: What is trained (a checkpoint of another identity is never resumed).
         should_stop: Polled after every step and between epochs.
         on_epoch: Called with ``(epoch, mean loss)`` after each epoch trained here.
-        log: Line logger (a resumed training says where it resumed).
         what: The training's name in lines and errors.
 
     Raises:
         TrainingInterrupted: ``should_stop`` asked to stop; the point reached was
             checkpointed in ``folder`` (when given).
     """
-    say = log or (lambda _m: None)
     end = trainer.config.epochs if until is None else until
-    losses = resume(trainer, folder, identity, say, what) if folder is not None else []
+    losses = resume(trainer, folder, identity, what) if folder is not None else []
     stop = should_stop or (lambda: False)
     while trainer.epoch < end:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -43,6 +44,8 @@ from nasflow.train.stack import (
     is_rank_zero,
 )
 from nasflow.train.stack._ddp import broadcast_module, init_from_env, shard
+
+_LOG = logging.getLogger(__name__)
 
 
 class OpCounter:
@@ -176,7 +179,6 @@ class SupernetTrainer:
         checkpoint_dir: Folder for ``epoch-N.pt`` / ``epoch-N-batch-B.pt`` checkpoints;
             ``None`` keeps none.
         device: Where to train.
-        log: Called with one-line progress messages.
         checkpoint_every: Also checkpoint every this many steps inside an epoch (0: only
             at epoch ends). Older mid-epoch files are deleted, keeping one as a fallback.
         should_stop: Polled after every step; when it returns true the trainer finishes
@@ -193,7 +195,6 @@ class SupernetTrainer:
         config: SupernetConfig | None = None,
         checkpoint_dir: os.PathLike | str | None = None,
         device: torch.device | str = "cpu",
-        log: Callable[[str], None] | None = None,
         checkpoint_every: int = 0,
         should_stop: Callable[[], bool] | None = None,
         stack: Stack | None = None,
@@ -215,7 +216,8 @@ class SupernetTrainer:
                 f"evenly over {self.world_size} ranks"
             )
         self.writer = is_rank_zero()  # only rank 0 writes checkpoints and logs
-        self.log = (log if self.writer else None) or (lambda _msg: None)
+        # Progress lines: the ``nasflow`` logger's per-step detail (rank 0's only).
+        self.log: Callable[[str], None] = _LOG.debug if self.writer else (lambda _msg: None)
         self.checkpoint_every = checkpoint_every
         self.should_stop = should_stop or (lambda: False)
         self.batches = Batches(

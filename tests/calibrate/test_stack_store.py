@@ -15,6 +15,7 @@ import sqlalchemy as sa
 import torch
 from torch.utils.data import TensorDataset
 
+from nasflow._logging import lines_to
 from nasflow.calibrate._store import (
     TABLE,
     StackCalibrationTable,
@@ -59,9 +60,8 @@ def _batches(batch_size: int) -> tuple[Batches, Batches]:
 def _calibrate(url: str, batch_size: int = 32, **kw):
     lines: list[str] = []
     train, val = _batches(batch_size)
-    res = device_stack(
-        tiny_mnist1d(), train, val, 3e-3, 1e-2, 10 * len(train), url, log=lines.append, **kw
-    )
+    with lines_to(lines.append):
+        res = device_stack(tiny_mnist1d(), train, val, 3e-3, 1e-2, 10 * len(train), url, **kw)
     ran = [m for m in lines if m.startswith("stack calibration:")]
     return res, ran
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from nasflow._logging import lines_to
 from nasflow.cost import check_cache
 from nasflow.cost._store import MEMORY_URL, cache_problem, resolve_url
 from nasflow.cost._table import LatencyTable
@@ -122,7 +123,8 @@ def test_an_unusable_cache_is_replaced_by_memory_once(tmp_path, monkeypatch) -> 
         conn.execute("CREATE TABLE nasflow_cost_devices (key TEXT PRIMARY KEY)")
     url = resolve_url(cache)
     lines: list[str] = []
-    assert not check_cache(url, lines.append) and not check_cache(url, lines.append)
+    with lines_to(lines.append):
+        assert not check_cache(url) and not check_cache(url)
     assert len(lines) == 1 and "another schema" in lines[0]  # said once
     assert resolve_url(cache) == MEMORY_URL
     with LatencyTable(cache) as table:  # works, in memory, from any thread

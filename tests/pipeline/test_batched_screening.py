@@ -189,7 +189,7 @@ KILLED = """
 import os, signal, sys
 from nasflow.pipeline import StudyRunner
 from nasflow.search import load_study_file
-from nasflow.pipeline._phases._scoring import CandidateScorer
+from nasflow.pipeline._arch._scoring import CandidateScorer
 
 spec = load_study_file(sys.argv[1]).replace(screen_batch=8)
 score, calls = CandidateScorer.score, []

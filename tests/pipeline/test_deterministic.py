@@ -14,7 +14,7 @@ import torch
 from nasflow.cli import main
 from nasflow.cost import CostModel
 from nasflow.pipeline import StudyRunner, reproducibility_line, reproducibility_record
-from nasflow.pipeline._phases._ready import promote
+from nasflow.pipeline._arch._ready import promote
 from nasflow.record import (
     COST_TABLE_KEY,
     FINETUNED_KEY,

@@ -14,14 +14,14 @@ from torch.utils.data import TensorDataset
 
 from nasflow.data import DataBundle
 from nasflow.errors import ConfigError
-from nasflow.pipeline._kept import kept_weights
-from nasflow.pipeline._phases._ready import (
+from nasflow.pipeline._arch._ready import (
     PROGRESS_FILE,
     Finalist,
     promote,
     read_ready,
     run_finetuning,
 )
+from nasflow.pipeline._kept import kept_weights
 from nasflow.record import FineTuned, FineTuneResult, ReadyModelError
 from nasflow.search import FineTuning
 from nasflow.train import EpochTrainer, SupernetConfig, SupernetTrainer, TrainConfig

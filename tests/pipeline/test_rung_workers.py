@@ -12,7 +12,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from nasflow.pipeline._schedule import SUFFIX
+from nasflow.pipeline._schedule._ladder import SUFFIX
 from nasflow.record import RungEntry, study_kept, study_rungs
 from tests._study_template import write_study
 

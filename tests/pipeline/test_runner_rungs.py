@@ -10,7 +10,7 @@ import pytest
 
 from nasflow.pipeline import StudyRunner, summary_table
 from nasflow.pipeline._phases._rungs import finetune_settings, ranked_candidates
-from nasflow.pipeline._schedule import SUFFIX
+from nasflow.pipeline._schedule._ladder import SUFFIX
 from nasflow.record import (
     FINETUNED_KEY,
     KEPT_KEY,

@@ -10,7 +10,7 @@ import math
 import optuna
 import pytest
 
-from nasflow.pipeline._schedule import (
+from nasflow.pipeline._schedule._ladder import (
     Candidate,
     RungPlan,
     enqueue,

@@ -16,8 +16,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from nasflow.pipeline._tasks import RESULT_ATTR, SUFFIX, TASK_ATTR
-from nasflow.record import study_finetuned, study_kept, study_trust
+from nasflow.pipeline import TASKS_SUFFIX
+from nasflow.record import study_finetuned, study_kept, study_trust, task_key, task_result
 from tests._study_template import write_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,16 +59,16 @@ def test_a_worker_takes_trainings_after_screening_and_none_is_trained_twice(
     for p, text in zip(procs, outputs, strict=True):
         assert p.returncode == 0, text
     study = optuna.load_study(study_name=unique_name, storage=postgres_url)
-    tasks = optuna.load_study(study_name=unique_name + SUFFIX, storage=postgres_url)
+    tasks = optuna.load_study(study_name=unique_name + TASKS_SUFFIX, storage=postgres_url)
     done = [t for t in tasks.get_trials() if t.state == TrialState.COMPLETE]
-    keys = Counter(t.user_attrs[TASK_ATTR] for t in done)
+    keys = Counter(task_key(t) for t in done)
     # Every training ran once: the trust probe's 4, fine-tuning's rungs, 3 retrains.
     assert keys and max(keys.values()) == 1
     kinds = Counter(json.loads(k)["kind"] for k in keys)
     assert kinds["trust"] == 4 and kinds["retrain"] == 3 and kinds["finetune"] >= 4
     assert not [t for t in tasks.get_trials() if t.state in (TrialState.RUNNING,)]
     # Both processes trained some, and the worker says how many of each it ran.
-    by = Counter(t.user_attrs[RESULT_ATTR]["by"].split(":")[1] for t in done)
+    by = Counter((task_result(t) or {})["by"].split(":")[1] for t in done)
     assert set(by) == {str(procs[0].pid), str(procs[1].pid)}
     line = re.search(r"(?m)^trainings after screening run by this process: (.*)$", outputs[1])
     assert line is not None

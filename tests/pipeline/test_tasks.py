@@ -16,15 +16,15 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from nasflow.pipeline._tasks import (
+from nasflow.pipeline._schedule._tasks import (
     MAX_TRIES,
     SUFFIX,
-    TASK_ATTR,
     LocalTasks,
     SharedTasks,
     Task,
     process_name,
 )
+from nasflow.record import TASK_ATTR, task_key
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,7 @@ WORKER = r"""
 import os, sys, time
 from pathlib import Path
 import optuna
-from nasflow.pipeline._tasks import SharedTasks
+from nasflow.pipeline._schedule._tasks import SharedTasks
 
 url, name, folder, marks = sys.argv[1:5]
 study = optuna.load_study(study_name=name, storage=url)
@@ -103,7 +103,7 @@ def test_a_task_an_earlier_run_left_waiting_is_dropped_not_run(tmp_path) -> None
 
     assert shared.run([Task("square", {"i": 2})], {"square": square})[0]["square"] == 4
     assert calls == [2]
-    left = [t for t in tasks_study.get_trials() if t.user_attrs.get(TASK_ATTR) == stale]
+    left = [t for t in tasks_study.get_trials() if task_key(t) == stale]
     assert [t.state for t in left] == [TrialState.PRUNED]
 
 
@@ -197,3 +197,16 @@ def test_two_processes_on_postgresql_share_the_tasks_and_none_runs_twice(
     served = int(text.split("served ")[-1])
     assert served >= 1 and shared.done["square"] == 10 - served
     assert {r["by"] for r in out} == {process_name(), f"{process_name().split(':')[0]}:{proc.pid}"}
+
+
+def test_a_task_a_worker_cannot_run_is_left_to_the_study_process(tmp_path) -> None:
+    study = _study(tmp_path)
+    shared = SharedTasks(study, tmp_path / "runs", lambda: False)
+    shared.start()
+    worker = SharedTasks(study, tmp_path / "runs", lambda: False)
+    shared._queue([Task("square", {"i": 5}, shared.current or "").key])
+    assert worker.drain({}) == 0  # (it took the task and pruned it: no handler there)
+    out = shared.run([Task("square", {"i": 5})], {"square": lambda a: {"square": 25}})
+    assert out[0]["square"] == 25 and dict(shared.done) == {"square": 1}
+    states = sorted(t.state.name for t in shared.study.get_trials())
+    assert states == ["COMPLETE", "PRUNED"]

@@ -12,6 +12,7 @@ import pytest
 import torch
 from torch import nn
 
+from nasflow._logging import lines_to
 from nasflow.errors import ConfigError
 from nasflow.proxies import nwot, rank_last, synflow, zero_cost_scores
 from nasflow.proxies._errors import ProxyError
@@ -205,7 +206,8 @@ def test_a_failed_proxy_is_one_line_and_ranks_last() -> None:
     archs = [Arch({"kind": k}) for k in ("relu", "linear", "nan", "relu")]
     lines: list[str] = []
     x = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
-    scores = zero_cost_scores(space, archs, x, log=lines.append)
+    with lines_to(lines.append):
+        scores = zero_cost_scores(space, archs, x)
     failed = {(f.proxy, f.index) for f in scores.failures}
     assert failed == {("nwot", 1), ("nwot", 2), ("synflow", 2)}
     assert lines == scores.lines() and len(lines) == 3

@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch.utils.data import TensorDataset
 
+from nasflow._logging import lines_to
 from nasflow.errors import ConfigError
 from nasflow.export._study import load_supernet
 from nasflow.supernet import Split, split_supernet
@@ -98,7 +99,8 @@ def test_split_mid_training_resumes_bit_identical_and_exports(tmp_path) -> None:
     space, data = tiny_mnist1d(), _data()
     logs: list[str] = []
     ref_dir = tmp_path / "ref"
-    result = SupernetTrainer(space, data, CONFIG, ref_dir, log=logs.append).fit()
+    with lines_to(logs.append):
+        result = SupernetTrainer(space, data, CONFIG, ref_dir).fit()
     assert any("split on 'width' at epoch 1" in m for m in logs)
     assert isinstance(result.supernet.body, Split)
     first, final = load_checkpoint(ref_dir / "epoch-1.pt"), load_checkpoint(ref_dir / "epoch-2.pt")
@@ -124,7 +126,7 @@ def test_split_mid_training_resumes_bit_identical_and_exports(tmp_path) -> None:
     # A finished split run resumes to the split network; export loads it the same way.
     again = SupernetTrainer(space, data, CONFIG, ref_dir).fit()
     _assert_identical(again.supernet.state_dict(), final["model"], "resumed at the end")
-    loaded, name = load_supernet(space, ref_dir, log=lambda _: None)
+    loaded, name = load_supernet(space, ref_dir)
     assert name == "epoch-2.pt" and isinstance(loaded.body, Split)
     _assert_identical(loaded.state_dict(), final["model"], "exported")
 
@@ -132,7 +134,8 @@ def test_split_mid_training_resumes_bit_identical_and_exports(tmp_path) -> None:
 def test_split_from_the_start_builds_the_split_network_first(tmp_path) -> None:
     config = SupernetConfig(epochs=1, batch_size=16, seed=3, split="width")
     logs: list[str] = []
-    result = SupernetTrainer(tiny_mnist1d(), _data(), config, tmp_path, log=logs.append).fit()
+    with lines_to(logs.append):
+        result = SupernetTrainer(tiny_mnist1d(), _data(), config, tmp_path).fit()
     assert isinstance(result.supernet.body, Split)
     assert not any("split on" in m for m in logs)  # never trained shared
     assert load_checkpoint(tmp_path / "epoch-1.pt")["split"] == "width"

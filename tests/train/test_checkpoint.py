@@ -13,6 +13,7 @@ import torch
 from torch.utils.data import TensorDataset
 
 from nasflow._files import atomic_write
+from nasflow._logging import lines_to
 from nasflow.record import DIGEST_KEY
 from nasflow.train import (
     CheckpointError,
@@ -160,7 +161,8 @@ def test_the_supernet_trainer_resumes_from_the_newest_valid_checkpoint(tmp_path)
     newest = tmp_path / "epoch-2.pt"
     newest.write_bytes(newest.read_bytes()[:-100])
     logged: list[str] = []
-    result = SupernetTrainer(space, data, config, tmp_path, log=logged.append).fit()
+    with lines_to(logged.append):
+        result = SupernetTrainer(space, data, config, tmp_path).fit()
     assert result.resumed_from == 1  # epoch 2 was retrained from epoch 1
     assert any("skipping" in m and "epoch-2.pt" in m for m in logged)
     assert load_checkpoint(newest)["progress"] == [2, 0]  # rewritten, loadable again

@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch.utils.data import TensorDataset
 
+from nasflow._logging import lines_to
 from nasflow.train import (
     SupernetConfig,
     SupernetTrainer,
@@ -115,7 +116,8 @@ def test_periodic_mid_epoch_checkpoints_keep_one_fallback(tmp_path: Path, refere
     assert names == ["epoch-1-batch-3.pt", "epoch-1-batch-2.pt", "epoch-1.pt"]
     (tmp_path / names[0]).write_bytes(b"cut off")  # the newest is corrupt: use the fallback
     logs: list[str] = []
-    result = SupernetTrainer(space, data, CONFIG, tmp_path, log=logs.append).fit()
+    with lines_to(logs.append):
+        result = SupernetTrainer(space, data, CONFIG, tmp_path).fit()
     assert tuple(result.resumed_at) == (1, 2)
     assert any("skipping" in m for m in logs)
     _assert_identical(load_checkpoint(tmp_path / "epoch-2.pt"), reference)

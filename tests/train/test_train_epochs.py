@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from nasflow._logging import lines_to
 from nasflow.train import (
     Batches,
     EpochTrainer,
@@ -42,7 +43,8 @@ def test_a_stopped_training_resumes_from_its_checkpoint_exactly(tmp_path: Path) 
     assert [p.name for _, p in list_checkpoints(tmp_path)] == ["epoch-1-batch-1.pt", "epoch-1.pt"]
 
     second = _trainer()
-    got = train_epochs(second, folder=tmp_path, identity="a", log=lines.append)
+    with lines_to(lines.append):
+        got = train_epochs(second, folder=tmp_path, identity="a")
     assert lines == ["training: resumed from its checkpoint at epoch 2, batch 1"]
     _same_tensors(second.model.state_dict(), ref.model.state_dict())
     assert got == want  # epoch 1's loss came from the checkpoint
@@ -54,7 +56,8 @@ def test_a_stop_between_epochs_and_another_trainings_checkpoint(tmp_path: Path) 
         train_epochs(first, folder=tmp_path, identity="a", should_stop=_stop_after(5))
     lines: list[str] = []
     other = _trainer()
-    train_epochs(other, until=1, folder=tmp_path, identity="b", log=lines.append)
+    with lines_to(lines.append):
+        train_epochs(other, until=1, folder=tmp_path, identity="b")
     assert lines == [
         f"training: the checkpoints in {str(tmp_path)!r} are of another training; starting over"
     ]

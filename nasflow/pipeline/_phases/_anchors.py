@@ -33,9 +33,9 @@ import optuna
 
 from nasflow._checks import check_int
 from nasflow.data import DataBundle
+from nasflow.pipeline._arch._training import train_winner, winner_identity
+from nasflow.pipeline._arch._winners import WEIGHTS_FILE, find_winner
 from nasflow.pipeline._context import AnchorsPhaseResult, RunContext
-from nasflow.pipeline._training import train_winner, winner_identity
-from nasflow.pipeline._winners import WEIGHTS_FILE, find_winner
 from nasflow.record import (
     ANCHOR_ATTR,
     AnchorEntry,

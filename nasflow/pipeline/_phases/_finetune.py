@@ -1,5 +1,5 @@
 """Fine-tuning phase: the screened front and the best-scored candidates become ready models
-(entry point :func:`run_finetune`; the engine is ``nasflow.pipeline._phases._ready``)."""
+(entry point :func:`run_finetune`; the engine is ``nasflow.pipeline._arch._ready``)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from optuna.trial import FrozenTrial
 from scipy.stats import rankdata
 
 from nasflow.data import DataBundle
-from nasflow.pipeline._context import FineTunePhaseResult, RunContext
-from nasflow.pipeline._phases._ready import (
+from nasflow.pipeline._arch._ready import (
     CandidateTrainer,
     Finalist,
     _Candidate,
     run_finetuning,
     summary_line,
 )
-from nasflow.pipeline._tasks import Handler, Task, process_name
+from nasflow.pipeline._context import FineTunePhaseResult, RunContext
+from nasflow.pipeline._schedule._tasks import Handler, Task, process_name
 from nasflow.record import DUPLICATE_KEY, FineTuned, TrialRecord, write_record
 from nasflow.space import Arch
 from nasflow.supernet import Supernet
@@ -134,8 +134,10 @@ def finetune_handler(
     on_epoch: Callable[[], None] | None = None,
 ) -> Handler:
     """The fine-tuning task: a candidate trained to the rung's epochs, from the trainer in
-    memory (``own``: the study's process's candidates) or from its checkpoint in
-    ``folder`` (a worker's, or a candidate a worker trained last); its record after."""
+    memory (``own``: the study's process's candidates; in a worker, those it trained last
+    while no other process has trained them since) or from its checkpoint in ``folder``;
+    its record after."""
+    kept: dict[int, _Candidate] = {}  # (a worker's candidates, trainers in memory)
 
     def finetune(args: Mapping[str, Any]) -> dict[str, Any]:
         trial = int(args["trial"])
@@ -147,12 +149,13 @@ def finetune_handler(
                 float(args["supernet_accuracy"]),
                 bool(args["protected"]),
             )
-            c = engine.candidate(f, folder)
+            c = engine.candidate(f, folder)  # (its progress as saved: cheap)
+            mine = kept.get(trial)
+            if mine is not None and mine.record.epochs == c.record.epochs:
+                c = mine  # nobody trained it since: go on from the weights in memory
+            kept[trial] = c
         engine.train_to(c, int(args["epochs"]), on_epoch)
-        record = c.record.to_dict()
-        if own is None or trial not in own:
-            c.trainer = None  # (the weights are in the checkpoint)
-        return {"record": record}
+        return {"record": c.record.to_dict()}
 
     return finetune
 

@@ -11,11 +11,11 @@ from typing import Any
 import optuna
 
 from nasflow.data import DataBundle
+from nasflow.pipeline._arch._training import train_winner, winner_identity
+from nasflow.pipeline._arch._winners import WEIGHTS_FILE as WINNER_WEIGHTS
+from nasflow.pipeline._arch._winners import find_winner
 from nasflow.pipeline._context import RunContext, Winner, WinnersPhaseResult
-from nasflow.pipeline._tasks import Handler, Task
-from nasflow.pipeline._training import train_winner, winner_identity
-from nasflow.pipeline._winners import WEIGHTS_FILE as WINNER_WEIGHTS
-from nasflow.pipeline._winners import find_winner
+from nasflow.pipeline._schedule._tasks import Handler, Task
 from nasflow.record import (
     DUPLICATE_KEY,
     FineTuneResult,

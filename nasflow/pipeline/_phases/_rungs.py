@@ -1,7 +1,7 @@
 """The rung schedule phase (``StudySpec.rungs``, entry point :func:`run_rung_schedule`): the
 screened candidates, in the study's ranking order, climb one ladder of fidelities in
 Optuna, from the screening score through fine-tuning epochs from their inherited weights to
-the recipe's full training, promoted by successive halving (``nasflow.pipeline._schedule``
+the recipe's full training, promoted by successive halving (``nasflow.pipeline._schedule._ladder``
 owns the ladder; this module trains what each rung asks).
 
 It replaces the fine-tuning phase and phase 3: the fine-tuned candidates are ready models
@@ -25,12 +25,14 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nasflow.data import DataBundle
+from nasflow.pipeline._arch._ready import CandidateTrainer, Finalist, _Candidate
+from nasflow.pipeline._arch._training import train_winner, winner_identity
+from nasflow.pipeline._arch._winners import find_winner
 from nasflow.pipeline._context import RunContext, Winner
 from nasflow.pipeline._phases._finetune import by_score
-from nasflow.pipeline._phases._ready import CandidateTrainer, Finalist, _Candidate
 from nasflow.pipeline._phases._retrain import retrain_record
 from nasflow.pipeline._recovery import heartbeat_settings, sweep_zombies
-from nasflow.pipeline._schedule import (
+from nasflow.pipeline._schedule._ladder import (
     Candidate,
     RungPlan,
     enqueue,
@@ -41,8 +43,6 @@ from nasflow.pipeline._schedule import (
     rung_study,
     rung_tau,
 )
-from nasflow.pipeline._training import train_winner, winner_identity
-from nasflow.pipeline._winners import find_winner
 from nasflow.record import (
     DUPLICATE_KEY,
     RUNG_READY_ATTR,

@@ -35,14 +35,14 @@ from optuna.trial import FrozenTrial, TrialState
 
 from nasflow.data import DataBundle
 from nasflow.errors import NasflowError, WriteError
-from nasflow.pipeline._budget import BudgetNote
-from nasflow.pipeline._context import RunContext, ScreeningPhaseResult
-from nasflow.pipeline._phases._scoring import (
+from nasflow.pipeline._arch._scoring import (
     CandidateError,
     CandidateScorer,
     TabularScorer,
     make_reporter,
 )
+from nasflow.pipeline._budget import BudgetNote
+from nasflow.pipeline._context import RunContext, ScreeningPhaseResult
 from nasflow.pipeline._recovery import kept_words, requeue_interrupted
 from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, PREFIX, TRACEBACK_ATTR, TrialRecord
 from nasflow.search import StudySpec, study_pruner, write_trials

@@ -50,7 +50,6 @@ def run_supernet(
             spec.supernet_recipe,
             ctx.folder.supernet,
             ctx.device,
-            log=ctx.quiet_log,
             checkpoint_every=checkpoint_every,
             should_stop=ctx.stop.is_set,
             stack=stack,
@@ -149,7 +148,6 @@ def resolve_stack(ctx: RunContext, data: DataBundle) -> StackChoice:
             budget=spec.stack_budget,
             refresh=refresh,
             store=is_rank_zero(),
-            log=ctx.quiet_log,
             should_stop=ctx.stop.is_set,
         )
         record = StackRecord.from_dict(res.record)

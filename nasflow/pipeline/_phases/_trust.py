@@ -39,7 +39,7 @@ from nasflow._files import atomic_write
 from nasflow.data import DataBundle
 from nasflow.errors import ConfigError
 from nasflow.pipeline._context import RunContext, TrustPhaseResult
-from nasflow.pipeline._tasks import Handler, Task
+from nasflow.pipeline._schedule._tasks import Handler, Task
 from nasflow.record import TrialRecord, TrustRecord, study_trust, write_record
 from nasflow.search import TrustProbe
 from nasflow.space import Arch, SearchSpace
@@ -253,7 +253,6 @@ class ProbeTrainer:
             "folder": progress.checkpoints(n),
             "identity": f"{progress.key} {arch.to_json()}",
             "should_stop": self.should_stop,
-            "log": _LOG.debug,
             "what": f"trust probe: architecture {n + 1}/{of}",
         }
         probe, recipe = self.probe, self.recipe

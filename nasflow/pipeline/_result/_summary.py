@@ -12,18 +12,18 @@ import numpy as np
 import optuna
 
 from nasflow import names
+from nasflow.pipeline._arch._scoring import arch_summary
+from nasflow.pipeline._arch._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.pipeline._baseline import baseline_record
 from nasflow.pipeline._budget import budget_excludes
 from nasflow.pipeline._costtable import format_cost_table
 from nasflow.pipeline._kept import ANCHOR_MARGIN_SE, KeptDecision, kept_anchor
 from nasflow.pipeline._multipliers import format_multipliers, format_stack
 from nasflow.pipeline._phases._anchors import anchor_line
-from nasflow.pipeline._phases._scoring import arch_summary
 from nasflow.pipeline._phases._trust import format_trust
 from nasflow.pipeline._reproducibility import reproducibility_line
 from nasflow.pipeline._result._headline import headline, headline_lines, study_location
 from nasflow.pipeline._runner import RunResult
-from nasflow.pipeline._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.record import (
     AnchorEntry,
     FineTuneResult,

@@ -43,20 +43,22 @@ from typing import Any, Protocol
 import optuna
 from optuna.trial import TrialState
 
+from nasflow.record import (
+    TASK_ATTR,
+    TASK_RESULT_ATTR,
+    TASKS_CLOSED_KEY,
+    TASKS_FOLDER_KEY,
+    TASKS_RUN_KEY,
+    TasksState,
+    task_key,
+    task_result,
+)
 from nasflow.train import TrainingInterrupted
 
 _LOG = logging.getLogger(__name__)
 
 #: The task study of study ``NAME`` is ``NAME`` followed by this.
 SUFFIX = ":tasks"
-#: Trial user attributes of the task study: what to train, and what the training measured.
-TASK_ATTR = "nasflow:task"
-RESULT_ATTR = "nasflow:task_result"
-#: Study user attributes of the task study: the study process's run in progress, the last
-#: run it closed, and its runs folder.
-RUN_ATTR = "nasflow:tasks_run"
-CLOSED_ATTR = "nasflow:tasks_closed"
-FOLDER_ATTR = "nasflow:tasks_folder"
 #: Seconds between looks at the task study while other processes train.
 POLL_SECONDS = 1.0
 #: Seconds a worker waits without a task before it leaves (the study's process died).
@@ -158,21 +160,20 @@ class SharedTasks:
     def start(self) -> str:
         """Open a new run (the study's process, before its phases): its id."""
         run = uuid.uuid4().hex[:12]
-        self.study.set_user_attr(FOLDER_ATTR, self.folder)
-        self.study.set_user_attr(RUN_ATTR, run)
+        self.study.set_user_attr(TASKS_FOLDER_KEY, self.folder)
+        self.study.set_user_attr(TASKS_RUN_KEY, run)
         return run
 
     def close(self) -> None:
         """The run has decided: workers waiting for tasks go home."""
-        run = self.study.user_attrs.get(RUN_ATTR)
+        run = TasksState.of(self.study).run
         if run is not None:
-            self.study.set_user_attr(CLOSED_ATTR, run)
+            self.study.set_user_attr(TASKS_CLOSED_KEY, run)
 
     @property
     def current(self) -> str | None:
         """The run in progress (``None``: none was started)."""
-        run = self.study.user_attrs.get(RUN_ATTR)
-        return None if run is None else str(run)
+        return TasksState.of(self.study).run
 
     def run(
         self,
@@ -217,7 +218,7 @@ class SharedTasks:
             time.sleep(POLL_SECONDS)
 
     def _queue(self, keys: Sequence[str]) -> None:
-        held = {t.user_attrs.get(TASK_ATTR) for t in self.study.get_trials(deepcopy=False)}
+        held = {task_key(t) for t in self.study.get_trials(deepcopy=False)}
         for key in keys:
             if key not in held:
                 self.study.enqueue_trial({}, user_attrs={TASK_ATTR: key}, skip_if_exists=False)
@@ -227,11 +228,11 @@ class SharedTasks:
         self, keys: Sequence[str]
     ) -> tuple[dict[str, dict[str, Any]], dict[str, TrialState]]:
         """The finished tasks' results, and the state of each task not finished (a task
-        that failed is queued again, up to ``MAX_TRIES`` tries)."""
+        that failed is queued again, until it failed ``MAX_TRIES`` times)."""
         wanted = set(keys)
         tries: dict[str, list[optuna.trial.FrozenTrial]] = {}
         for t in self.study.get_trials(deepcopy=False):
-            key = t.user_attrs.get(TASK_ATTR)
+            key = task_key(t)
             if key in wanted:
                 tries.setdefault(key, []).append(t)
         results: dict[str, dict[str, Any]] = {}
@@ -240,16 +241,20 @@ class SharedTasks:
             held = tries.get(key, [])
             done = [t for t in held if t.state == TrialState.COMPLETE]
             if done:
-                results[key] = dict(done[0].user_attrs[RESULT_ATTR])
+                results[key] = task_result(done[0]) or {}
                 continue
             live = [t.state for t in held if t.state in (TrialState.WAITING, TrialState.RUNNING)]
             if live:
                 pending[key] = TrialState.WAITING if TrialState.WAITING in live else live[0]
                 continue
-            if len(held) >= MAX_TRIES:
+            # (a try a process pruned, a training it does not run, is queued again freely:
+            # the study's process takes it in the end)
+            failed = sum(t.state == TrialState.FAIL for t in held)
+            if failed >= MAX_TRIES:
+                task = Task.from_key(key)
                 raise RuntimeError(
-                    f"the training {Task.from_key(key).kind} {dict(Task.from_key(key).args)} "
-                    f"failed {len(held)} times; see the log of the processes that ran it"
+                    f"the training {task.kind} {dict(task.args)} failed {failed} times; see "
+                    "the log of the processes that ran it"
                 )
             self.study.enqueue_trial({}, user_attrs={TASK_ATTR: key}, skip_if_exists=False)
             pending[key] = TrialState.WAITING
@@ -261,7 +266,7 @@ class SharedTasks:
         before = self.done.total()
 
         def objective(trial: optuna.Trial) -> float:
-            key = trial.user_attrs.get(TASK_ATTR)
+            key = task_key(trial)
             if key is None:  # the last waiting task was taken by another process
                 trial.study.stop()
                 raise optuna.TrialPruned("no task was waiting")
@@ -272,7 +277,7 @@ class SharedTasks:
             if handler is None:
                 raise optuna.TrialPruned(f"{task.kind!r}: not a training this process runs")
             result = {"by": self.me, **handler(task.args)}
-            trial.set_user_attr(RESULT_ATTR, result)
+            trial.set_user_attr(TASK_RESULT_ATTR, result)
             self.done[task.kind] += 1
             return 0.0
 
@@ -292,7 +297,7 @@ class SharedTasks:
     def serve(self, handlers: Mapping[str, Handler], idle_limit: float = IDLE_LIMIT) -> int:
         """A worker: take the tasks of the study's run until the study's process closes it
         (or nothing comes for ``idle_limit`` seconds); how many ran here."""
-        folder = self.study.user_attrs.get(FOLDER_ATTR)
+        folder = TasksState.of(self.study).folder
         if folder is not None and folder != self.folder:
             _LOG.info(
                 f"worker: takes no training after screening: the study's runs folder is "
@@ -302,8 +307,7 @@ class SharedTasks:
             return 0
         before, last = self.done.total(), time.monotonic()
         while not self.stop():
-            run = self.current
-            if run is not None and self.study.user_attrs.get(CLOSED_ATTR) == run:
+            if TasksState.of(self.study).done:
                 break
             if self.drain(handlers):
                 last = time.monotonic()

@@ -10,7 +10,6 @@ from typing import Any, ClassVar
 import optuna
 
 from nasflow.errors import StudyRecordError
-from nasflow.record._finetuned import FineTuned
 from nasflow.record._keys import (
     ANCHOR_ATTR,
     ARCH_ATTR,
@@ -22,7 +21,8 @@ from nasflow.record._keys import (
     RUNGS_KEY,
     step_key,
 )
-from nasflow.record._phases import RetrainRecord
+from nasflow.record._records._finetuned import FineTuned
+from nasflow.record._records._phases import RetrainRecord
 from nasflow.record._typed import _opt_float, _opt_int
 
 

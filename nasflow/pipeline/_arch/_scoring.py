@@ -21,6 +21,7 @@ from torch import nn
 
 from nasflow.data import Batches, DataBundle
 from nasflow.errors import NasflowError
+from nasflow.pipeline._arch._training import recipe_for
 from nasflow.pipeline._cost import COST_ESTIMATORS
 from nasflow.pipeline._recovery import (
     TrialInterrupted,
@@ -29,7 +30,6 @@ from nasflow.pipeline._recovery import (
     original_number,
     was_swept,
 )
-from nasflow.pipeline._training import recipe_for
 from nasflow.record import (
     ARCH_ATTR,
     EPOCHS_TRAINED_ATTR,

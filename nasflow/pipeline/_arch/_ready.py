@@ -35,7 +35,7 @@ import torch
 from nasflow import names
 from nasflow._files import atomic_write
 from nasflow.data import DataBundle
-from nasflow.pipeline._winners import read_winner, save_winner
+from nasflow.pipeline._arch._winners import read_winner, save_winner
 from nasflow.record import FineTuned, FineTuneResult, ReadyModelError
 from nasflow.search import FineTuning, non_dominated_sort
 from nasflow.space import Arch, SearchSpace

@@ -18,8 +18,8 @@ import torch
 from torch import nn
 
 from nasflow.data import DataBundle
+from nasflow.pipeline._arch._winners import save_winner
 from nasflow.pipeline._context import RunContext
-from nasflow.pipeline._winners import save_winner
 from nasflow.record import WinnerRecord
 from nasflow.search import RECIPE_KEYS, StudySpec
 from nasflow.space import Arch
@@ -176,7 +176,6 @@ def retrain_arch(
         checkpoints=checkpoints,
         identity=identity,
         should_stop=should_stop,
-        log=_LOG.info,
         what=what,
     )
     return net, recipe, result
