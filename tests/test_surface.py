@@ -13,8 +13,6 @@ import nasflow
 
 #: Most names one package may export.
 MAX_NAMES = 30
-#: Packages whose surface another change is trimming (remove each entry when it is done).
-PENDING = {"nasflow.pipeline", "nasflow.record"}
 
 
 def packages() -> list[str]:
@@ -34,10 +32,5 @@ def test_a_package_exports_few_names_and_each_one_exists(name: str) -> None:
     assert len(set(names)) == len(names), f"{name}.__all__ repeats a name"
     missing = [n for n in names if not hasattr(module, n)]
     assert not missing, f"{name}.__all__ lists names it does not have: {missing}"
-    if name not in PENDING:
-        assert len(names) <= MAX_NAMES, f"{name} exports {len(names)} names (at most {MAX_NAMES})"
+    assert len(names) <= MAX_NAMES, f"{name} exports {len(names)} names (at most {MAX_NAMES})"
 
-
-def test_the_pending_list_names_packages_that_still_need_it() -> None:
-    for name in PENDING:
-        assert len(importlib.import_module(name).__all__) > MAX_NAMES, f"remove {name}"

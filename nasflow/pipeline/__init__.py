@@ -11,6 +11,10 @@ weights into a ready model, trained from scratch, its weights saved and found ag
 what runs where and when is ``_schedule`` (the rung ladder in Optuna, and the trainings
 any process of the study takes); which model is kept is ``_kept``; what the run prints is
 ``_result`` (``_headline`` and ``_summary``).
+
+``__all__`` is the public part: the runner and its result, the headline and summary, the
+kept-model rules, retraining and the saved models. The other names imported here are for
+nasflow's own report, export and benchmarks, not a stable API.
 """
 
 from __future__ import annotations
@@ -50,12 +54,7 @@ from nasflow.pipeline._schedule._tasks import SUFFIX as TASKS_SUFFIX
 __all__ = [
     "ANCHOR_MARGIN_SE",
     "KEPT_MARGIN_SE",
-    "MULTIPLIER_TITLES",
-    "SCREENING_REASKS",
-    "TASKS_SUFFIX",
-    "WINNER_RECORD_FILE",
     "Anchor",
-    "BatchedScreening",
     "CandidateError",
     "Headline",
     "KeptWeights",
@@ -64,28 +63,22 @@ __all__ = [
     "Winner",
     "WinnerError",
     "arch_summary",
-    "baseline_words",
     "bootstrap_tau",
     "headline",
     "headline_lines",
     "kept_anchor",
     "kept_weights",
     "load_winner_weights",
-    "multiplier_basis",
     "pareto_trials",
-    "read_baseline",
     "read_ready",
     "read_winner",
     "recipe_for",
     "reproducibility_line",
-    "reproducibility_record",
     "retrain_arch",
     "run_trust_probe",
     "spread_over_ranking",
-    "standard_error",
     "study_location",
     "summary_table",
-    "validation_margin",
     "weights_label",
     "worker_summary",
     "zero_cost_front",
