@@ -70,8 +70,9 @@ def _drop(name: str) -> None:
     admin.dispose()
 
 
-def run_once(study: str, processes: int, folder: Path) -> dict:
-    """The study run by ``processes`` processes (``search`` + workers), one thread each."""
+def run_once(study: str, processes: int, folder: Path, logs: Path | None = None) -> dict:
+    """The study run by ``processes`` processes (``search`` + workers), one thread each
+    (each process's output saved in ``logs`` when given)."""
     import optuna
 
     from nasflow.pipeline import TASKS_SUFFIX
@@ -107,6 +108,11 @@ def run_once(study: str, processes: int, folder: Path) -> dict:
         procs.append(start("worker"))
     texts = [p.communicate()[0] for p in procs]
     wall = time.perf_counter() - t0
+    if logs is not None:
+        logs.mkdir(parents=True, exist_ok=True)
+        for i, text in enumerate(texts):
+            who = "search" if i == 0 else f"worker{i}"
+            (logs / f"{folder.name}-{who}.log").write_text(text)
     try:
         for p, text in zip(procs, texts, strict=True):
             if p.returncode != 0:
@@ -141,14 +147,59 @@ def run_once(study: str, processes: int, folder: Path) -> dict:
         _drop(db)
 
 
+CEILING = r"""
+import sys, time, torch
+from nasflow.search_spaces.mnist1d import MNIST1DSpace
+torch.set_num_threads(1)
+space = MNIST1DSpace()
+net = space.build(space.sample(0))
+opt = torch.optim.SGD(net.parameters(), lr=0.01)
+x, y = torch.randn(128, 1, 40), torch.randint(0, 10, (128,))
+for _ in range(5):  # warm-up
+    torch.nn.functional.cross_entropy(net(x), y).backward()
+t0 = time.perf_counter()
+for _ in range(int(sys.argv[1])):
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(net(x), y).backward()
+    opt.step()
+print(time.perf_counter() - t0)
+"""
+
+
+def ceiling(steps: int = 400) -> dict[str, float]:
+    """This machine's ceiling for two one-thread processes: the same fixed training (one
+    architecture of the default space, ``steps`` steps) run alone, then twice at once; the
+    ratio of the two processes' throughput to one's (2.0: two independent cores)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+
+    def launch() -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", CEILING, str(steps)],
+                                stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)  # fmt: skip
+
+    alone = float(launch().communicate()[0])
+    pair = [launch(), launch()]
+    together = max(float(p.communicate()[0]) for p in pair)
+    return {"alone": alone, "together": together, "ratio": 2 * alone / together}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--study", default="mnist1d_front", help="study name or file")
     p.add_argument("--reps", type=int, default=2, help="pairs, run one after the other")
     p.add_argument("--quick", action="store_true", help="a 30-trial study, one repetition")
     p.add_argument("--out", help="also write the table to this markdown file")
+    p.add_argument("--logs", help="keep each process's output in this folder")
+    p.add_argument("--ceiling", action="store_true", help="only the machine's two-process ceiling")
     args = p.parse_args(argv)
     study, reps = args.study, args.reps
+    if args.ceiling:
+        for _ in range(max(1, reps)):
+            c = ceiling()
+            print(
+                f"one process alone {c['alone']:.1f}s, two at once {c['together']:.1f}s: "
+                f"two processes do x{c['ratio']:.2f} the work of one in the same time"
+            )
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         if args.quick:
             study_file = Path(tmp) / "quick_study.py"
@@ -158,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         for rep in range(reps):
             for processes in (1, 2):
                 folder = Path(tmp) / f"r{rep}p{processes}"
-                r = run_once(study, processes, folder)
+                logs = Path(args.logs) if args.logs else None
+                r = run_once(study, processes, folder, logs)
                 shutil.rmtree(folder, ignore_errors=True)
                 rows.append(r)
                 print(json.dumps({"rep": rep, **r}), flush=True)

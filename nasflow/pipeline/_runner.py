@@ -40,7 +40,7 @@ from nasflow.pipeline._phases._retrain import RETRAIN, pareto_trials, retrain_ha
 from nasflow.pipeline._phases._rungs import run_rung_schedule
 from nasflow.pipeline._phases._screening import run_screening
 from nasflow.pipeline._phases._supernet import resolve_stack, run_supernet
-from nasflow.pipeline._phases._trust import TRUST, run_trust, trust_handler
+from nasflow.pipeline._phases._trust import POOL, TRUST, pool_handler, run_trust, trust_handler
 from nasflow.pipeline._recovery import heartbeat_settings, sweep_zombies
 from nasflow.pipeline._reproducibility import reproducibility_record, use_deterministic
 from nasflow.pipeline._schedule._tasks import LocalTasks, SharedTasks, Tasks
@@ -416,6 +416,8 @@ class StudyRunner:
         spec, handlers = ctx.spec, {}
         if spec.trust is not None:
             handlers[TRUST] = trust_handler(ctx, data, supernet)
+            if supernet is not None:
+                handlers[POOL] = pool_handler(ctx, data, supernet)
         if spec.finetuning is not None and supernet is not None:
             engine = finetune_engine(ctx, data, supernet, self.stack)
             handlers[FINETUNE] = finetune_handler(engine, ctx.folder.ready)

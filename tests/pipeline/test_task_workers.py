@@ -66,6 +66,7 @@ def test_a_worker_takes_trainings_after_screening_and_none_is_trained_twice(
     assert keys and max(keys.values()) == 1
     kinds = Counter(json.loads(k)["kind"] for k in keys)
     assert kinds["trust"] == 4 and kinds["retrain"] == 3 and kinds["finetune"] >= 4
+    assert kinds["trust-pool"] == 1  # (its 6 random architectures: one task of 8 at most)
     assert not [t for t in tasks.get_trials() if t.state in (TrialState.RUNNING,)]
     # Both processes trained some, and the worker says how many of each it ran.
     by = Counter((task_result(t) or {})["by"].split(":")[1] for t in done)

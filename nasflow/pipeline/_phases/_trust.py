@@ -39,7 +39,7 @@ from nasflow._files import atomic_write
 from nasflow.data import DataBundle
 from nasflow.errors import ConfigError
 from nasflow.pipeline._context import RunContext, TrustPhaseResult
-from nasflow.pipeline._schedule._tasks import Handler, Task
+from nasflow.pipeline._schedule._tasks import Handler, LocalTasks, Task
 from nasflow.record import TrialRecord, TrustRecord, study_trust, write_record
 from nasflow.search import TrustProbe
 from nasflow.space import Arch, SearchSpace
@@ -122,6 +122,10 @@ def supernet_score(
     return evaluate(net, val, device=device)[0]
 
 
+#: Scores the pool's architectures, telling ``keep(arch, supernet score)`` each as it comes.
+PoolScoring = Callable[[Sequence[Arch], Callable[[Arch, float], None]], None]
+
+
 class ProbeProgress:
     """What an interrupted probe finished, in ``folder/progress.json``: the pool's scores
     and the probed architectures' accuracies, by architecture, for one ``key`` (the probe's
@@ -180,10 +184,12 @@ def random_pool(
     device: torch.device | str = "cpu",
     should_stop: Callable[[], bool] | None = None,
     progress: ProbeProgress | None = None,
+    score_many: PoolScoring | None = None,
 ) -> list[tuple[Arch, float]]:
     """``n`` distinct random architectures of ``space`` (fewer if the space is smaller)
     with their supernet scores (those in ``progress`` are not scored again; each new one
-    is saved there).
+    is saved there). ``score_many`` scores the rest instead of this loop (the study's
+    pipeline shares them with its workers).
 
     Raises:
         TrainingInterrupted: ``should_stop`` asked to stop, between two architectures.
@@ -195,6 +201,13 @@ def random_pool(
             break
         archs.setdefault(space.sample(rng))
     kept = progress or ProbeProgress(None, "")
+    if score_many is not None:
+
+        def keep(a: Arch, score: float) -> None:
+            kept.pool[a.to_json()] = float(score)
+            kept.save()
+
+        score_many([a for a in archs if a.to_json() not in kept.pool], keep)
     for i, a in enumerate(archs):
         if a.to_json() in kept.pool:
             continue
@@ -420,6 +433,47 @@ def trust_handler(ctx: RunContext, data: DataBundle, supernet: Supernet | None) 
     return trust
 
 
+#: The trust probe's pool task: a few random architectures scored from the supernet.
+POOL = "trust-pool"
+#: Architectures a pool task scores.
+POOL_CHUNK = 8
+
+
+def pool_handler(ctx: RunContext, data: DataBundle, supernet: Supernet) -> Handler:
+    """The pool task: architectures ``args["archs"]`` scored from the ``supernet`` as the
+    screening scores them; their scores, in order."""
+    spec = ctx.spec
+    train, val = data.batches("train", spec.train.batch_size, spec.seed), data.batches("val")
+
+    def score(args: Mapping[str, Any]) -> dict[str, Any]:
+        archs = [Arch.from_json(a) for a in args["archs"]]
+        return {
+            "scores": [
+                supernet_score(supernet, spec.space, a, train, val, spec.bn_batches, ctx.device)
+                for a in archs
+            ]
+        }
+
+    return score
+
+
+def pool_scoring(ctx: RunContext, data: DataBundle, supernet: Supernet) -> PoolScoring:
+    """The pool's scoring as tasks of ``POOL_CHUNK`` architectures, shared with the
+    workers (the supernet is the one every process of the study loaded)."""
+
+    def score_many(archs: Sequence[Arch], keep: Callable[[Arch, float], None]) -> None:
+        chunks = [archs[i : i + POOL_CHUNK] for i in range(0, len(archs), POOL_CHUNK)]
+        tasks = [Task(POOL, {"archs": [a.to_json() for a in c]}) for c in chunks]
+
+        def told(i: int, r: dict[str, Any]) -> None:
+            for a, score in zip(chunks[i], r["scores"], strict=True):
+                keep(a, score)
+
+        ctx.tasks.run(tasks, {POOL: pool_handler(ctx, data, supernet)}, told)
+
+    return score_many
+
+
 def run_trust(ctx: RunContext, data: DataBundle, supernet: Supernet | None) -> TrustPhaseResult:
     """Probe the ``supernet``'s ranking on ``data`` once per study: a stored record is
     kept while no new candidate was screened."""
@@ -463,6 +517,9 @@ def run_trust(ctx: RunContext, data: DataBundle, supernet: Supernet | None) -> T
             device=ctx.device,
             should_stop=ctx.stop.is_set,
             progress=progress,
+            score_many=(
+                None if isinstance(ctx.tasks, LocalTasks) else pool_scoring(ctx, data, supernet)
+            ),
         )
     handlers = {TRUST: trust_handler(ctx, data, supernet)}
 

@@ -161,7 +161,12 @@ def worker_summary(result: RunResult, spec: StudySpec) -> str:
     trials are in), so it prints no kept model and no export command of its own."""
     secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
     quoted = shlex.quote(spec.name)
-    kinds = {"trust": "trust probe", "finetune": "fine-tuning rungs", "retrain": "retrains"}
+    kinds = {
+        "trust": "trust probe",
+        "trust-pool": "trust probe's pool",
+        "finetune": "fine-tuning rungs",
+        "retrain": "retrains",
+    }
     trained = ", ".join(f"{kinds.get(k, k)} {n}" for k, n in sorted(result.trainings.items()))
     return "\n".join(
         [
