@@ -205,8 +205,10 @@ def main(argv: list[str] | None = None) -> int:
             study_file = Path(tmp) / "quick_study.py"
             study_file.write_text(QUICK_STUDY)
             study, reps = str(study_file), 1
-        rows = []
+        rows, ceilings = [], []
         for rep in range(reps):
+            ceilings.append(ceiling())  # (the machine's, measured beside each pair)
+            print(json.dumps({"rep": rep, "ceiling": ceilings[-1]}), flush=True)
             for processes in (1, 2):
                 folder = Path(tmp) / f"r{rep}p{processes}"
                 logs = Path(args.logs) if args.logs else None
@@ -232,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         lines.append("")
         lines.append(
             f"rep {rep}: one / two processes: whole study x{one['wall'] / two['wall']:.2f}, "
-            f"after the supernet x{one['after'] / max(two['after'], 1e-9):.2f}"
+            f"after the supernet x{one['after'] / max(two['after'], 1e-9):.2f}; the "
+            f"machine's two-process ceiling beside them x{ceilings[rep]['ratio']:.2f}"
         )
     text = "\n".join(lines)
     print(text)
