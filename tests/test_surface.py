@@ -33,4 +33,3 @@ def test_a_package_exports_few_names_and_each_one_exists(name: str) -> None:
     missing = [n for n in names if not hasattr(module, n)]
     assert not missing, f"{name}.__all__ lists names it does not have: {missing}"
     assert len(names) <= MAX_NAMES, f"{name} exports {len(names)} names (at most {MAX_NAMES})"
-

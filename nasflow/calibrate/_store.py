@@ -10,7 +10,7 @@ context is what the measurement depends on besides the device: the space (name a
 fingerprint), the input shape, the batch size, the candidate the calibration trains, the
 recipe (learning rate, weight decay, planned batches) and the calibration's own settings.
 
-The table is a measurement store (``nasflow.cost._store.DeviceStore``: one declarative
+The table is a measurement store (``nasflow.cost._tables._store.DeviceStore``: one declarative
 base, one schema lock, one load/replace and one own -> shared -> copy-back policy with the
 op-latency table). A study with the same device and context reuses the record stored in
 its own database, else the shared one (copied into its database), and trains nothing; anything else

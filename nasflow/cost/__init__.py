@@ -9,10 +9,10 @@ from nasflow.cost._analytic import activation_bytes, count_flops, count_params
 from nasflow.cost._fingerprint import DeviceFingerprint
 from nasflow.cost._measure import CoreShare, assess_reference, load_reasons, measure_ops
 from nasflow.cost._model import CostModel
-from nasflow.cost._store import Base as MeasurementBase
-from nasflow.cost._store import DeviceStore, check_cache, from_shared, store_everywhere
-from nasflow.cost._store import now as measured_now
-from nasflow.cost._table import default_cache_path, resolve_url, shared_table_url
+from nasflow.cost._tables._store import Base as MeasurementBase
+from nasflow.cost._tables._store import DeviceStore, check_cache, from_shared, store_everywhere
+from nasflow.cost._tables._store import now as measured_now
+from nasflow.cost._tables._table import default_cache_path, resolve_url, shared_table_url
 
 __all__ = [
     "CoreShare",

@@ -65,8 +65,8 @@ from nasflow.cost._stats import (
     LoadedMachineWarning,
     MissingLatencyError,
 )
-from nasflow.cost._store import from_shared, store_everywhere
-from nasflow.cost._table import Calibration, LatencyTable
+from nasflow.cost._tables._store import from_shared, store_everywhere
+from nasflow.cost._tables._table import Calibration, LatencyTable
 from nasflow.cost._trace import PathTracer, meta_supernet
 from nasflow.cost._units import OpInstance, null_optimizer_unit, null_unit
 from nasflow.errors import ConfigError, StateError

@@ -14,8 +14,8 @@ import pytest
 
 from nasflow._logging import lines_to
 from nasflow.cost import check_cache
-from nasflow.cost._store import MEMORY_URL, cache_problem, resolve_url
-from nasflow.cost._table import LatencyTable
+from nasflow.cost._tables._store import MEMORY_URL, cache_problem, resolve_url
+from nasflow.cost._tables._table import LatencyTable
 from nasflow.pipeline import StudyRunner
 from nasflow.search import load_study_file
 from tests._study_template import write_study

@@ -10,7 +10,7 @@ import pytest
 
 from nasflow._logging import LOGGER, warn
 from nasflow._regular import SpecialFileError
-from nasflow.cost._table import LatencyTable, shared_table_url
+from nasflow.cost._tables._table import LatencyTable, shared_table_url
 
 
 def test_a_corrupt_shared_cache_is_moved_aside_and_rebuilt(tmp_path, monkeypatch, capsys):

@@ -12,7 +12,7 @@ from torch import nn
 from nasflow.cost import CostModel, count_flops, count_params, evaluate_accuracy
 from nasflow.cost._cover import covering_archs
 from nasflow.cost._model import MissingLatencyError
-from nasflow.cost._table import LatencyTable
+from nasflow.cost._tables._table import LatencyTable
 from nasflow.cost._trace import PathTracer
 from nasflow.space import Arch, SearchSpace, op_choice
 from nasflow.supernet import LayerChoice, Supernet, SuperSequential

@@ -14,7 +14,7 @@ from torch import nn
 
 from nasflow.cost import CostModel, assess_reference, measure_ops
 from nasflow.cost._measure import robust_seconds
-from nasflow.cost._table import LatencyTable
+from nasflow.cost._tables._table import LatencyTable
 from nasflow.cost._units import make_instance
 from nasflow.train.stack import device_clock
 from tests.cost.test_model import ToyMLPSpace

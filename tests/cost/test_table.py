@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from nasflow.cost import DeviceFingerprint
 from nasflow.cost._measure import OpTiming
-from nasflow.cost._table import Calibration, LatencyTable
+from nasflow.cost._tables._table import Calibration, LatencyTable
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -19,7 +19,7 @@ A study keeps its table in its own database. Besides it, a *shared* table
 device's rows for every later study on the same fingerprint, so that a fresh study
 reuses them instead of timing the ops again under whatever load is present then. The
 tables, their creation and that sharing policy are the measurement store's
-(``nasflow.cost._store``), which the ``stack="auto"`` calibration table shares.
+(``nasflow.cost._tables._store``), which the ``stack="auto"`` calibration table shares.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from nasflow import settings
 from nasflow.cost._fingerprint import DeviceFingerprint
 from nasflow.cost._measure import OpTiming
-from nasflow.cost._store import (
+from nasflow.cost._tables._store import (
     Base,
     DeviceStore,
     default_cache_path,
@@ -44,7 +44,7 @@ from nasflow.cost._store import (
     resolve_url,
     shared_table_url,
 )
-from nasflow.cost._store import now as _now
+from nasflow.cost._tables._store import now as _now
 
 __all__ = [
     "SHARED_ENV",

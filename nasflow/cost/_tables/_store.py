@@ -2,7 +2,7 @@
 
 Two kinds of measurement are kept per device fingerprint (``DeviceFingerprint.key``) and
 context: the cost model's op latencies, calibrations and stability records
-(``nasflow.cost._table.LatencyTable``) and the ``stack="auto"`` calibrations
+(``nasflow.cost._tables._table.LatencyTable``) and the ``stack="auto"`` calibrations
 (``nasflow.calibrate.StackCalibrationTable``). Both are a :class:`DeviceStore`: SQLAlchemy
 tables declared on one :class:`Base`, created under one PostgreSQL advisory lock, loaded
 and replaced by (device, context) in one way, and shared between studies by one policy:
