@@ -10,8 +10,9 @@ phase timings (the ``nasflow:seconds`` record of the deciding process: stack cal
 anchors, supernet, screening, trust probe, fine-tuning, retrains), the wall seconds after
 the supernet (screening and every later phase), what each process trained after screening,
 and the integrity checks: no training after screening ran twice (every task key finished
-once), no screening trial is missing or doubled. The ratio one / two is the speed-up; with
-one machine's two cores, two is the ceiling.
+once), no screening trial is missing or doubled. The ratio one / two is the speed-up. Beside
+each pair it measures the machine's own ceiling for two one-thread processes (``ceiling``:
+one fixed training alone, then two at once); on a shared 2-core VM it is not 2.
 
 Usage::
 
