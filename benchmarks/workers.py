@@ -16,7 +16,7 @@ one fixed training alone, then two at once); on a shared 2-core VM it is not 2.
 
 Usage::
 
-    python benchmarks/workers.py --reps 2 --out benchmarks/results/workers-run.md
+    python benchmarks/workers.py --reps 3 --out TABLE.md --logs DIR
     python benchmarks/workers.py --quick     # a small study, one repetition (smoke size)
 """
 

@@ -43,6 +43,7 @@ def test_the_context_holds_what_every_phase_reads_and_is_frozen(tmp_path: Path) 
         "stop",
         "started",
         "started_cpu",
+        "tasks",
     ]
     spec = load_study_file(write_study(tmp_path))
     storage = resolve_storage(None, tmp_path / "study.db")

@@ -16,6 +16,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from nasflow.errors import StateError
 from nasflow.pipeline._schedule._tasks import (
     MAX_TRIES,
     SUFFIX,
@@ -124,7 +125,7 @@ def test_a_task_that_failed_elsewhere_is_retried_here_then_named_once_it_failed_
         shared.study.add_trial(
             optuna.trial.create_trial(state=TrialState.FAIL, user_attrs={TASK_ATTR: hopeless})
         )
-    with pytest.raises(RuntimeError, match=r"square \{'i': 4\} failed 3 times"):
+    with pytest.raises(StateError, match=r"square \{'i': 4\} failed 3 times"):
         shared.run([Task("square", {"i": 4})], {"square": lambda a: {"square": 16}})
 
 

@@ -43,6 +43,7 @@ from typing import Any, Protocol
 import optuna
 from optuna.trial import TrialState
 
+from nasflow.errors import StateError
 from nasflow.record import (
     TASK_ATTR,
     TASK_RESULT_ATTR,
@@ -187,7 +188,7 @@ class SharedTasks:
 
         Raises:
             TrainingInterrupted: A stop was requested (the tasks in flight elsewhere go on).
-            RuntimeError: A task failed ``MAX_TRIES`` times.
+            StateError: A task failed ``MAX_TRIES`` times.
         """
         run = self.current
         assert run is not None, "SharedTasks.start() opens a run first"
@@ -252,7 +253,7 @@ class SharedTasks:
             failed = sum(t.state == TrialState.FAIL for t in held)
             if failed >= MAX_TRIES:
                 task = Task.from_key(key)
-                raise RuntimeError(
+                raise StateError(
                     f"the training {task.kind} {dict(task.args)} failed {failed} times; see "
                     "the log of the processes that ran it"
                 )
