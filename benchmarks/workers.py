@@ -142,7 +142,6 @@ def run_once(study: str, processes: int, folder: Path, logs: Path | None = None)
             "by": dict(by),
             "twice": twice,
             "trials_gap_free": numbers == list(range(len(numbers))),
-            "kept_line": next((ln for ln in texts[0].splitlines() if ln.startswith("kept:")), ""),
         }
     finally:
         _drop(db)

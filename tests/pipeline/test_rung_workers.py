@@ -3,28 +3,20 @@ fine-tuned and trained from scratch by one of them, and the study's process deci
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import optuna
 import pytest
 
 from nasflow.pipeline._schedule._ladder import SUFFIX
 from nasflow.record import RungEntry, study_kept, study_rungs
+from tests._procs import NasflowProcess
 from tests._study_template import write_study
 
-REPO = Path(__file__).resolve().parents[2]
 EXTRA = """
 from nasflow.search import Rungs
 study = study.replace(rungs=Rungs(finetune=(1, 2), candidates=6, reduction=2))
 """
-
-
-def _nasflow(*args: str) -> list[str]:
-    return [sys.executable, "-m", "nasflow.cli", *args]
 
 
 @pytest.mark.slow
@@ -33,23 +25,16 @@ def test_a_worker_takes_rung_trials_and_none_is_trained_twice(
 ) -> None:
     study_file = write_study(tmp_path, name=unique_name, n_trials=8, finetune=0, extra=EXTRA)
     out = tmp_path / "runs"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     common = ["--storage", postgres_url, "--runs", str(out), "--no-progress"]
     procs = [
-        subprocess.Popen(
-            _nasflow(command, str(study_file), *common),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-            cwd=tmp_path,
-        )
+        NasflowProcess([command, str(study_file), *common], tmp_path)
         for command in ("search", "worker")
     ]
-    outputs = [p.communicate(timeout=600)[0] for p in procs]
+    codes = [p.finish(timeout=600) for p in procs]
+    outputs = [p.text for p in procs]
     try:
-        for p, text in zip(procs, outputs, strict=True):
-            assert p.returncode == 0, text
+        for code, text in zip(codes, outputs, strict=True):
+            assert code == 0, text
         study = optuna.load_study(study_name=unique_name, storage=postgres_url)
         rungs = optuna.load_study(study_name=unique_name + SUFFIX, storage=postgres_url)
         entries = [RungEntry.find(t) for t in rungs.trials]

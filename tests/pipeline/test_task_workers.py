@@ -5,12 +5,8 @@ them, and the study's process decides."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import optuna
 import pytest
@@ -18,9 +14,9 @@ from optuna.trial import TrialState
 
 from nasflow.pipeline import TASKS_SUFFIX
 from nasflow.record import study_finetuned, study_kept, study_trust, task_key, task_result
+from tests._procs import NasflowProcess
 from tests._study_template import write_study
 
-REPO = Path(__file__).resolve().parents[2]
 EXTRA = """
 from nasflow.search import FineTuning, TrustProbe
 study = study.replace(
@@ -32,32 +28,21 @@ study = study.replace(
 """
 
 
-def _nasflow(*args: str) -> list[str]:
-    return [sys.executable, "-m", "nasflow.cli", *args]
-
-
 @pytest.mark.slow
 def test_a_worker_takes_trainings_after_screening_and_none_is_trained_twice(
     tmp_path, postgres_url, unique_name
 ) -> None:
     study_file = write_study(tmp_path, name=unique_name, n_trials=10, finetune=0, extra=EXTRA)
     out = tmp_path / "runs"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     common = ["--storage", postgres_url, "--runs", str(out), "--no-progress"]
     procs = [
-        subprocess.Popen(
-            _nasflow(command, str(study_file), *common),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-            cwd=tmp_path,
-        )
+        NasflowProcess([command, str(study_file), *common], tmp_path)
         for command in ("search", "worker")
     ]
-    outputs = [p.communicate(timeout=600)[0] for p in procs]
-    for p, text in zip(procs, outputs, strict=True):
-        assert p.returncode == 0, text
+    codes = [p.finish(timeout=600) for p in procs]
+    outputs = [p.text for p in procs]
+    for code, text in zip(codes, outputs, strict=True):
+        assert code == 0, text
     study = optuna.load_study(study_name=unique_name, storage=postgres_url)
     tasks = optuna.load_study(study_name=unique_name + TASKS_SUFFIX, storage=postgres_url)
     done = [t for t in tasks.get_trials() if t.state == TrialState.COMPLETE]
@@ -70,11 +55,11 @@ def test_a_worker_takes_trainings_after_screening_and_none_is_trained_twice(
     assert not [t for t in tasks.get_trials() if t.state in (TrialState.RUNNING,)]
     # Both processes trained some, and the worker says how many of each it ran.
     by = Counter((task_result(t) or {})["by"].split(":")[1] for t in done)
-    assert set(by) == {str(procs[0].pid), str(procs[1].pid)}
+    assert set(by) == {str(procs[0].proc.pid), str(procs[1].proc.pid)}
     line = re.search(r"(?m)^trainings after screening run by this process: (.*)$", outputs[1])
     assert line is not None
     said = sum(int(n) for n in re.findall(r"(\d+)", line.group(1)))
-    assert said == by[str(procs[1].pid)]
+    assert said == by[str(procs[1].proc.pid)]
     # The study's process read back everything and decided once.
     assert study_trust(study) is not None and len(study_trust(study).archs) == 4
     finetuned = study_finetuned(study)

@@ -51,6 +51,17 @@ print(f"served {tasks.serve({'square': square}, idle_limit=120)}")
 """
 
 
+def _recorded_square():
+    """A "square" task's handler, and the list of the ``i`` it was run with."""
+    calls: list[int] = []
+
+    def square(args):
+        calls.append(args["i"])
+        return {"square": args["i"] ** 2}
+
+    return calls, square
+
+
 def _study(tmp_path: Path) -> optuna.Study:
     return optuna.create_study(study_name="s", storage=f"sqlite:///{tmp_path / 's.db'}")
 
@@ -75,11 +86,7 @@ def test_shared_tasks_alone_run_every_task_once_in_order(tmp_path) -> None:
     study = _study(tmp_path)
     shared = SharedTasks(study, tmp_path / "runs", lambda: False)
     shared.start()
-    calls: list[int] = []
-
-    def square(args):
-        calls.append(args["i"])
-        return {"square": args["i"] ** 2}
+    calls, square = _recorded_square()
 
     out = shared.run([Task("square", {"i": i}) for i in range(5)], {"square": square})
     assert [r["square"] for r in out] == [0, 1, 4, 9, 16] and calls == [0, 1, 2, 3, 4]
@@ -96,11 +103,7 @@ def test_a_task_an_earlier_run_left_waiting_is_dropped_not_run(tmp_path) -> None
     tasks_study.enqueue_trial({}, user_attrs={TASK_ATTR: stale})
     shared = SharedTasks(study, tmp_path / "runs", lambda: False)
     shared.start()
-    calls: list[int] = []
-
-    def square(args):
-        calls.append(args["i"])
-        return {"square": args["i"] ** 2}
+    calls, square = _recorded_square()
 
     assert shared.run([Task("square", {"i": 2})], {"square": square})[0]["square"] == 4
     assert calls == [2]
