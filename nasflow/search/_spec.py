@@ -32,6 +32,9 @@ OBJECTIVES: dict[str, str] = {
 
 PRUNERS = ("auto", "hyperband", "asha", "pareto", "none")
 SAMPLERS = ("auto", "tpe", "nsga2", "random", "evolution")
+
+#: What a batched screening proposes when the sampler keeps proposing scored architectures.
+REPEAT_FALLBACKS = ("random", "mutate")
 #: Hyper-parameter labels that override the training recipe when a space declares them.
 RECIPE_KEYS = ("lr", "weight_decay", "batch_size")
 #: How a candidate's training cost is estimated (``nasflow.pipeline``'s cost estimators:
@@ -139,6 +142,13 @@ class StudySpec:
             ``nasflow.search._optuna.auto_sampler_name``); ``"evolution"`` is regularized
             evolution (``RegularizedEvolutionSampler``); or any Optuna ``BaseSampler``
             instance, used as given (not re-seeded).
+        repeat_fallback: What a batched screening proposes when the sampler proposes an
+            architecture the study has scored and re-asking it found none unseen:
+            ``"random"`` (default), an unseen architecture drawn uniformly from the space;
+            ``"mutate"``, an unseen architecture one choice away from the sampler's last
+            proposal (two choices where every single change is scored; a uniform draw only
+            past that), so that what the sampler prefers still steers the proposal. Which
+            one the study keeps better models with: ``benchmarks/results/proposals.md``.
         storage: Where the study lives: ``None`` for ``OUT/NAME/study.db`` (SQLite), a
             URL (``sqlite:///FILE``, ``postgresql://...``, ``journal:///FILE``) or an
             Optuna storage object (``RDBStorage``, ``JournalStorage``,
@@ -236,6 +246,7 @@ class StudySpec:
     train: TrainConfig = field(default_factory=TrainConfig)
     pruner: str | optuna.pruners.BasePruner = "auto"
     sampler: str | optuna.samplers.BaseSampler = "auto"
+    repeat_fallback: str = "random"
     storage: str | optuna.storages.BaseStorage | None = None
     study: optuna.Study | None = None
     budget: Budget = field(default_factory=Budget)
@@ -313,13 +324,18 @@ class StudySpec:
         return objectives
 
     def _check_sampler(self) -> None:
-        """``sampler`` is a known name or an Optuna sampler."""
+        """``sampler`` is a known name or an Optuna sampler; ``repeat_fallback`` a known
+        fallback."""
         if not isinstance(self.sampler, optuna.samplers.BaseSampler) and (
             not isinstance(self.sampler, str) or self.sampler not in SAMPLERS
         ):
             raise StudyFileError(
                 f"unknown sampler {self.sampler!r}; choose from {SAMPLERS} or pass an Optuna "
                 "BaseSampler"
+            )
+        if self.repeat_fallback not in REPEAT_FALLBACKS:
+            raise StudyFileError(
+                f"unknown repeat_fallback {self.repeat_fallback!r}; choose from {REPEAT_FALLBACKS}"
             )
 
     def _check_counts(self) -> None:

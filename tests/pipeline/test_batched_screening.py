@@ -139,9 +139,35 @@ def test_no_architecture_is_proposed_twice_a_stuck_sampler_falls_back_to_random(
     # The first proposal is new; each later one was asked 1 + REASKS times, then drawn.
     assert sampler.asks == 1 + 9 * (1 + REASKS + 1)
     assert (
-        f"9 drawn at random after the sampler proposed scored architectures (asked up to "
-        f"{1 + REASKS} times)" in "\n".join(logs)
+        f"the sampler proposed scored architectures (asked up to {1 + REASKS} times) 9 "
+        "times: 9 drawn at random in their place" in "\n".join(logs)
     )
+
+
+def test_a_mutating_fallback_proposes_the_nearest_unseen_architectures_first(tmp_path) -> None:
+    logs: list[str] = []
+    runner = _runner(
+        tmp_path, logs, n_trials=10, sampler=Stuck(), repeat_fallback="mutate", extra=TINY_SPACE
+    )
+    study = runner.run(retrain=False).study
+    space = runner.spec.space
+    archs = [space.validate(t.params) for t in study.get_trials()]
+    assert len({a.to_json() for a in archs}) == 10
+    first = archs[0]  # the sampler's only proposal: the first value of every choice
+    assert all(first[c.label] == c.values[0] for c in space.choices)
+    changed = [sum(a[k] != first[k] for k in first) for a in archs[1:]]
+    # 12 architectures: 4 are one choice away from the first, 5 two away, 2 three away.
+    # Every one a single change away is proposed before any two away; none is further.
+    assert changed == [1] * 4 + [2] * 5
+    assert (
+        f"the sampler proposed scored architectures (asked up to {1 + REASKS} times) 9 "
+        "times: 9 mutated from them (one or two choices changed) in their place"
+    ) in "\n".join(logs)
+
+
+def test_an_unknown_repeat_fallback_is_named(tmp_path) -> None:
+    with pytest.raises(NasflowError, match="unknown repeat_fallback 'nearest'"):
+        _runner(tmp_path, n_trials=4, repeat_fallback="nearest")
 
 
 @pytest.mark.slow  # ~10 CPU-s: trains a supernet, then screens

@@ -46,7 +46,7 @@ from nasflow.pipeline._context import RunContext, ScreeningPhaseResult
 from nasflow.pipeline._recovery import kept_words, requeue_interrupted
 from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, PREFIX, TRACEBACK_ATTR, TrialRecord
 from nasflow.search import StudySpec, study_pruner, write_trials
-from nasflow.space import Arch
+from nasflow.space import Arch, FloatRange
 from nasflow.storage import storage_failure
 from nasflow.supernet import Supernet
 from nasflow.train.stack import Stack
@@ -292,7 +292,10 @@ class BatchedScreening:
         self.counted: set[str] = set()
         #: Stored or scored by this process (the proposals to avoid).
         self.seen: set[str] = set()
+        #: Proposals drawn uniformly at random (the sampler proposed scored ones).
         self.fallbacks = 0
+        #: Proposals mutated from the sampler's repeat (``repeat_fallback="mutate"``).
+        self.mutated = 0
         #: Outcomes of the last ``REASK_WINDOW`` re-asks (``True``: an unseen architecture).
         self._reasks: collections.deque[bool] = collections.deque(maxlen=REASK_WINDOW)
         #: Repeats proposed while re-asking did not pay (every ``REASK_PROBE``-th re-asked).
@@ -452,6 +455,46 @@ class BatchedScreening:
                 return arch
         raise SpaceExhausted
 
+    def _fallback(self, repeat: Arch) -> Arch:
+        """The unseen architecture proposed in place of the sampler's ``repeat``
+        (``StudySpec.repeat_fallback``): one or two choices away from it (``"mutate"``),
+        else drawn uniformly.
+
+        Raises:
+            SpaceExhausted: None is left.
+        """
+        if self.ctx.spec.repeat_fallback == "mutate":
+            near = self._unseen_neighbour(repeat)
+            if near is not None:
+                self.mutated += 1
+                return near
+        self.fallbacks += 1
+        return self._unseen_random()
+
+    def _unseen_neighbour(self, arch: Arch) -> Arch | None:
+        """An unseen architecture one discrete choice away from ``arch`` (every such
+        change tried, in random order), else two away (``RANDOM_DRAWS`` random pairs);
+        ``None`` where none was found. A continuous hyper-parameter is kept as it is."""
+        singles = [
+            (c.label, v)
+            for c in self.space.choices
+            if not isinstance(c, FloatRange)
+            for v in c.values
+            if v != arch[c.label]
+        ]
+        for i in self._rng.permutation(len(singles)):
+            near = arch.replace(dict([singles[i]]))
+            if near.to_json() not in self.seen:
+                return near
+        for _ in range(RANDOM_DRAWS if len(singles) > 1 else 0):
+            i, j = self._rng.choice(len(singles), size=2, replace=False)
+            if singles[i][0] == singles[j][0]:
+                continue  # two values of one choice: one change, already tried
+            near = arch.replace(dict([singles[i], singles[j]]))
+            if near.to_json() not in self.seen:
+                return near
+        return None
+
     def _reasks_pay(self) -> bool:
         """Whether to ask again after a repeat: yes until ``REASK_WINDOW`` re-asks are
         judged, then while one of the last ``REASK_WINDOW`` found an unseen architecture
@@ -485,8 +528,7 @@ class BatchedScreening:
                 self.memory.tell(trial, state=TrialState.FAIL)
         else:
             self.reasks_skipped += REASKS
-        arch = self._unseen_random()
-        self.fallbacks += 1
+        arch = self._fallback(arch)
         self.memory.enqueue_trial(dict(arch), skip_if_exists=False)
         trial = self.memory.ask()
         self._enqueued.add(trial._trial_id)
@@ -581,10 +623,17 @@ class BatchedScreening:
             if self.reasks_skipped
             else ""
         )
+        replaced = [
+            f"{self.mutated} mutated from them (one or two choices changed)"
+            if self.mutated
+            else "",
+            f"{self.fallbacks} drawn at random" if self.fallbacks else "",
+        ]
         random = (
-            f"; {self.fallbacks} drawn at random after the sampler proposed scored "
-            f"architectures (asked up to {1 + REASKS} times){skipped}"
-            if self.fallbacks
+            f"; the sampler proposed scored architectures (asked up to {1 + REASKS} times) "
+            f"{self.mutated + self.fallbacks} times: "
+            f"{', '.join(r for r in replaced if r)} in their place{skipped}"
+            if self.fallbacks or self.mutated
             else ""
         )
         dropped = (
