@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import statistics
 import sys
 from collections.abc import Sequence
@@ -247,3 +248,41 @@ def _summary(groups: list[list[tuple[float, float]]], n_resamples: int) -> Summa
         a_median=statistics.median(a for a, _ in flat),
         b_median=statistics.median(b for _, b in flat),
     )
+
+
+#: The screening's line (``BatchedScreening._report``): candidates this process scored,
+#: and how many it proposed in place of the sampler's repeats, mutated or drawn at random
+#: (the line before ``repeat_fallback`` said "K drawn at random after the sampler ...").
+_SCREENED = re.compile(r"screening: (\d+) distinct candidates scored by this process")
+_MUTATED = re.compile(r"(\d+) mutated from them")
+_RANDOM = re.compile(r"(\d+) drawn at random")
+
+
+@dataclass(frozen=True)
+class Proposals:
+    """How a run's screened candidates were proposed: ``scored`` in all, ``mutated``
+    from the sampler's repeats, ``random`` drawn uniformly; the rest the sampler's own."""
+
+    scored: int
+    mutated: int
+    random: int
+
+    @property
+    def sampler(self) -> int:
+        return self.scored - self.mutated - self.random
+
+
+def proposals(row: dict) -> Proposals | None:
+    """The proposals of a study run, read from its summary's screening line (``None``:
+    no screening line, a baseline's row)."""
+    for line in row.get("summary") or ():
+        m = _SCREENED.search(line)
+        if m is None:
+            continue
+        mutated, random = _MUTATED.search(line), _RANDOM.search(line)
+        return Proposals(
+            int(m.group(1)),
+            int(mutated.group(1)) if mutated else 0,
+            int(random.group(1)) if random else 0,
+        )
+    return None

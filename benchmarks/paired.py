@@ -50,6 +50,7 @@ import argparse
 import datetime
 import json
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -70,6 +71,7 @@ from _paired_stats import (
     GroundTable,
     Summary,
     pair_budget,
+    proposals,
     run_values,
     summarise,
 )
@@ -276,6 +278,7 @@ def report(
                 f"  {g}: {a} {s.a_median:.0%} ({_yes(s.a_median >= SHARE_BAR)}), "
                 f"{b} {s.b_median:.0%} ({_yes(s.b_median >= SHARE_BAR)})"
             )
+    lines += _proposal_lines(by, paired, grounds, a, b)
     for r, label in ((rule, "fixed before the runs"), (late_rule, "given after the runs")):
         if r is None:
             continue
@@ -284,6 +287,41 @@ def report(
         lines += [f"  {w}" for w in why]
         lines.append(f"verdict: {'adopt b' if ok else 'keep a'} ({b if ok else a})")
     return "\n".join(lines)
+
+
+def _proposal_lines(
+    by: Mapping[tuple[str, str, int], dict],
+    paired: list[tuple[str, int]],
+    grounds: list[str],
+    a: str,
+    b: str,
+) -> list[str]:
+    """Per ground, each configuration's median share of screened candidates the sampler
+    proposed, mutated from its repeats and drew at random (none where no run screened)."""
+    out: list[str] = []
+    for g in grounds:
+        cells = []
+        for c in (a, b):
+            got = [proposals(by[(c, g, s)]) for gg, s in paired if gg == g]
+            seen = [p for p in got if p is not None and p.scored]
+            if not seen:
+                continue
+            share = {
+                k: statistics.median(getattr(p, k) / p.scored for p in seen)
+                for k in ("sampler", "mutated", "random")
+            }
+            cells.append(
+                f"{c} {share['sampler']:.0%} / {share['mutated']:.0%} / {share['random']:.0%}"
+            )
+        if cells:
+            out.append(f"  {g}: {'; '.join(cells)}")
+    if out:
+        out.insert(
+            0,
+            "screened candidates proposed by the sampler / mutated from its repeats / drawn "
+            "at random (median share over the pairs' runs):",
+        )
+    return out
 
 
 def _yes(ok: bool) -> str:

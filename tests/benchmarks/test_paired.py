@@ -362,6 +362,28 @@ def test_the_report_pairs_runs_and_states_the_rules_verdict() -> None:
         paired.report(rows, "a", "c", tables, late)
 
 
+def test_a_runs_proposals_are_read_from_its_screening_line_and_reported() -> None:
+    old = "screening: 296 distinct candidates scored by this process, 300 distinct in the "
+    rows = []
+    for seed, (mutated, random) in enumerate(((200, 10), (220, 0), (150, 30))):
+        for config, line in (
+            ("a", f"{old}study; 250 drawn at random after the sampler proposed scored "
+                  "architectures (asked up to 4 times) (681 re-asks skipped: ...)"),
+            ("b", f"{old}study; the sampler proposed scored architectures (asked up to 4 "
+                  f"times) {mutated + random} times: {mutated} mutated from them (one or two "
+                  f"choices changed), {random} drawn at random in their place"),
+        ):  # fmt: skip
+            r = _run(config, "study", seed, 0.7, [(0.7, 2.0, 10.0)])
+            rows.append({**r, "name": "g1", "summary": ["supernet epoch 1/2", line]})
+    assert stats.proposals(rows[0]) == stats.Proposals(296, 0, 250)
+    assert stats.proposals(rows[1]) == stats.Proposals(296, 200, 10)
+    assert stats.proposals(rows[1]).sampler == 86
+    assert stats.proposals({"summary": ["trained the largest"]}) is None
+    out = paired.report(rows, "a", "b", {"g1": _table("g1")}, rules.parse_rule("adopt"))
+    # b's medians: sampler (86, 76, 116)/296 -> 29%, mutated 200/296 -> 68%, random 10/296.
+    assert "  g1: a 16% / 0% / 84%; b 29% / 68% / 3%" in out.splitlines()
+
+
 def _write(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
