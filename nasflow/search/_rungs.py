@@ -12,6 +12,9 @@ from nasflow.errors import ConfigError
 #: What the top rung trains (``Rungs.top``).
 TOPS = ("scratch", "inherited")
 
+#: What promotes a candidate to the next rung (``Rungs.promote``).
+PROMOTES = ("front", "accuracy")
+
 
 @dataclass(frozen=True)
 class Rungs:
@@ -34,8 +37,13 @@ class Rungs:
         candidates: How many candidates enter the first rung where no ``budget`` is set,
             and at most how many where one is (``None``: no cap).
         pruner: ``"asha"`` (successive halving, one bracket) or ``"hyperband"`` (several
-            brackets of different first rungs; one objective only: with several the
-            Pareto-aware successive halving runs).
+            brackets of different first rungs; where ``promote="front"`` with several
+            objectives, the Pareto-aware successive halving runs instead).
+        promote: ``"front"``: with several objectives, a candidate goes on where it is on
+            the best fronts of its rung (Pareto-aware successive halving, which keeps a
+            rung's whole first front); ``"accuracy"``: by the measured validation accuracy
+            alone, through Optuna's own pruner, whatever the study's objectives (the
+            costs of the candidates that reach the top are still on the study's front).
     """
 
     finetune: tuple[int, ...] = (1, 2, 4)
@@ -44,6 +52,7 @@ class Rungs:
     budget: float | None = None
     candidates: int | None = 10
     pruner: str = "asha"
+    promote: str = "front"
 
     def __post_init__(self) -> None:
         steps = tuple(self.finetune)
@@ -70,3 +79,5 @@ class Rungs:
             raise ConfigError("Rungs needs a budget or a number of candidates")
         if self.pruner not in ("asha", "hyperband"):
             raise ConfigError(f"Rungs.pruner must be 'asha' or 'hyperband', got {self.pruner!r}")
+        if self.promote not in PROMOTES:
+            raise ConfigError(f"Rungs.promote must be one of {PROMOTES}, got {self.promote!r}")

@@ -123,6 +123,8 @@ def test_the_fine_tuning_schedule_spans_the_last_rung_or_the_recipe() -> None:
     [
         (("accuracy",), 'pruner="hyperband"'),
         (("accuracy", "train_cost"), 'top="inherited", budget=60.0, candidates=3'),
+        # Two objectives promoted by accuracy alone: a one-objective rung study.
+        (("accuracy", "train_cost"), 'promote="accuracy", candidates=4'),
     ],
 )
 def test_one_objective_under_hyperband_and_an_inherited_top_rung(
@@ -149,5 +151,5 @@ def test_one_objective_under_hyperband_and_an_inherited_top_rung(
         assert all(ft is not None and ft.epochs == spec.train.epochs for ft in tuned)
         assert not result.winners and record.top == "inherited"
         assert len(rungs.trials) <= 3  # the budget's candidates, at most `candidates`
-    else:
-        assert len(done[0].values) == 1 and result.winners  # one objective, from scratch
+    else:  # one objective, or promoted by accuracy alone; from scratch
+        assert len(done[0].values) == 1 and result.winners

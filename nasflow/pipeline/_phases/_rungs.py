@@ -364,8 +364,10 @@ def run_rung_schedule(
         return RungsPhaseResult(None, (), None, time.perf_counter() - t0)
     screened = {t.number: (t, r) for t, r in ranked}
     p = _plan(rungs, ranked, spec.train.epochs)
-    pruner = rung_pruner(rungs, p.steps[0] if p.steps else 1, p.top, len(spec.objectives))
-    directions = [d.name.lower() for d in ctx.study.directions]
+    # Promoted by accuracy alone: the rung study holds the first objective only.
+    promoted_by = len(spec.objectives) if rungs.promote == "front" else 1
+    pruner = rung_pruner(rungs, p.steps[0] if p.steps else 1, p.top, promoted_by)
+    directions = [d.name.lower() for d in ctx.study.directions][:promoted_by]
     # (the screening study's storage: the rung study lives beside it, shared by workers)
     study = rung_study(ctx.study._storage, spec.name, directions, pruner)
     if not worker:
@@ -377,6 +379,7 @@ def run_rung_schedule(
         ctx.log(
             f"rungs: {p.candidates} candidates in ranking order ({queued} new), fine-tuned "
             f"{steps} epochs then the full recipe ({rungs.top}), keeping 1/{p.reduction}"
+            + (" by validation accuracy" if promoted_by == 1 else " by Pareto rank")
         )
     else:
         _wait_for_queue(ctx, study)
