@@ -41,6 +41,11 @@ Usage::
     python benchmarks/paired.py --a ladder --b shipped --rule above-baselines \\
         --json benchmarks/data/paired_ladder.jsonl
     python benchmarks/paired.py --from-json benchmarks/data/paired_retrain2.jsonl
+    # the ladder's side only, paired with another file's deterministic shipped runs:
+    python benchmarks/paired.py --a ladder --b shipped --only a --set '{"deterministic": true}' \\
+        --json ladder.jsonl
+    python benchmarks/paired.py --from-json ladder.jsonl \\
+        benchmarks/data/paired_mutate_shipped.jsonl
     python benchmarks/paired.py --quick --json paired_quick.jsonl   # smoke size
 """
 
@@ -104,7 +109,7 @@ QUICK_SET = {
     "stack": None,
 }
 #: What a header must agree on for a file's runs to be resumed or added to.
-HEADER_KEYS = ("a", "b", "set", "rule", "hv_budget")
+HEADER_KEYS = ("a", "b", "set", "rule", "hv_budget", "only")
 
 
 # ---------------------------------------------------------------------------- baselines
@@ -412,6 +417,13 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--from-json", type=Path, nargs="+", help="report these runs only")
     p.add_argument("--n-resamples", type=int, default=N_RESAMPLES)
     p.add_argument("--quick", action="store_true", help="smoke size: 1 ground, 2 seeds")
+    p.add_argument(
+        "--only",
+        choices=("a", "b"),
+        help="run one side only: the other's rows come from another file given to "
+        "--from-json with this one (a deterministic configuration run by another "
+        "comparison on the same grounds and seeds; the header says so)",
+    )
     args = p.parse_args(argv)
     args.error = p.error
     return args
@@ -521,6 +533,7 @@ def _prepare(args: argparse.Namespace, argv: list[str]) -> Plan:
         "grounds": [str(g) for g in grounds],
         "seeds": seeds,
         "threads": args.threads,
+        "only": args.only,
         "commit": _commit(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "baselines": {k: BASELINES[k] for k in sorted({a.kind, b.kind} & set(BASELINES))},
@@ -537,10 +550,11 @@ def _execute(plan: Plan, args: argparse.Namespace) -> None:
     done = plan.done or set()
     torch.set_num_threads(args.threads)
     pairs = [(s, g) for s in plan.seeds for g in plan.grounds]
+    skip = {"a": plan.b.name, "b": plan.a.name}.get(args.only or "")
     for i, (seed, path) in enumerate(pairs):
         for c in (plan.a, plan.b) if i % 2 == 0 else (plan.b, plan.a):
             spec = plan.specs[(c.name, path)]
-            if (c.name, spec.name, seed) in done:
+            if (c.name, spec.name, seed) in done or c.name == skip:
                 continue
             row = run_config(c, path, spec, seed)
             _append(args.json, row)
@@ -554,6 +568,12 @@ def _execute(plan: Plan, args: argparse.Namespace) -> None:
                 flush=True,
             )
     _, runs = load_rows([args.json])
+    if skip is not None:
+        print(
+            f"{args.json} holds {args.only}'s runs only ({skip}'s are in another file); "
+            f"report with --from-json {args.json} OTHER"
+        )
+        return
     missing = [r for r in runs if r["name"] not in plan.tables]
     tables = {**_tables(missing), **plan.tables}
     print(report(runs, plan.a.name, plan.b.name, tables, plan.rule, plan.hv_budget,

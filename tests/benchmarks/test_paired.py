@@ -446,3 +446,13 @@ def test_quick_runs_a_study_and_the_ladder_paired_and_resumes(tmp_path, capsys) 
     with pytest.raises(SystemExit):
         paired.main(["--quick", "--seeds", "0", "--json", str(out)])
     assert "pass --skip-done to resume it" in capsys.readouterr().err
+    # One side only (the ladder), reported with the other file's shipped run.
+    only = tmp_path / "ladder.jsonl"
+    argv = ["--quick", "--a", "ladder", "--b", "shipped", "--only", "a", "--seeds", "0"]
+    assert paired.main([*argv, "--json", str(only)]) == 0
+    rows = [json.loads(line) for line in only.read_text().splitlines()]
+    assert rows[0]["only"] == "a" and [r["config"] for r in rows[1:]] == ["ladder"]
+    assert "holds a's runs only (shipped's are in another file)" in capsys.readouterr().out
+    assert paired.main(["--from-json", str(only), str(out)]) == 0
+    report = capsys.readouterr().out
+    assert report.startswith("b = shipped (study;") and "1 pairs on 1 grounds" in report
