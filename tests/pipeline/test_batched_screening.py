@@ -13,6 +13,7 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution
@@ -40,6 +41,8 @@ from nasflow.record import (
     get_constraints,
 )
 from nasflow.search import load_study_file
+from nasflow.space import FloatRange
+from tests._spaces import CellSpace
 from tests._study_template import write_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,6 +166,32 @@ def test_a_mutating_fallback_proposes_the_nearest_unseen_architectures_first(tmp
         f"the sampler proposed scored architectures (asked up to {1 + REASKS} times) 9 "
         "times: 9 mutated from them (one or two choices changed) in their place"
     ) in "\n".join(logs)
+
+
+def test_a_neighbour_changes_one_choice_then_two_and_keeps_a_continuous_one() -> None:
+    space = CellSpace()  # 6 edges x 5 ops, a batch size of 2 values, a continuous rate
+    rng = np.random.default_rng(0)
+    arch = space.sample(rng)
+    singles = {
+        arch.replace({c.label: v}).to_json()
+        for c in space.choices
+        if not isinstance(c, FloatRange)
+        for v in c.values
+        if v != arch[c.label]
+    }
+    assert len(singles) == 6 * 4 + 1
+    seen = {arch.to_json()}
+    for _ in range(len(singles)):  # every single change, each once, then none of them
+        near = _screening.unseen_neighbour(space, arch, seen, rng)
+        assert near is not None and near.to_json() in singles - seen
+        assert near["lr"] == arch["lr"]
+        seen.add(near.to_json())
+    near = _screening.unseen_neighbour(space, arch, seen, rng)
+    assert near is not None and sum(near[k] != arch[k] for k in arch) == 2
+    # A space whose every point is seen has no neighbour left.
+    tiny = CellSpace(with_hypers=False)
+    everything = {a.to_json() for a in tiny.enumerate()}
+    assert _screening.unseen_neighbour(tiny, tiny.sample(rng), everything, rng) is None
 
 
 def test_an_unknown_repeat_fallback_is_named(tmp_path) -> None:

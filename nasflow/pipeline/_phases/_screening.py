@@ -26,7 +26,7 @@ import hashlib
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Set
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,7 @@ from nasflow.pipeline._context import RunContext, ScreeningPhaseResult
 from nasflow.pipeline._recovery import kept_words, requeue_interrupted
 from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, PREFIX, TRACEBACK_ATTR, TrialRecord
 from nasflow.search import StudySpec, study_pruner, write_trials
-from nasflow.space import Arch, FloatRange
+from nasflow.space import Arch, FloatRange, SearchSpace
 from nasflow.storage import storage_failure
 from nasflow.supernet import Supernet
 from nasflow.train.stack import Stack
@@ -225,6 +225,34 @@ def _optimize(
             )
             done = len(ctx.study.get_trials(deepcopy=False, states=finished))
             todo = min(todo, target - done)
+
+
+def unseen_neighbour(
+    space: SearchSpace, arch: Arch, seen: Set[str], rng: np.random.Generator
+) -> Arch | None:
+    """An architecture of ``space`` not in ``seen`` (``Arch.to_json``) one discrete choice
+    away from ``arch`` (every such change tried, in random order), else two away
+    (``RANDOM_DRAWS`` random pairs of changes); ``None`` where none was found. A
+    continuous hyper-parameter keeps its value."""
+    singles = [
+        (c.label, v)
+        for c in space.choices
+        if not isinstance(c, FloatRange)
+        for v in c.values
+        if v != arch[c.label]
+    ]
+    for i in rng.permutation(len(singles)):
+        near = arch.replace(dict([singles[i]]))
+        if near.to_json() not in seen:
+            return near
+    for _ in range(RANDOM_DRAWS if len(singles) > 1 else 0):
+        i, j = rng.choice(len(singles), size=2, replace=False)
+        if singles[i][0] == singles[j][0]:
+            continue  # two values of one choice: one change, already tried
+        near = arch.replace(dict([singles[i], singles[j]]))
+        if near.to_json() not in seen:
+            return near
+    return None
 
 
 class SpaceExhausted(NasflowError):
@@ -464,36 +492,12 @@ class BatchedScreening:
             SpaceExhausted: None is left.
         """
         if self.ctx.spec.repeat_fallback == "mutate":
-            near = self._unseen_neighbour(repeat)
+            near = unseen_neighbour(self.space, repeat, self.seen, self._rng)
             if near is not None:
                 self.mutated += 1
                 return near
         self.fallbacks += 1
         return self._unseen_random()
-
-    def _unseen_neighbour(self, arch: Arch) -> Arch | None:
-        """An unseen architecture one discrete choice away from ``arch`` (every such
-        change tried, in random order), else two away (``RANDOM_DRAWS`` random pairs);
-        ``None`` where none was found. A continuous hyper-parameter is kept as it is."""
-        singles = [
-            (c.label, v)
-            for c in self.space.choices
-            if not isinstance(c, FloatRange)
-            for v in c.values
-            if v != arch[c.label]
-        ]
-        for i in self._rng.permutation(len(singles)):
-            near = arch.replace(dict([singles[i]]))
-            if near.to_json() not in self.seen:
-                return near
-        for _ in range(RANDOM_DRAWS if len(singles) > 1 else 0):
-            i, j = self._rng.choice(len(singles), size=2, replace=False)
-            if singles[i][0] == singles[j][0]:
-                continue  # two values of one choice: one change, already tried
-            near = arch.replace(dict([singles[i], singles[j]]))
-            if near.to_json() not in self.seen:
-                return near
-        return None
 
     def _reasks_pay(self) -> bool:
         """Whether to ask again after a repeat: yes until ``REASK_WINDOW`` re-asks are
