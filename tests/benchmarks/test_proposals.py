@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.benchmarks.test_benchmark_scripts import _bench, _load
 
 proposals = _load("proposals.py")
@@ -34,6 +36,7 @@ def test_the_report_pairs_the_fallbacks_by_seed() -> None:
     assert "mutate lower in 2, equal in 0, higher in 1" in diff
 
 
+@pytest.mark.slow  # ~15 CPU-s: four tabular studies in a subprocess
 def test_quick_runs_both_fallbacks_through_the_study_runner(tmp_path: Path) -> None:
     out = tmp_path / "rows.json"
     proc = _bench("proposals", "--quick", "--json", str(out), cwd=tmp_path)

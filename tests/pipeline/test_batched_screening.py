@@ -209,9 +209,10 @@ def test_re_asking_stops_while_it_never_pays_and_is_probed_now_and_then(tmp_path
     assert (REASKS, REASK_WINDOW, REASK_PROBE) == (3, 64, 16)
     reasks = 22 * 3 + 2 * 3
     assert sampler.asks == 60 + 59 + reasks  # first asks, random draws' asks, re-asks
-    assert f"(asked up to 4 times) ({35 * 3} re-asks skipped: none of 64 in a row" in (
-        "\n".join(logs)
-    )
+    assert (
+        f"(asked up to 4 times) 59 times: 59 drawn at random in their place ({35 * 3} re-asks "
+        "skipped: none of 64 in a row"
+    ) in "\n".join(logs)
 
 
 def test_a_run_asked_for_a_thousand_candidates_screens_them_with_evolution(tmp_path) -> None:
