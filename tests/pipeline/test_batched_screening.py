@@ -74,6 +74,7 @@ def _archs(trials) -> list[str]:
     return [t.user_attrs[ARCH_ATTR] for t in trials]
 
 
+@pytest.mark.slow  # 8-11 CPU-s: trains a supernet, then screens (over 10 on a loaded machine)
 def test_a_batched_screening_writes_every_distinct_candidate_with_its_records(tmp_path) -> None:
     logs: list[str] = []
     result = _runner(tmp_path, logs, max_params=900).run(retrain=False)

@@ -124,6 +124,7 @@ def test_bad_proxy_settings_are_refused(kwargs, match) -> None:
         TrustProbe(**kwargs)
 
 
+@pytest.mark.slow  # 8-15 CPU-s: runs a study with its trust probe (over 10 on a loaded machine)
 def test_the_probe_spreads_over_random_architectures_not_the_screened_ones(tmp_path) -> None:
     extra = (
         "from nasflow.search import TrustProbe\n"
