@@ -33,7 +33,7 @@ OBJECTIVES: dict[str, str] = {
 PRUNERS = ("auto", "hyperband", "asha", "pareto", "none")
 SAMPLERS = ("auto", "tpe", "nsga2", "random", "evolution")
 
-#: What a batched screening proposes when the sampler keeps proposing scored architectures.
+#: ``StudySpec.repeat_fallback``'s values.
 REPEAT_FALLBACKS = ("random", "mutate")
 #: Hyper-parameter labels that override the training recipe when a space declares them.
 RECIPE_KEYS = ("lr", "weight_decay", "batch_size")
@@ -142,13 +142,10 @@ class StudySpec:
             ``nasflow.search._optuna.auto_sampler_name``); ``"evolution"`` is regularized
             evolution (``RegularizedEvolutionSampler``); or any Optuna ``BaseSampler``
             instance, used as given (not re-seeded).
-        repeat_fallback: What a batched screening proposes when the sampler proposes an
-            architecture the study has scored and re-asking it found none unseen:
-            ``"random"`` (default), an unseen architecture drawn uniformly from the space;
-            ``"mutate"``, an unseen architecture one choice away from the sampler's last
-            proposal (two choices where every single change is scored; a uniform draw only
-            past that), so that what the sampler prefers still steers the proposal. Which
-            one the study keeps better models with: ``benchmarks/results/proposals.md``.
+        repeat_fallback: In place of an architecture the sampler keeps proposing though
+            scored: ``"random"`` (default), an unseen one drawn uniformly; ``"mutate"``, an
+            unseen one a choice (or two) away from the sampler's proposal
+            (``benchmarks/results/proposals.md``).
         storage: Where the study lives: ``None`` for ``OUT/NAME/study.db`` (SQLite), a
             URL (``sqlite:///FILE``, ``postgresql://...``, ``journal:///FILE``) or an
             Optuna storage object (``RDBStorage``, ``JournalStorage``,
@@ -324,8 +321,7 @@ class StudySpec:
         return objectives
 
     def _check_sampler(self) -> None:
-        """``sampler`` is a known name or an Optuna sampler; ``repeat_fallback`` a known
-        fallback."""
+        """``sampler`` and ``repeat_fallback`` are known (or an Optuna sampler)."""
         if not isinstance(self.sampler, optuna.samplers.BaseSampler) and (
             not isinstance(self.sampler, str) or self.sampler not in SAMPLERS
         ):

@@ -26,7 +26,7 @@ from nasflow.pipeline._multipliers import (
     measured_trainings,
     search_multipliers,
 )
-from nasflow.pipeline._phases import _screening
+from nasflow.pipeline._phases import _proposals, _screening
 from nasflow.pipeline._phases._screening import REASK_PROBE, REASK_WINDOW, REASKS
 from nasflow.record import (
     ARCH_ATTR,
@@ -183,16 +183,16 @@ def test_a_neighbour_changes_one_choice_then_two_and_keeps_a_continuous_one() ->
     assert len(singles) == 6 * 4 + 1
     seen = {arch.to_json()}
     for _ in range(len(singles)):  # every single change, each once, then none of them
-        near = _screening.unseen_neighbour(space, arch, seen, rng)
+        near = _proposals.unseen_neighbour(space, arch, seen, rng)
         assert near is not None and near.to_json() in singles - seen
         assert near["lr"] == arch["lr"]
         seen.add(near.to_json())
-    near = _screening.unseen_neighbour(space, arch, seen, rng)
+    near = _proposals.unseen_neighbour(space, arch, seen, rng)
     assert near is not None and sum(near[k] != arch[k] for k in arch) == 2
     # A space whose every point is seen has no neighbour left.
     tiny = CellSpace(with_hypers=False)
     everything = {a.to_json() for a in tiny.enumerate()}
-    assert _screening.unseen_neighbour(tiny, tiny.sample(rng), everything, rng) is None
+    assert _proposals.unseen_neighbour(tiny, tiny.sample(rng), everything, rng) is None
 
 
 def test_an_unknown_repeat_fallback_is_named(tmp_path) -> None:

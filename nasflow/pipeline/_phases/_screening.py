@@ -26,7 +26,7 @@ import hashlib
 import math
 import os
 import time
-from collections.abc import Callable, Iterator, Set
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -43,34 +43,21 @@ from nasflow.pipeline._arch._scoring import (
 )
 from nasflow.pipeline._budget import BudgetNote
 from nasflow.pipeline._context import RunContext, ScreeningPhaseResult
+from nasflow.pipeline._phases._proposals import (
+    REASK_PROBE,
+    REASK_WINDOW,
+    REASKS,
+    SpaceExhausted,
+    unseen_neighbour,
+    unseen_random,
+)
 from nasflow.pipeline._recovery import kept_words, requeue_interrupted
 from nasflow.record import ARCH_ATTR, FAIL_REASON_ATTR, PREFIX, TRACEBACK_ATTR, TrialRecord
 from nasflow.search import StudySpec, study_pruner, write_trials
-from nasflow.space import Arch, FloatRange, SearchSpace
+from nasflow.space import Arch
 from nasflow.storage import storage_failure
 from nasflow.supernet import Supernet
 from nasflow.train.stack import Stack
-
-#: Times the sampler is asked again when it proposes an architecture already scored,
-#: before a uniformly random unseen one is drawn instead.
-REASKS = 3
-
-#: Re-asking is judged on the outcomes of the last this many re-asks: when none of them
-#: proposed an unseen architecture, a repeat goes straight to the random draw (and only
-#: every ``REASK_PROBE``-th repeat is re-asked, to notice when re-asking pays again).
-#: Measured (benchmarks/RESULTS.md, "B4, third round"): with univariate multi-objective
-#: TPE not one of ~750 (300 candidates) or ~2,800 (1,000) re-asks per run found an unseen
-#: architecture (3 seeds), while each costs a full TPE proposal; NSGA-II, evolution and
-#: multivariate TPE do find new ones on re-asking (1.1 to 1.8 asks per proposal).
-REASK_WINDOW = 64
-REASK_PROBE = 16
-
-#: Spaces of at most this many points are listed to draw an unseen one when random
-#: draws keep hitting scored ones (and to know when the space is exhausted).
-LIST_LIMIT = 1_000_000
-
-#: Random draws tried for an unseen architecture before listing the space.
-RANDOM_DRAWS = 64
 
 #: Tries to write a batch where the storage fails (Optuna's ``StorageInternalError`` or
 #: any SQLAlchemy error: the batch's transaction is rolled back whole each time).
@@ -225,38 +212,6 @@ def _optimize(
             )
             done = len(ctx.study.get_trials(deepcopy=False, states=finished))
             todo = min(todo, target - done)
-
-
-def unseen_neighbour(
-    space: SearchSpace, arch: Arch, seen: Set[str], rng: np.random.Generator
-) -> Arch | None:
-    """An architecture of ``space`` not in ``seen`` (``Arch.to_json``) one discrete choice
-    away from ``arch`` (every such change tried, in random order), else two away
-    (``RANDOM_DRAWS`` random pairs of changes); ``None`` where none was found. A
-    continuous hyper-parameter keeps its value."""
-    singles = [
-        (c.label, v)
-        for c in space.choices
-        if not isinstance(c, FloatRange)
-        for v in c.values
-        if v != arch[c.label]
-    ]
-    for i in rng.permutation(len(singles)):
-        near = arch.replace(dict([singles[i]]))
-        if near.to_json() not in seen:
-            return near
-    for _ in range(RANDOM_DRAWS if len(singles) > 1 else 0):
-        i, j = rng.choice(len(singles), size=2, replace=False)
-        if singles[i][0] == singles[j][0]:
-            continue  # two values of one choice: one change, already tried
-        near = arch.replace(dict([singles[i], singles[j]]))
-        if near.to_json() not in seen:
-            return near
-    return None
-
-
-class SpaceExhausted(NasflowError):
-    """Every architecture of the space is scored (internal: ends the batched loop)."""
 
 
 class BatchedScreening:
@@ -462,27 +417,6 @@ class BatchedScreening:
         return out
 
     # ------------------------------------------------------------------ proposals
-    def _unseen_random(self) -> Arch:
-        """A uniformly random architecture not scored yet.
-
-        Raises:
-            SpaceExhausted: None is left.
-        """
-        for _ in range(RANDOM_DRAWS):
-            arch = self.space.sample(self._rng)
-            if arch.to_json() not in self.seen:
-                return arch
-        if self._size <= LIST_LIMIT:
-            unseen = [a for a in self.space.enumerate(LIST_LIMIT) if a.to_json() not in self.seen]
-            if not unseen:
-                raise SpaceExhausted
-            return unseen[int(self._rng.integers(len(unseen)))]
-        for _ in range(100 * RANDOM_DRAWS):  # a huge space: an unseen point is near-certain
-            arch = self.space.sample(self._rng)
-            if arch.to_json() not in self.seen:
-                return arch
-        raise SpaceExhausted
-
     def _fallback(self, repeat: Arch) -> Arch:
         """The unseen architecture proposed in place of the sampler's ``repeat``
         (``StudySpec.repeat_fallback``): one or two choices away from it (``"mutate"``),
@@ -497,7 +431,7 @@ class BatchedScreening:
                 self.mutated += 1
                 return near
         self.fallbacks += 1
-        return self._unseen_random()
+        return unseen_random(self.space, self.seen, self._rng)
 
     def _reasks_pay(self) -> bool:
         """Whether to ask again after a repeat: yes until ``REASK_WINDOW`` re-asks are
