@@ -58,6 +58,7 @@ def run_once(spec: StudySpec, fallback: str, queries: int, seed: int) -> dict:
         result = StudyRunner(spec, out_dir=out, progress=False, log=lines.append).run()
         values = [t.values[0] for t in result.study.get_trials() if t.values]
     best = max(values)
+    regret = spec.table.regret(best)
     made = proposals({"summary": lines})
     assert made is not None, "the screening printed no line of its proposals"
     return {
@@ -65,8 +66,8 @@ def run_once(spec: StudySpec, fallback: str, queries: int, seed: int) -> dict:
         "queries": queries,
         "seed": seed,
         "best": best,
-        "regret": spec.table.regret(best),
-        "optimum_found": spec.table.regret(best) <= 1e-9,
+        "regret": regret,
+        "optimum_found": regret <= 1e-9,
         "scored": made.scored,
         "mutated": made.mutated,
         "random": made.random,

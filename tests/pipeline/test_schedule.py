@@ -10,6 +10,7 @@ import math
 import optuna
 import pytest
 
+from nasflow.errors import StateError
 from nasflow.pipeline._schedule._ladder import (
     Candidate,
     RungPlan,
@@ -126,6 +127,17 @@ def test_several_objectives_promote_through_the_pareto_pruner() -> None:
     states = [t.state for t in finished]
     assert optuna.trial.TrialState.COMPLETE in states and optuna.trial.TrialState.PRUNED in states
     assert all(len(t.values) == 2 for t in finished if t.values)
+
+
+def test_a_rung_study_reopened_with_other_directions_is_refused() -> None:
+    storage = optuna.storages.InMemoryStorage()
+    pruner = ParetoSuccessiveHalvingPruner(min_resource=1, reduction_factor=2)
+    rung_study(storage, "s", ("maximize", "minimize"), pruner)
+    again = rung_study(storage, "s", ("maximize", "minimize"), pruner)  # the same: loaded
+    assert len(again.directions) == 2
+    with pytest.raises(StateError, match=r"promoting by \['maximize', 'minimize'\], this run "
+                       r"promotes by \['maximize'\] \(Rungs.promote changed\?\)"):  # fmt: skip
+        rung_study(storage, "s", ("maximize",), optuna.pruners.SuccessiveHalvingPruner())
 
 
 def test_a_stop_between_trials_and_a_resume_train_nothing_twice() -> None:

@@ -38,7 +38,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nasflow._checks import check_int
-from nasflow.errors import ConfigError
+from nasflow.errors import ConfigError, StateError
 from nasflow.record import RungEntry, rung_value, step_key
 from nasflow.search import report_values, should_prune
 from nasflow.space import Arch
@@ -154,20 +154,31 @@ def rung_study(
     pruner: optuna.pruners.BasePruner,
     sampler: optuna.samplers.BaseSampler | None = None,
 ) -> optuna.Study:
-    """The rung study of study ``name`` (created or loaded): one trial per candidate."""
+    """The rung study of study ``name`` (created or loaded): one trial per candidate.
+
+    Raises:
+        StateError: A stored rung study has other directions (``Rungs.promote`` changed
+            since it was created: Optuna would load it as it is).
+    """
+    wanted = [
+        d if isinstance(d, optuna.study.StudyDirection) else optuna.study.StudyDirection[d.upper()]
+        for d in directions
+    ]
     study = optuna.create_study(
         study_name=name + SUFFIX,
         storage=storage,
-        directions=[
-            d
-            if isinstance(d, optuna.study.StudyDirection)
-            else optuna.study.StudyDirection[d.upper()]
-            for d in directions
-        ],
+        directions=wanted,
         load_if_exists=True,
         pruner=pruner,
         sampler=sampler or optuna.samplers.RandomSampler(seed=0),
     )
+    if list(study.directions) != wanted:
+        held = [d.name.lower() for d in study.directions]
+        raise StateError(
+            f"the rung study {name + SUFFIX!r} was created promoting by {held}, this run "
+            f"promotes by {[d.name.lower() for d in wanted]} (Rungs.promote changed?); "
+            "run the study with the Rungs it started with, or under another name"
+        )
     study.pruner = pruner  # (a loaded study keeps no pruner)
     return study
 
