@@ -17,13 +17,13 @@ import numpy as np
 from nasflow._checks import check_int
 from nasflow.errors import ConfigError
 from nasflow.ranker._pairwise import (
-    RankerRecord,
     Standardiser,
     concordance,
     fit_pairwise,
     pairs_of,
     prior_weights,
 )
+from nasflow.record import RankerRecord
 
 #: The features a study computes for every screened candidate, in this order.
 FEATURES = (

@@ -23,36 +23,6 @@ import numpy as np
 from nasflow.errors import ConfigError
 
 
-@dataclass(frozen=True)
-class RankerRecord:
-    """What a ranker did, for the summary and the report.
-
-    Attributes:
-        features: The feature names, in the weights' order.
-        weights: The weight of each standardised feature (a higher score ranks higher).
-        source: ``"fitted"`` (on this study's labels), ``"prior"`` (the suite's weights)
-            or ``"fallback"`` (the fixed rule; no usable weights).
-        labels: Labelled candidates the fit saw (0 for the prior).
-        pairs: Ordered pairs it was fitted on.
-        note: Why a fit was not used (too few labels, no pair, a non-finite feature...).
-    """
-
-    features: tuple[str, ...]
-    weights: tuple[float, ...]
-    source: str
-    labels: int = 0
-    pairs: int = 0
-    note: str | None = None
-
-    def line(self) -> str:
-        """One line for the summary: the source, the labels and the largest weights."""
-        top = sorted(zip(self.features, self.weights, strict=True), key=lambda p: -abs(p[1]))
-        shown = ", ".join(f"{n} {w:+.2f}" for n, w in top[:4])
-        fit = f" on {self.labels} labels ({self.pairs} pairs)" if self.source == "fitted" else ""
-        why = f"; {self.note}" if self.note else ""
-        return f"ranker: {self.source}{fit}: {shown}{why}"
-
-
 @dataclass
 class Standardiser:
     """Per-feature mean and standard deviation of a pool (constant features get 1)."""
@@ -63,10 +33,13 @@ class Standardiser:
     @classmethod
     def of(cls, pool: np.ndarray) -> Standardiser:
         pool = _matrix(pool)
-        mean = np.nanmean(pool, axis=0)
-        scale = np.nanstd(pool, axis=0)
+        seen = np.isfinite(pool).any(axis=0)  # a feature no candidate has: mean 0, scale 1
+        mean, scale = np.zeros(pool.shape[1]), np.ones(pool.shape[1])
+        if seen.any():
+            pool = np.where(np.isfinite(pool), pool, np.nan)
+            mean[seen] = np.nanmean(pool[:, seen], axis=0)
+            scale[seen] = np.nanstd(pool[:, seen], axis=0)
         scale[~np.isfinite(scale) | (scale == 0)] = 1.0
-        mean[~np.isfinite(mean)] = 0.0
         return cls(mean, scale)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:

@@ -160,6 +160,7 @@ from nasflow.record._records._phases import (
     SupernetRecord,
     TrustRecord,
 )
+from nasflow.record._records._ranker import RankerRecord
 from nasflow.record._records._rungs import (
     RungEntry,
     RungsRecord,
@@ -177,6 +178,7 @@ from nasflow.record._study import (
     study_finetuned,
     study_kept,
     study_multipliers,
+    study_ranker,
     study_reproducibility,
     study_retrains,
     study_screening,

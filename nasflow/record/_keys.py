@@ -33,6 +33,8 @@ SCREENING_KEY = "nasflow:screening"
 MULTIPLIERS_KEY = "nasflow:multipliers"
 #: Study user attribute holding the trust probe's record.
 TRUST_KEY = "nasflow:trust"
+#: Study user attribute holding the record of the ranker that chose the finalists.
+RANKER_KEY = "nasflow:ranker"
 #: Study user attribute holding the cost table's stability record.
 COST_TABLE_KEY = "nasflow:cost_table"
 #: Study user attribute holding the fine-tuning phase's record (every fine-tuned finalist;

@@ -22,6 +22,7 @@ from nasflow.record._records._phases import (
     SupernetRecord,
     TrustRecord,
 )
+from nasflow.record._records._ranker import RankerRecord
 from nasflow.record._typed import BaselineRecord
 
 if TYPE_CHECKING:
@@ -91,6 +92,11 @@ def study_anchors(study: optuna.Study) -> AnchorsRecord | None:
 def study_trust(study: optuna.Study) -> TrustRecord | None:
     """The trust probe's record, or ``None``."""
     return _read(study, TrustRecord)
+
+
+def study_ranker(study: optuna.Study) -> RankerRecord | None:
+    """The record of the ranker that chose the finalists, or ``None``."""
+    return _read(study, RankerRecord)
 
 
 def study_retrains(study: optuna.Study) -> dict[int, RetrainRecord]:

@@ -123,6 +123,8 @@ def _headline_html(h: Headline | None, summarize: Callable[[str], str]) -> str:
             ("vs zero-cost anchors", esc(h.anchors or "none trained (StudySpec.anchors)"))
         )
     facts.append(("trust in the ranking", esc(h.trust or "no trust probe ran (StudySpec.trust)")))
+    if h.ranker:
+        facts.append(("finalists chosen by", esc(h.ranker)))
     if h.export:
         facts.append(("export", f"<code>{esc(h.export)}</code>"))
     rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)

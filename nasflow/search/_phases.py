@@ -38,7 +38,7 @@ class Anchors:
 
 
 #: What the finalists' "best supernet scores" may be ranked by (``FineTuning.rank_by``).
-RANK_BY = ("accuracy", "rank_sum")
+RANK_BY = ("accuracy", "rank_sum", "ranker")
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,11 @@ class FineTuning:
             ``"rank_sum"`` (the default), the sum of a path's two ranks among the screened
             candidates, by its validation accuracy at the supernet's weights (the screening
             score) and by the validation cross-entropy of the same forward passes (ties: the
-            higher accuracy); ``"accuracy"``, the screening score alone. The default ranks
+            higher accuracy); ``"accuracy"``, the screening score alone; ``"ranker"``, the
+            pairwise ranker over the supernet accuracy and cross-entropy, the parameter
+            count and the predicted training cost, with the suite's weights, refitted on
+            the anchors' trainings where they order them better (``nasflow.ranker``;
+            its record: ``nasflow.record.study_ranker``). The default ranks
             the suite's random architectures better and keeps better models end to end
             (``benchmarks/results/b2-ranking.md``; ``benchmarks/results/b6-suite-runs.md``,
             "B6 again").

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import json
+
 import optuna
 import pytest
 from optuna.distributions import FloatDistribution
 from optuna.trial import FrozenTrial, create_trial
 
-from nasflow.errors import ConfigError
+from nasflow.errors import ConfigError, StudyRecordError
+from nasflow.pipeline._arch._ranking import STUDY_FEATURES, rank_candidates
 from nasflow.pipeline._phases._finetune import by_score, select_finalists
-from nasflow.record import ARCH_ATTR, SUPERNET_ACCURACY_ATTR, SUPERNET_LOSS_ATTR
+from nasflow.record import (
+    ARCH_ATTR,
+    PARAMS_ATTR,
+    SUPERNET_ACCURACY_ATTR,
+    SUPERNET_LOSS_ATTR,
+    TRAIN_COST_ATTR,
+    RankerRecord,
+)
 from nasflow.search import FineTuning
 from nasflow.space import Arch
 
@@ -82,3 +92,52 @@ def test_rank_by_is_checked() -> None:
     assert FineTuning().rank_by == "rank_sum"
     with pytest.raises(ConfigError, match=r"FineTuning.rank_by must be one of .*got 'loss'"):
         FineTuning(rank_by="loss")
+    assert FineTuning(rank_by="ranker").rank_by == "ranker"
+
+
+def _costed(name: str, acc: float, loss: float, params: int, cost: float, n: int) -> FrozenTrial:
+    t = _trial(name, acc, loss)
+    t.user_attrs.update({PARAMS_ATTR: params, TRAIN_COST_ATTR: cost})
+    t.number = n
+    return t
+
+
+def test_the_ranker_orders_by_its_prior_without_labels() -> None:
+    """Standardised accuracy minus standardised cross-entropy (the prior): B +0.83,
+    C +0.62, D -0.55, A -0.89; neither the accuracy's order nor the rank sum's."""
+    trials = [_trial(k, *v) for k, v in PATHS.items()]
+    assert [_name(t) for t in by_score(trials, "ranker")] == ["B", "C", "D", "A"]
+    ranked = rank_candidates(trials)
+    assert ranked.record.source == "prior"
+    assert ranked.record.features == STUDY_FEATURES
+    assert "no candidate trained from scratch" in (ranked.record.note or "")
+
+
+def test_the_ranker_is_refitted_on_enough_labels_that_it_orders_better() -> None:
+    """Eight candidates whose trained accuracy follows the parameter count, against the
+    supernet's scores: the refit weighs the parameters and reorders the rest."""
+    trials = [
+        _costed(f"p{i}", acc=0.9 - 0.01 * i, loss=0.3 + 0.01 * i, params=1000 * (i + 1),
+                cost=1.0 + i, n=i)
+        for i in range(10)
+    ]  # fmt: skip
+    labels = {i: 0.5 + 0.02 * i for i in range(8)}  # more parameters train better
+    ranked = rank_candidates(trials, labels)
+    assert ranked.record.source == "fitted", ranked.record.note
+    assert ranked.record.labels == 8
+    weight = dict(zip(ranked.record.features, ranked.record.weights, strict=True))
+    assert weight["log_params"] > 0
+    assert [t.number for t in ranked.trials][:2] == [9, 8]  # the largest, unlabelled ones
+    # Too few labels: the prior, and the record says why.
+    few = rank_candidates(trials, {0: 0.5, 1: 0.6})
+    assert few.record.source == "prior" and "labels" in (few.record.note or "")
+
+
+def test_the_ranker_record_round_trips_and_refuses_a_malformed_one() -> None:
+    record = rank_candidates([_trial(k, *v) for k, v in PATHS.items()]).record
+    assert RankerRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
+    assert record.line().startswith("ranker: prior: supernet_accuracy +1.00")
+    with pytest.raises(StudyRecordError, match="source 'guess'"):
+        RankerRecord.from_dict({**record.to_dict(), "source": "guess"})
+    with pytest.raises(StudyRecordError, match="not two lists of one length"):
+        RankerRecord.from_dict({**record.to_dict(), "weights": [1.0]})

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
 
 from nasflow.pipeline import StudyRunner, summary_table
+from nasflow.pipeline._arch._ranking import anchor_labels, rank_candidates
 from nasflow.pipeline._phases._finetune import by_score
+from nasflow.pipeline._result._headline import headline
 from nasflow.record import (
     DUPLICATE_KEY,
     FINETUNED_KEY,
     KEPT_KEY,
     SUPERNET_ACCURACY_ATTR,
     SUPERNET_LOSS_ATTR,
+    study_ranker,
 )
 from nasflow.search import load_study_file
 from tests._study_template import write_study
@@ -120,3 +124,39 @@ def test_a_rerun_reuses_the_ready_models(tmp_path, monkeypatch) -> None:
     again = runner.run().study.user_attrs[FINETUNED_KEY]["candidates"]
     assert again == first
     assert calls == []  # neither fine-tuned again nor retrained (the winner is reused)
+
+
+def test_finalists_chosen_by_the_ranker_are_recorded_and_shown(tmp_path) -> None:
+    """``rank_by="ranker"``: the protected finalists are the ranker's first, refitted on
+    the anchors' trainings where there are enough (two here: the prior, said so); the
+    study records the ranker and the headline shows its line, in the summary and the
+    report."""
+    extra = (
+        "from nasflow.search import Anchors, FineTuning\n"
+        "study = study.replace(anchors=Anchors(n=2, sample=16), finetuning=FineTuning("
+        "finalists=3, top=2, rungs=(1,), rank_by='ranker'))\n"
+    )
+    spec = load_study_file(write_study(tmp_path, finetune=0, n_trials=8, extra=extra))
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lambda _: None)
+    result = runner.run()
+    originals = [t for t in result.study.trials if DUPLICATE_KEY not in t.user_attrs]
+    labels = anchor_labels(result.study)
+    assert len(labels) == 2  # both anchors trained, both screened
+    ranked = rank_candidates(originals, labels)
+    cands = result.study.user_attrs[FINETUNED_KEY]["candidates"]
+    assert [c["trial"] for c in cands[:2]] == [t.number for t in ranked.trials[:2]]
+    record = study_ranker(result.study)
+    assert record == ranked.record
+    assert record.source == "prior" and "2 labels in groups of two or more (< 6)" in record.note
+    line = f"finalists chosen by the {record.line()}"
+    text = summary_table(result, spec)
+    assert f"  {line}" in text.splitlines()
+    assert "chosen by: the pairwise ranker (the headline's line) (finalists)" in " ".join(
+        text.split()
+    )
+    h = headline(result.study)
+    assert h.ranker == record.line()
+    from nasflow.report._html import _headline_html
+
+    cell = html.escape(record.line(), quote=False)
+    assert f"<th>finalists chosen by</th><td>{cell}</td>" in _headline_html(h, str)

@@ -13,6 +13,7 @@ from optuna.trial import FrozenTrial
 from scipy.stats import rankdata
 
 from nasflow.data import DataBundle
+from nasflow.pipeline._arch._ranking import anchor_labels, rank_candidates
 from nasflow.pipeline._arch._ready import (
     CandidateTrainer,
     Finalist,
@@ -28,7 +29,11 @@ from nasflow.supernet import Supernet
 from nasflow.train.stack import Stack
 
 
-def by_score(trials: Sequence[FrozenTrial], rank_by: str = "accuracy") -> list[FrozenTrial]:
+def by_score(
+    trials: Sequence[FrozenTrial],
+    rank_by: str = "accuracy",
+    labels: Mapping[int, float] | None = None,
+) -> list[FrozenTrial]:
     """Screened ``trials`` (with a supernet accuracy), best supernet score first.
 
     ``rank_by="accuracy"``: by the supernet accuracy. ``"rank_sum"``: by the sum of each
@@ -36,8 +41,12 @@ def by_score(trials: Sequence[FrozenTrial], rank_by: str = "accuracy") -> list[F
     (lower first), ties broken by the accuracy. Where a screened trial has no recorded
     cross-entropy (a study screened before it was recorded, or a non-finite loss, which
     the storage cannot keep) all are ranked by accuracy alone, the screening score they
-    were built on, rather than by ranks some of them lack.
+    were built on, rather than by ranks some of them lack. ``"ranker"``: by the pairwise
+    ranker's score (``nasflow.pipeline._arch._ranking``; ``labels``: the validation
+    accuracies of candidates trained from scratch, by trial number, it is refitted on).
     """
+    if rank_by == "ranker":
+        return rank_candidates(trials, labels).trials
     recs = [(t, TrialRecord.from_trial(t)) for t in trials]
     recs = [(t, r) for t, r in recs if r.supernet_accuracy is not None]
     acc = [float(r.supernet_accuracy) for _, r in recs]  # type: ignore[arg-type]
@@ -64,7 +73,8 @@ def select_finalists(
     finished = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
     # Duplicates carry their original's numbers: ranked among the others they would
     # share its rank; only original trials enter the ranking.
-    rest = by_score([t for t in finished if DUPLICATE_KEY not in t.user_attrs], rank_by)
+    labels = anchor_labels(study) if rank_by == "ranker" else None
+    rest = by_score([t for t in finished if DUPLICATE_KEY not in t.user_attrs], rank_by, labels)
     best = [(t, True) for t in rest]
     others = [(t, False) for t in sorted(front, key=lambda t: -t.values[0]) + rest]
     for t, protect in best + others:
@@ -160,6 +170,17 @@ def finetune_handler(
     return finetune
 
 
+def record_ranker(ctx: RunContext) -> None:
+    """Store and log what the ranker that chose the finalists did (its features, weights,
+    labels; why it kept the prior)."""
+    study = ctx.study
+    finished = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished()]
+    screened = [t for t in finished if DUPLICATE_KEY not in t.user_attrs]
+    record = rank_candidates(screened, anchor_labels(study)).record
+    write_record(study, record)
+    ctx.log(f"finalists chosen by the {record.line()}")
+
+
 def run_finetune(
     ctx: RunContext, data: DataBundle, supernet: Supernet, stack: Stack | None
 ) -> FineTunePhaseResult:
@@ -172,6 +193,8 @@ def run_finetune(
     assert spec.finetuning is not None
     tuning = spec.finetuning
     finalists = select_finalists(study, tuning.finalists, tuning.top or 0, tuning.rank_by)
+    if tuning.rank_by == "ranker":
+        record_ranker(ctx)
     total = sum(
         len(finalists) for _ in spec.finetuning.rungs
     )  # an upper bound of the epochs: the bar is a guide

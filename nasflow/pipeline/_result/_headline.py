@@ -32,6 +32,7 @@ from nasflow.record import (
     study_finetuned,
     study_kept,
     study_metric_names,
+    study_ranker,
     study_retrains,
     study_rungs,
     study_trust,
@@ -70,6 +71,8 @@ class Headline(NamedTuple):
         export: The command that exports the kept model (or the best trial).
         why_none: Why no model is kept (empty when one is).
         score: ``(metric, value)``: the trial's first objective when nothing is kept.
+        ranker: The line of the ranker that chose the finalists (empty: no ranker ran,
+            ``FineTuning.rank_by``).
     """
 
     study: str
@@ -88,6 +91,7 @@ class Headline(NamedTuple):
     export: str
     why_none: str = ""
     score: tuple[str, float] | None = None
+    ranker: str = ""
 
     @property
     def beaten(self) -> float | None:
@@ -265,6 +269,8 @@ def headline(
         rungs = study_rungs(study)
         trust = "" if rungs is None else f"read from the {rungs.line()}"
     export = export_command(export_as or study.study_name, kept, location)
+    ranked = study_ranker(study)
+    ranker = "" if ranked is None else ranked.line()
     trials = {t.number: t for t in study.get_trials(deepcopy=False)}
     if kept is None:
         front = pareto_trials(study)
@@ -291,6 +297,7 @@ def headline(
             export if best is not None else "",
             why,
             None if best is None else (metric, float(best.values[0])),
+            ranker,
         )
     words, test, val, secs, what = _kept_numbers(kept, retrained, tuned, anchors)
     trial = trials.get(kept.trial)
@@ -310,6 +317,7 @@ def headline(
         anchors_words(kept, retrained, tuned, anchors),
         trust,
         export,
+        ranker=ranker,
     )
 
 
@@ -376,5 +384,6 @@ def headline_lines(
         f"  vs random architectures: {baseline_words(h)}",
         f"  vs zero-cost anchors: {h.anchors or 'none trained (StudySpec.anchors)'}",
         f"  trust: {h.trust or 'no trust probe ran (StudySpec.trust)'}",
+        *([f"  finalists chosen by the {h.ranker}"] if h.ranker else []),
         f"  export: `{h.export}`{tail}",
     ]

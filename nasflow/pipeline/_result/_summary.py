@@ -350,11 +350,10 @@ def ranking_line(spec: StudySpec, decision: KeptDecision) -> str:
             "validation after each fine-tuning rung and after the full training (promotion)"
         )
     elif spec.finetuning is not None:
-        first = (
-            "the rank sum of supernet accuracy and cross-entropy"
-            if spec.finetuning.rank_by == "rank_sum"
-            else "supernet accuracy"
-        )
+        first = {
+            "rank_sum": "the rank sum of supernet accuracy and cross-entropy",
+            "ranker": "the pairwise ranker (the headline's line)",
+        }.get(spec.finetuning.rank_by, "supernet accuracy")
         how = f"{first} (finalists), fine-tuned validation (retrains), then their validation"
     else:
         how = "supernet accuracy (the screened Pareto set), then retrained validation"
