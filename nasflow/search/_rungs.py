@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from nasflow._checks import check_int
 from nasflow.errors import ConfigError
+from nasflow.search._phases import RANK_BY
 
 #: What the top rung trains (``Rungs.top``).
 TOPS = ("scratch", "inherited")
@@ -44,6 +45,8 @@ class Rungs:
             rung's whole first front); ``"accuracy"``: by the measured validation accuracy
             alone, through Optuna's own pruner, whatever the study's objectives (the
             costs of the candidates that reach the top are still on the study's front).
+        rank_by: The order in which the screened candidates enter the first rung
+            (``FineTuning.rank_by``'s choices; ``"ranker"``: the pairwise ranker).
     """
 
     finetune: tuple[int, ...] = (1, 2, 4)
@@ -53,6 +56,7 @@ class Rungs:
     candidates: int | None = 10
     pruner: str = "asha"
     promote: str = "front"
+    rank_by: str = "rank_sum"
 
     def __post_init__(self) -> None:
         steps = tuple(self.finetune)
@@ -81,3 +85,5 @@ class Rungs:
             raise ConfigError(f"Rungs.pruner must be 'asha' or 'hyperband', got {self.pruner!r}")
         if self.promote not in PROMOTES:
             raise ConfigError(f"Rungs.promote must be one of {PROMOTES}, got {self.promote!r}")
+        if self.rank_by not in RANK_BY:
+            raise ConfigError(f"Rungs.rank_by must be one of {RANK_BY}, got {self.rank_by!r}")

@@ -9,6 +9,7 @@ import optuna
 import pytest
 
 from nasflow.pipeline import StudyRunner, summary_table
+from nasflow.pipeline._arch._ranking import rank_candidates
 from nasflow.pipeline._phases._rungs import finetune_settings, ranked_candidates
 from nasflow.pipeline._schedule._ladder import SUFFIX
 from nasflow.record import (
@@ -82,6 +83,10 @@ def test_candidates_climb_the_rungs_in_ranking_order_and_the_top_is_kept(tmp_pat
     from nasflow.pipeline._result._headline import headline
 
     assert headline(study).trust == f"read from the {record.line()}"
+    # Rungs.rank_by="ranker" queues by the pairwise ranker's order instead (its prior
+    # here: no anchors trained).
+    by_ranker = [t.number for t, _ in ranked_candidates(study, "ranker")]
+    assert by_ranker == [t.number for t in rank_candidates(list(study.trials)).trials]
     # A run killed mid-candidate leaves its trial RUNNING (here: the fifth-ranked one,
     # queued and taken as a worker would, never finished).
     t5, r5 = ranked_candidates(study)[4]

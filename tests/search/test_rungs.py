@@ -34,6 +34,7 @@ def test_the_default_is_three_fine_tuning_rungs_below_a_full_training() -> None:
         ({"candidates": 0}, "Rungs.candidates must be an int >= 1, got 0"),
         ({"pruner": "median"}, "Rungs.pruner must be 'asha' or 'hyperband'"),
         ({"promote": "loss"}, "Rungs.promote must be one of .*'front', 'accuracy'.*'loss'"),
+        ({"rank_by": "params"}, "Rungs.rank_by must be one of .*'ranker'.*got 'params'"),
     ],
 )
 def test_bad_settings_name_the_value(kwargs: dict, match: str) -> None:

@@ -25,11 +25,12 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from nasflow.data import DataBundle
+from nasflow.pipeline._arch._ranking import anchor_labels
 from nasflow.pipeline._arch._ready import CandidateTrainer, Finalist, _Candidate
 from nasflow.pipeline._arch._training import train_winner, winner_identity
 from nasflow.pipeline._arch._winners import find_winner
 from nasflow.pipeline._context import RunContext, Winner
-from nasflow.pipeline._phases._finetune import by_score
+from nasflow.pipeline._phases._finetune import by_score, record_ranker
 from nasflow.pipeline._phases._retrain import retrain_record
 from nasflow.pipeline._recovery import heartbeat_settings, sweep_zombies
 from nasflow.pipeline._schedule._ladder import (
@@ -110,16 +111,19 @@ def rung_pruner(rungs: Rungs, first: int, top: int, objectives: int) -> optuna.p
     )
 
 
-def ranked_candidates(study: optuna.Study) -> list[tuple[FrozenTrial, TrialRecord]]:
-    """The screened architectures, each once, in the study's ranking order (the rank sum
-    of supernet accuracy and cross-entropy, ``by_score``)."""
+def ranked_candidates(
+    study: optuna.Study, rank_by: str = "rank_sum"
+) -> list[tuple[FrozenTrial, TrialRecord]]:
+    """The screened architectures, each once, in the study's ranking order (``by_score``;
+    ``Rungs.rank_by``: by default the rank sum of supernet accuracy and cross-entropy)."""
     finished = [
         t
         for t in study.get_trials(deepcopy=False)
         if t.state.is_finished() and DUPLICATE_KEY not in t.user_attrs
     ]
     out, seen = [], set()
-    for t in by_score(finished, "rank_sum"):
+    labels = anchor_labels(study) if rank_by == "ranker" else None
+    for t in by_score(finished, rank_by, labels):
         rec = TrialRecord.from_trial(t)
         if not rec.screened or rec.supernet_accuracy is None:
             continue
@@ -358,7 +362,9 @@ def run_rung_schedule(
     spec = ctx.spec
     rungs = spec.rungs
     assert rungs is not None
-    ranked = ranked_candidates(ctx.study)
+    ranked = ranked_candidates(ctx.study, rungs.rank_by)
+    if rungs.rank_by == "ranker":
+        record_ranker(ctx)
     if not ranked:
         ctx.log("rungs: no screened candidate to train")
         return RungsPhaseResult(None, (), None, time.perf_counter() - t0)

@@ -344,16 +344,18 @@ def ranking_line(spec: StudySpec, decision: KeptDecision) -> str:
     """Which ranking chose the kept model, and what parameter count alone would have
     kept: the zero-cost anchor with the most parameters (trained from scratch like a
     retrain), its validation and test accuracy beside the kept model's."""
+    rank_by = spec.rungs.rank_by if spec.rungs is not None else None
+    rank_by = spec.finetuning.rank_by if spec.finetuning is not None else rank_by
+    first = {
+        "rank_sum": "the rank sum of supernet accuracy and cross-entropy",
+        "ranker": "the pairwise ranker (the headline's line)",
+    }.get(rank_by or "", "supernet accuracy")
     if spec.rungs is not None:
         how = (
-            "the rank sum of supernet accuracy and cross-entropy (the rungs' queue), then "
-            "validation after each fine-tuning rung and after the full training (promotion)"
+            f"{first} (the rungs' queue), then validation after each fine-tuning rung and "
+            "after the full training (promotion)"
         )
     elif spec.finetuning is not None:
-        first = {
-            "rank_sum": "the rank sum of supernet accuracy and cross-entropy",
-            "ranker": "the pairwise ranker (the headline's line)",
-        }.get(spec.finetuning.rank_by, "supernet accuracy")
         how = f"{first} (finalists), fine-tuned validation (retrains), then their validation"
     else:
         how = "supernet accuracy (the screened Pareto set), then retrained validation"
