@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from nasflow.cost import CostModel, count_flops
+from nasflow.pipeline._arch._ranking import WIDTH_LABELS
 from nasflow.proxies import zero_cost_scores
 from nasflow.search import StudySpec
 from nasflow.space import Arch
@@ -225,9 +226,10 @@ def supernet_features(
 
 # ---------------------------------------------------------------------------- free features
 def default_width_label(study: StudySpec) -> str | None:
-    """``n_embd`` in GPT-2 spaces, ``width`` where the space has it, else none."""
+    """``width`` where the space has it, ``n_embd`` in GPT-2 spaces, else none (the
+    study's ranker reads the same choice, ``WIDTH_LABELS``)."""
     labels = study.space.labels
-    return next((label for label in ("width", "n_embd") if label in labels), None)
+    return next((label for label in WIDTH_LABELS if label in labels), None)
 
 
 @dataclass(frozen=True)

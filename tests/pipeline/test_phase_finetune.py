@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import optuna
 import pytest
@@ -10,7 +11,7 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import FrozenTrial, create_trial
 
 from nasflow.errors import ConfigError, StudyRecordError
-from nasflow.pipeline._arch._ranking import STUDY_FEATURES, rank_candidates
+from nasflow.pipeline._arch._ranking import STUDY_FEATURES, candidate_features, rank_candidates
 from nasflow.pipeline._phases._finetune import by_score, select_finalists
 from nasflow.record import (
     ARCH_ATTR,
@@ -19,6 +20,7 @@ from nasflow.record import (
     SUPERNET_LOSS_ATTR,
     TRAIN_COST_ATTR,
     RankerRecord,
+    TrialRecord,
 )
 from nasflow.search import FineTuning
 from nasflow.space import Arch
@@ -141,3 +143,16 @@ def test_the_ranker_record_round_trips_and_refuses_a_malformed_one() -> None:
         RankerRecord.from_dict({**record.to_dict(), "source": "guess"})
     with pytest.raises(StudyRecordError, match="not two lists of one length"):
         RankerRecord.from_dict({**record.to_dict(), "weights": [1.0]})
+
+
+def test_the_ranker_reads_the_width_choice_where_the_space_has_one() -> None:
+    wide = TrialRecord(arch=Arch({"op": "a", "width": 0.5}).to_json(), params=100)
+    embd = TrialRecord(arch=Arch({"op": "a", "n_embd": 64}).to_json(), train_cost=2.0)
+    none = TrialRecord(arch=Arch({"op": "a"}).to_json(), supernet_accuracy=0.5)
+    assert candidate_features(wide)[STUDY_FEATURES.index("width")] == 0.5
+    assert candidate_features(wide)[STUDY_FEATURES.index("log_params")] == pytest.approx(
+        math.log(100)
+    )
+    assert candidate_features(embd)[STUDY_FEATURES.index("width")] == 64
+    feats = candidate_features(none)
+    assert feats[0] == 0.5 and all(math.isnan(v) for v in feats[1:])

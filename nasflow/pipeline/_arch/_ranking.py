@@ -2,7 +2,8 @@
 
 Every screened candidate is described by what its screening trial recorded -- its
 supernet accuracy and cross-entropy, its parameter count and its predicted training cost
--- and scored by ``nasflow.ranker.Ranker``: with :data:`SUITE_PRIOR`'s weights (fitted on
+-- and, where the space has one, its width choice (:data:`WIDTH_LABELS`) -- and scored by
+``nasflow.ranker.Ranker``: with :data:`SUITE_PRIOR`'s weights (fitted on
 the suite's tables, ``benchmarks/ranker.py``), refitted on the study's own labels where
 it has enough of them (the zero-cost anchors' validation accuracies after their training
 from scratch, phase 0) and where the refit orders them better than the prior.
@@ -22,7 +23,13 @@ from nasflow.ranker import Ranker
 from nasflow.record import RankerRecord, TrialRecord, study_anchors
 
 #: The features of a screened candidate, in this order (each read from its trial).
-STUDY_FEATURES = ("supernet_accuracy", "supernet_loss", "log_params", "log_cost")
+STUDY_FEATURES = ("supernet_accuracy", "supernet_loss", "log_params", "log_cost", "width")
+
+#: The choices read as the ``width`` feature, the first the space has with a number
+#: (the width multiplier of the CNN spaces, GPT-2's embedding size): on the suite's
+#: tables the width choice alone ranks the architectures better than any other free
+#: number (``benchmarks/results/b2-ranking.md``).
+WIDTH_LABELS = ("width", "n_embd")
 
 #: The ranker's weights before the study has labels of its own (standardised features).
 SUITE_PRIOR: Mapping[str, float] = {"supernet_accuracy": 1.0, "supernet_loss": -1.0}
@@ -37,6 +44,15 @@ def _log(value: float | int | None) -> float:
     return math.log(value)
 
 
+def _width(rec: TrialRecord) -> float:
+    arch = rec.get_arch() if rec.arch is not None else {}
+    for label in WIDTH_LABELS:
+        value = arch.get(label)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return math.nan
+
+
 def candidate_features(rec: TrialRecord) -> list[float]:
     """``STUDY_FEATURES`` of one screened candidate (NaN where its trial lacks one)."""
     loss = rec.supernet_loss
@@ -45,6 +61,7 @@ def candidate_features(rec: TrialRecord) -> list[float]:
         math.nan if loss is None else float(loss),
         _log(rec.params),
         _log(rec.train_cost),
+        _width(rec),
     ]
 
 
