@@ -33,9 +33,10 @@ FEATURES = (
     "log_flops",  # log of one training step's FLOPs (the cost model's tracer)
 )
 
-#: The weights used before the study has labels of its own. Today's fixed rule: the rank
-#: sum of the supernet's accuracy and cross-entropy (``FineTuning.rank_by="rank_sum"``),
-#: as a linear score of standardised features.
+#: The default weights used before a ranker has labels of its own: the rank sum of the
+#: supernet's accuracy and cross-entropy (``FineTuning.rank_by="rank_sum"``) as a linear
+#: score of standardised features. A study's ranker uses the suite's weights instead
+#: (``nasflow.pipeline``'s ``SUITE_PRIOR``).
 PRIOR: Mapping[str, float] = {"supernet_accuracy": 1.0, "supernet_loss": -1.0}
 
 
@@ -75,7 +76,7 @@ class Ranker:
         self.prior = prior_weights(self.names, prior)
         source = "prior" if np.any(self.prior) else "fallback"
         self.weights = self.prior if source == "prior" else _first_feature(len(self.names))
-        self.record = RankerRecord(self.names, tuple(self.weights), source)
+        self.record = RankerRecord(self.names, tuple(map(float, self.weights)), source)
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         """The score of each row of ``features`` (higher ranks higher)."""
@@ -114,7 +115,9 @@ class Ranker:
                 f"{fitted:.2f} vs {prior:.2f})"
             )
         self.weights = weights
-        self.record = RankerRecord(self.names, tuple(weights), "fitted", usable, n_pairs)
+        self.record = RankerRecord(
+            self.names, tuple(map(float, weights)), "fitted", usable, n_pairs
+        )
         return self.record
 
     def _keep(self, why: str) -> RankerRecord:

@@ -105,14 +105,21 @@ def _costed(name: str, acc: float, loss: float, params: int, cost: float, n: int
 
 
 def test_the_ranker_orders_by_its_prior_without_labels() -> None:
-    """Standardised accuracy minus standardised cross-entropy (the prior): B +0.83,
-    C +0.62, D -0.55, A -0.89; neither the accuracy's order nor the rank sum's."""
+    """The suite's prior: 0.627 x standardised accuracy + 2.373 x standardised width (the
+    parameters, unrecorded here, weigh nothing). With widths A 0.25, B 0.5, C and D 1.0:
+    C +2.57, D +1.19, B -1.01, A -2.76; by accuracy alone A, B, C, D."""
+    widths = {"A": 0.25, "B": 0.5, "C": 1.0, "D": 1.0}
     trials = [_trial(k, *v) for k, v in PATHS.items()]
-    assert [_name(t) for t in by_score(trials, "ranker")] == ["B", "C", "D", "A"]
+    for t in trials:
+        t.user_attrs[ARCH_ATTR] = Arch({"op": _name(t), "width": widths[_name(t)]}).to_json()
+    assert [_name(t) for t in by_score(trials, "ranker")] == ["C", "D", "B", "A"]
     ranked = rank_candidates(trials)
     assert ranked.record.source == "prior"
     assert ranked.record.features == STUDY_FEATURES
     assert "no candidate trained from scratch" in (ranked.record.note or "")
+    # Without widths the accuracy alone orders them.
+    plain = [_trial(k, *v) for k, v in PATHS.items()]
+    assert [_name(t) for t in by_score(plain, "ranker")] == ["A", "B", "C", "D"]
 
 
 def test_the_ranker_is_refitted_on_enough_labels_that_it_orders_better() -> None:
@@ -138,7 +145,7 @@ def test_the_ranker_is_refitted_on_enough_labels_that_it_orders_better() -> None
 def test_the_ranker_record_round_trips_and_refuses_a_malformed_one() -> None:
     record = rank_candidates([_trial(k, *v) for k, v in PATHS.items()]).record
     assert RankerRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
-    assert record.line().startswith("ranker: prior: supernet_accuracy +1.00")
+    assert record.line().startswith("ranker: prior: width +2.37, supernet_accuracy +0.63")
     with pytest.raises(StudyRecordError, match="source 'guess'"):
         RankerRecord.from_dict({**record.to_dict(), "source": "guess"})
     with pytest.raises(StudyRecordError, match="not two lists of one length"):
