@@ -3,8 +3,8 @@
 Every screened candidate is described by what its screening trial recorded -- its
 supernet accuracy and cross-entropy, its parameter count and its predicted training cost
 -- and, where the space has one, its width choice (:data:`WIDTH_LABELS`) -- and scored by
-``nasflow.ranker.Ranker``: with :data:`SUITE_PRIOR`'s weights (fitted on
-the suite's tables, ``benchmarks/ranker.py``), refitted on the study's own labels where
+``nasflow.ranker.Ranker``: with :data:`SUITE_PRIOR`'s weights (fitted on two
+suite grounds' tables, ``benchmarks/ranker.py``), refitted on the study's own labels where
 it has enough of them (the zero-cost anchors' validation accuracies after their training
 from scratch, phase 0) and where the refit orders them better than the prior.
 """
@@ -37,7 +37,8 @@ WIDTH_LABELS = ("width", "n_embd")
 #: benchmarks/data/b2_scores/proving_fair12_plain.jsonl
 #: benchmarks/data/b2_scores/hard_fair12_plain.csv --features supernet_accuracy log_params
 #: width``). Left out of the fit: the other grounds, on which it is checked
-#: (``benchmarks/results/b2-ranking.md``, "The ranker"). Features outside it weigh 0.
+#: (``benchmarks/results/b2-ranking.md``, "the pairwise ranker left one ground out").
+#: Features outside it weigh 0.
 SUITE_PRIOR: Mapping[str, float] = {
     "supernet_accuracy": 0.627,
     "log_params": 0.266,
