@@ -22,8 +22,8 @@ from typing import Any
 import torch
 
 from nasflow.cost import CostModel, count_flops
-from nasflow.pipeline._arch._ranking import WIDTH_LABELS
 from nasflow.proxies import zero_cost_scores
+from nasflow.ranker import WIDTH_LABELS
 from nasflow.search import StudySpec
 from nasflow.space import Arch
 from nasflow.supernet import recalibrate_bn

@@ -33,6 +33,12 @@ FEATURES = (
     "log_flops",  # log of one training step's FLOPs (the cost model's tracer)
 )
 
+#: The choices read as a candidate's ``width`` feature, the first a space has with a
+#: number (the width multiplier of the CNN spaces, GPT-2's embedding size): on the suite's
+#: tables the width choice alone ranks the architectures better than any other free
+#: number (``benchmarks/results/b2-ranking.md``).
+WIDTH_LABELS = ("width", "n_embd")
+
 #: The default weights used before a ranker has labels of its own: the rank sum of the
 #: supernet's accuracy and cross-entropy (``FineTuning.rank_by="rank_sum"``) as a linear
 #: score of standardised features. A study's ranker uses the suite's weights instead
@@ -157,4 +163,4 @@ def _first_feature(n: int) -> np.ndarray:
     return w
 
 
-__all__ = ["FEATURES", "PRIOR", "Ranker", "RankerRecord"]
+__all__ = ["FEATURES", "PRIOR", "WIDTH_LABELS", "Ranker", "RankerRecord"]

@@ -19,17 +19,11 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial
 
-from nasflow.ranker import Ranker
+from nasflow.ranker import WIDTH_LABELS, Ranker
 from nasflow.record import RankerRecord, TrialRecord, study_anchors
 
 #: The features of a screened candidate, in this order (each read from its trial).
 STUDY_FEATURES = ("supernet_accuracy", "supernet_loss", "log_params", "log_cost", "width")
-
-#: The choices read as the ``width`` feature, the first the space has with a number
-#: (the width multiplier of the CNN spaces, GPT-2's embedding size): on the suite's
-#: tables the width choice alone ranks the architectures better than any other free
-#: number (``benchmarks/results/b2-ranking.md``).
-WIDTH_LABELS = ("width", "n_embd")
 
 #: The ranker's weights before the study has labels of its own (standardised features):
 #: fitted on the proving ground's and ``hard``'s tables (200 architectures x 2 training
