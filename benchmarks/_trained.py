@@ -25,6 +25,8 @@ retrain or the fine-tuned weights the run keeps, with their accuracies.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -131,3 +133,25 @@ def kept_model(study: optuna.Study) -> dict[str, Any] | None:
         "val": None if val is None else float(val),
         "test": None if test is None else float(test),
     }
+
+
+_COST_TABLE = re.compile(r"^cost table \((.*?)\): (?:.*?\(measured ([^)]+)\))?")
+
+
+def cost_table_of(row: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    """The cost table a study run predicted with: its device and when it was measured
+    (``None`` where the run measured it itself), from the summary's cost-table line;
+    ``None`` for a baseline or an older row."""
+    for line in row.get("summary") or ():
+        m = _COST_TABLE.match(str(line))
+        if m:
+            return m.group(1), m.group(2)
+    return None
+
+
+def other_tables(a: tuple[str, str | None] | None, b: tuple[str, str | None] | None) -> bool:
+    """Whether two runs' cost tables are known to differ (another device, or two
+    measurements of one)."""
+    if a is None or b is None:
+        return False
+    return a[0] != b[0] or (a[1] is not None and b[1] is not None and a[1] != b[1])

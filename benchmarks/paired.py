@@ -41,7 +41,8 @@ Usage::
     python benchmarks/paired.py --a ladder --b shipped --rule above-baselines \\
         --json benchmarks/data/paired_ladder.jsonl
     python benchmarks/paired.py --from-json benchmarks/data/paired_retrain2.jsonl
-    # the ladder's side only, paired with another file's deterministic shipped runs:
+    # the ladder's side only, paired with another file's deterministic shipped runs (a
+    # deterministic study repeats on one cost table; --same-cost-table reports only those):
     python benchmarks/paired.py --a ladder --b shipped --only a --set '{"deterministic": true}' \\
         --json ladder.jsonl
     python benchmarks/paired.py --from-json ladder.jsonl \\
@@ -80,6 +81,7 @@ from _paired_stats import (
     run_values,
     summarise,
 )
+from _trained import cost_table_of, other_tables
 from ground_truth import train_one
 from largest import largest
 
@@ -243,11 +245,17 @@ def report(
     hv_budget: str = "study",
     n_resamples: int = N_RESAMPLES,
     late_rule: Rule | None = None,
+    same_table: bool = False,
 ) -> str:
     """The paired comparison of configurations ``a`` and ``b`` among ``runs``: per
     ground and pooled, each measure's mean difference ``b - a``, its interval and the
     pairs where ``b`` is better / equal / worse; the median shares against the bar; the
-    rule's verdict (and ``late_rule``'s, marked as given after the runs)."""
+    rule's verdict (and ``late_rule``'s, marked as given after the runs).
+
+    A deterministic study screens identically only on one cost table (its predicted costs
+    are objectives the sampler reads): the report counts the pairs whose two runs used
+    different tables (another machine, or a table measured again), and ``same_table``
+    leaves them out."""
     if a == b:
         raise ValueError(f"configurations a and b are both {a!r}")
     by: dict[tuple[str, str, int], dict] = {}
@@ -255,6 +263,10 @@ def report(
         by.setdefault((r["config"], r["name"], r["seed"]), r)
     keys = sorted({(g, s) for c, g, s in by if c in (a, b)})
     paired = [(g, s) for g, s in keys if (a, g, s) in by and (b, g, s) in by]
+    tables_of = {k: (cost_table_of(by[(a, *k)]), cost_table_of(by[(b, *k)])) for k in paired}
+    crossed = [k for k, (ta, tb) in tables_of.items() if other_tables(ta, tb)]
+    if same_table:
+        paired = [k for k in paired if k not in crossed]
     if not paired:
         raise ValueError(f"no ground and seed holds runs of both {a!r} and {b!r}")
     values: dict[str, dict[str, list[tuple[float, float]]]] = {m: {} for m in METRICS}
@@ -284,6 +296,14 @@ def report(
                 f"{b} {s.b_median:.0%} ({_yes(s.b_median >= SHARE_BAR)})"
             )
     lines += _proposal_lines(by, paired, grounds, a, b)
+    if crossed:
+        where = ", ".join(f"{g} seed {s}" for g, s in crossed)
+        lines.append(
+            "pairs whose two runs predicted costs with different cost tables (another machine "
+            "or table: their screenings differ; each is two independent runs of the seed): "
+            + ("left out (--same-cost-table): " if same_table else "")
+            + where
+        )
     for r, label in ((rule, "fixed before the runs"), (late_rule, "given after the runs")):
         if r is None:
             continue
@@ -418,6 +438,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--n-resamples", type=int, default=N_RESAMPLES)
     p.add_argument("--quick", action="store_true", help="smoke size: 1 ground, 2 seeds")
     p.add_argument(
+        "--same-cost-table",
+        action="store_true",
+        help="report only pairs whose two runs predicted costs with one cost table",
+    )
+    p.add_argument(
         "--only",
         choices=("a", "b"),
         help="run one side only: the other's rows come from another file given to "
@@ -459,7 +484,8 @@ def _report_only(args: argparse.Namespace) -> int:
     if late is not None and late.text == rule.text:
         late = None
     budget = args.hv_budget or head.get("hv_budget") or "study"
-    print(report(runs, a, b, _tables(runs), rule, budget, args.n_resamples, late))
+    print(report(runs, a, b, _tables(runs), rule, budget, args.n_resamples, late,
+                 args.same_cost_table))  # fmt: skip
     return 0
 
 
@@ -577,7 +603,7 @@ def _execute(plan: Plan, args: argparse.Namespace) -> None:
     missing = [r for r in runs if r["name"] not in plan.tables]
     tables = {**_tables(missing), **plan.tables}
     print(report(runs, plan.a.name, plan.b.name, tables, plan.rule, plan.hv_budget,
-                 args.n_resamples))  # fmt: skip
+                 args.n_resamples, same_table=args.same_cost_table))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ overrides = importlib.import_module("_overrides")
 stats = importlib.import_module("_paired_stats")
 rules = importlib.import_module("_paired_rule")
 trained = importlib.import_module("_trained")
+trained = importlib.import_module("_trained")
 
 
 @pytest.fixture(scope="module")
@@ -382,6 +383,45 @@ def test_a_runs_proposals_are_read_from_its_screening_line_and_reported() -> Non
     out = paired.report(rows, "a", "b", {"g1": _table("g1")}, rules.parse_rule("adopt"))
     # b's medians: sampler (86, 76, 116)/296 -> 29%, mutated 200/296 -> 68%, random 10/296.
     assert "  g1: a 16% / 0% / 84%; b 29% / 68% / 3%" in out.splitlines()
+
+
+def test_pairs_on_other_cost_tables_are_named_and_can_be_left_out() -> None:
+    """A deterministic study screens identically only on one cost table: the report names
+    the pairs whose runs used two (another device, or two measurements), and
+    ``same_table`` leaves them out; a run that measured the table itself matches any
+    table of its device."""
+    line = "cost table (CPU {d} (cpu, 1 threads, fp32)): {how}; best of rounds, thread CPU time"
+    reused = "reused from the shared table sqlite:////x/cost.db (measured {t})"
+    tables = {
+        ("a", 0): line.format(d="X", how=reused.format(t="T1")),
+        ("b", 0): line.format(d="X", how=reused.format(t="T2")),  # measured again: crossed
+        ("a", 1): line.format(d="X", how="measured by this study"),
+        ("b", 1): line.format(d="X", how=reused.format(t="T1")),  # the same device: same
+        ("a", 2): line.format(d="Y", how="measured by this study"),
+        ("b", 2): line.format(d="X", how=reused.format(t="T1")),  # another device: crossed
+    }
+    assert trained.cost_table_of({"summary": [tables[("a", 0)]]}) == (
+        "CPU X (cpu, 1 threads, fp32)",
+        "T1",
+    )
+    assert trained.cost_table_of({"summary": [tables[("a", 1)]]}) == (
+        "CPU X (cpu, 1 threads, fp32)",
+        None,
+    )
+    assert trained.cost_table_of({"summary": ["trained the largest"]}) is None
+    rows = [
+        {**_run(c, "study", seed, 0.7 + 0.01 * (c == "b"), [(0.7, 2.0, 10.0)]),
+         "name": "g1", "summary": [tables[(c, seed)]]}
+        for seed in range(3) for c in ("a", "b")
+    ]  # fmt: skip
+    kw = {"n_resamples": 200}
+    rule, table = rules.parse_rule("adopt"), {"g1": _table("g1")}
+    out = paired.report(rows, "a", "b", table, rule, **kw)
+    assert "independent runs of the seed): g1 seed 0, g1 seed 2" in out
+    assert "| g1 | 3 | 3 |" in out
+    kept = paired.report(rows, "a", "b", table, rule, same_table=True, **kw)
+    assert "left out (--same-cost-table): g1 seed 0, g1 seed 2" in kept
+    assert "| g1 | 3 | 1 |" in kept
 
 
 def _write(path: Path, rows: list[dict]) -> None:
