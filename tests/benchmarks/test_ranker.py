@@ -3,22 +3,16 @@ choosing the best-ranked architectures as finalists would give. No training here
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from tests.benchmarks._load import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load(name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / name)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+_load = load_benchmark
 
 
 ranker = _load("ranker.py")

@@ -6,10 +6,8 @@ smoke run of the whole script is ``test_b2_quick...`` in ``test_benchmark_script
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,17 +17,12 @@ from scipy.stats import kendalltau
 
 from nasflow.search import load_study_file
 from nasflow.space import Arch
+from tests.benchmarks._load import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load(name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / name)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+_load = load_benchmark
 
 
 b2 = _load("ranking.py")  # puts benchmarks/ on the path: its helpers import as modules
