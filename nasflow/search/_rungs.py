@@ -46,7 +46,9 @@ class Rungs:
             alone, through Optuna's own pruner, whatever the study's objectives (the
             costs of the candidates that reach the top are still on the study's front).
         rank_by: The order in which the screened candidates enter the first rung
-            (``FineTuning.rank_by``'s choices; ``"ranker"``: the pairwise ranker).
+            (``FineTuning.rank_by``'s choices; ``"ranker"``: the pairwise ranker). The
+            rank sum stays this opt-in mode's default: only ``FineTuning`` was measured
+            with the ranker (``benchmarks/results/paired.md``, run 5).
     """
 
     finetune: tuple[int, ...] = (1, 2, 4)

@@ -350,7 +350,9 @@ def run_finetuning(
         TrainingInterrupted: ``should_stop`` asked to stop (checkpointed).
     """
     say = _LOG.debug
-    by = " by accuracy and cross-entropy" if config.rank_by == "rank_sum" else ""
+    by = {"rank_sum": " by accuracy and cross-entropy", "ranker": " by the ranker"}.get(
+        config.rank_by, ""
+    )
     if engine is None:
         engine = CandidateTrainer(
             supernet, space, data, config.recipe(recipe), bn_batches, stack, device, seed,
