@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _ranking_features import read_rows
 from _ranking_stats import cell_taus, cells
-from ranking import FREE, STUDY, ranker_scores
+from ranking import FREE, RANK_SUM, ranker_scores
 
 from nasflow.ranker._pairwise import Standardiser, fit_pairwise
 
@@ -145,7 +145,7 @@ def top_k(ground: Ground, names: Sequence[str], weights: np.ndarray, k: int = TO
     truth = ground.truth
     beaten = np.array([(truth < t).mean() for t in truth])  # each architecture's share
     parts = []
-    for name in [RANKER, STUDY, *[f for f in FREE if f in scores]]:
+    for name in [RANKER, RANK_SUM, *[f for f in FREE if f in scores]]:
         if name not in scores:
             continue
         best, mean = [], []
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             if cell == "all" or cell.startswith("cost Q"):
                 ok = ok and diff is not None and np.isfinite(diff.low) and diff.low > 0
             print(
-                f"| {cell} | {_fmt(c.taus.get(RANKER))} | {_fmt(c.taus.get(STUDY))} | "
+                f"| {cell} | {_fmt(c.taus.get(RANKER))} | {_fmt(c.taus.get(RANK_SUM))} | "
                 f"{best}: {_fmt(c.taus.get(best) if best else None)} | {_fmt(diff)} | "
                 f"{_fmt(c.ceiling)} |"
             )

@@ -15,6 +15,7 @@ import pytest
 import torch
 from scipy.stats import kendalltau
 
+from nasflow.ranker import SUITE_PRIOR
 from nasflow.search import load_study_file
 from nasflow.space import Arch
 from tests.benchmarks._load import load_benchmark
@@ -212,7 +213,7 @@ def _rows() -> list[dict]:
                     "arch": json.dumps({"width": [0.5, 1.0][i % 2]}),
                     "supernet_accuracy": float(truth[i] + rng.normal()),
                     "supernet_loss": 1.0 - i / 12,
-                    "params": float(i), "flops": float(2 * i), "width": [0.5, 1.0][i % 2],
+                    "params": float(i + 1), "flops": float(2 * i), "width": [0.5, 1.0][i % 2],
                     "width_label": "width",
                     "predicted_cost": float(i), "synflow": None if i == 3 else float(i),
                     "nwot": float(-truth[i]), "test_seed0": truth[i], "test_seed1": truth[i] + 0.1,
@@ -253,6 +254,7 @@ def test_analyse_reads_every_ranker_from_the_rows() -> None:
         "acc",
         "CE",
         "rank sum",
+        "ranker",
         "params",
         "FLOPs",
         "width",
@@ -269,13 +271,35 @@ def test_analyse_reads_every_ranker_from_the_rows() -> None:
         b2.analyse(rows, "width", reps=10)
 
 
+def test_the_study_ranking_is_the_suite_prior_over_each_supernets_candidates() -> None:
+    """The study's ranking (``FineTuning.rank_by="ranker"`` before it has labels):
+    ``SUITE_PRIOR``'s weights over accuracy, log parameters and the width, standardised
+    over the architectures one supernet scored; without a numeric width, the other two."""
+    rows = _rows()
+    scores = b2.ranker_scores(rows)[0]["ranker"]
+    assert scores.shape == (2, 12)
+    w = [SUITE_PRIOR[k] for k in ("supernet_accuracy", "log_params", "width")]
+    for s in (0, 1):
+        mine = [r for r in rows if r["supernet_seed"] == s]
+        x = np.array([[r["supernet_accuracy"], np.log(r["params"]), r["width"]] for r in mine])
+        want = (x - x.mean(0)) / x.std(0) @ w
+        assert list(np.argsort(-scores[s])) == list(np.argsort(-want))
+        assert not np.allclose(scores[s], scores[1 - s])  # each supernet its own accuracy
+    for r in rows:
+        r["width"] = None
+    bare = b2.ranker_scores(rows)[0]["ranker"]
+    x = np.array([[r["supernet_accuracy"], np.log(r["params"])] for r in rows[:12]])
+    want = (x - x.mean(0)) / x.std(0) @ w[:2]
+    assert list(np.argsort(-bare[0])) == list(np.argsort(-want))
+
+
 def test_from_scores_prints_the_cells_and_the_target(tmp_path: Path, capsys) -> None:
     path = tmp_path / "rows.jsonl"
     feats.write_rows(path, _rows())
     out = tmp_path / "b2.json"
     assert b2.main(["--from-scores", str(path), "--bootstrap", "50", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "| all | 12 |" in text and "rank sum − best free" in text and "target (" in text
+    assert "| all | 12 |" in text and "ranker − best free" in text and "target (" in text
     report = json.loads(out.read_text())
     assert report["cells"]["all"]["best_free"] in ("params", "FLOPs", "width", "synflow", "NWOT")
     assert report["retrain_tau"] == [1.0] and report["width_label"] == "width"

@@ -3,7 +3,7 @@
 Every screened candidate is described by what its screening trial recorded -- its
 supernet accuracy and cross-entropy, its parameter count and its predicted training cost
 -- and, where the space has one, its width choice (:data:`WIDTH_LABELS`) -- and scored by
-``nasflow.ranker.Ranker``: with :data:`SUITE_PRIOR`'s weights (fitted on two
+``nasflow.ranker.Ranker``: with ``nasflow.ranker.SUITE_PRIOR``'s weights (fitted on two
 suite grounds' tables, ``benchmarks/ranker.py``), refitted on the study's own labels where
 it has enough of them (the zero-cost anchors' validation accuracies after their training
 from scratch, phase 0) and where the refit orders them better than the prior.
@@ -19,25 +19,11 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial
 
-from nasflow.ranker import WIDTH_LABELS, Ranker
+from nasflow.ranker import SUITE_PRIOR, WIDTH_LABELS, Ranker
 from nasflow.record import RankerRecord, TrialRecord, study_anchors
 
 #: The features of a screened candidate, in this order (each read from its trial).
 STUDY_FEATURES = ("supernet_accuracy", "supernet_loss", "log_params", "log_cost", "width")
-
-#: The ranker's weights before the study has labels of its own (standardised features):
-#: fitted on the proving ground's and ``hard``'s tables (200 architectures x 2 training
-#: seeds, three supernets each; ``python benchmarks/ranker.py --scores
-#: benchmarks/data/b2_scores/proving_fair12_plain.jsonl
-#: benchmarks/data/b2_scores/hard_fair12_plain.csv --features supernet_accuracy log_params
-#: width``). Left out of the fit: the other grounds, on which it is checked
-#: (``benchmarks/results/b2-ranking.md``, "the pairwise ranker left one ground out").
-#: Features outside it weigh 0.
-SUITE_PRIOR: Mapping[str, float] = {
-    "supernet_accuracy": 0.627,
-    "log_params": 0.266,
-    "width": 2.373,
-}
 
 #: The label group of the anchors (trained from scratch with the study's recipe).
 ANCHOR_GROUP = "from scratch"
