@@ -106,6 +106,7 @@ def evaluate_on(
     """Every cell's taus on ``ground`` for the ranker (``weights``), the study's rank sum
     and the free baselines."""
     scores, _ = ranker_scores(ground.rows)
+    # The held-out fit's weights replace B2's own "ranker" column (the suite prior's).
     scores[RANKER] = np.array([z @ weights for z in ground.standardised(names)])
     first = ground.by_seed[0]
     retrains = [
@@ -141,6 +142,7 @@ def top_k(ground: Ground, names: Sequence[str], weights: np.ndarray, k: int = TO
     beat (the tables' mean test accuracy; mean over the supernets, ties in a free
     ranking broken by the architecture's index)."""
     scores, _ = ranker_scores(ground.rows)
+    # The held-out fit's weights replace B2's own "ranker" column (the suite prior's).
     scores[RANKER] = np.array([z @ weights for z in ground.standardised(names)])
     truth = ground.truth
     beaten = np.array([(truth < t).mean() for t in truth])  # each architecture's share

@@ -41,7 +41,7 @@ WIDTH_LABELS = ("width", "n_embd")
 
 #: The class's default weights before it has labels of its own: the rank sum of the
 #: supernet's accuracy and cross-entropy (``FineTuning.rank_by="rank_sum"``, the study's
-#: ranking before the ranker) as a linear score of standardised features.
+#: default ranking) as a linear score of standardised features.
 PRIOR: Mapping[str, float] = {"supernet_accuracy": 1.0, "supernet_loss": -1.0}
 
 #: The ranker's weights before the study has labels of its own (standardised features):
@@ -52,7 +52,7 @@ PRIOR: Mapping[str, float] = {"supernet_accuracy": 1.0, "supernet_loss": -1.0}
 #: width``). Left out of the fit: the other grounds, on which it is checked
 #: (``benchmarks/results/b2-ranking.md``, "the pairwise ranker left one ground out").
 #: Features outside it weigh 0. A study's ranker starts from these
-#: (``FineTuning.rank_by="ranker"``, the default).
+#: (``FineTuning.rank_by="ranker"``, opt-in).
 SUITE_PRIOR: Mapping[str, float] = {
     "supernet_accuracy": 0.627,
     "log_params": 0.266,

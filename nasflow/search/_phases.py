@@ -49,19 +49,19 @@ class FineTuning:
         finalists: Screened candidates that enter the first rung: the ``top`` best
             supernet scores, then the screened Pareto set, then the next best scores.
         rank_by: What "best supernet scores" means when the finalists are chosen:
-            ``"ranker"`` (the default), the pairwise ranker of ``nasflow.ranker`` over
-            the screening's own features: the supernet accuracy, the parameter count (log)
-            and the width choice (``width``/``n_embd``), standardised over the screened
-            candidates, with the weights the suite's tables chose, refitted on the
-            anchors' trainings where six or more are in hand and order them better (its
-            record: ``nasflow.record.study_ranker``); ``"rank_sum"``, the sum of a path's
-            two ranks among the screened candidates, by its validation accuracy at the
-            supernet's weights (the screening score) and by the validation cross-entropy
-            of the same forward passes (ties: the higher accuracy); ``"accuracy"``, the
-            screening score alone. The ranker's kept models beat more of the suite's tables
-            than the rank sum's, paired over 18 search seeds (+2.1 points pooled, never
-            below on a ground's interval), at a lower hypervolume of the trained models
-            (its finalists are wider): ``benchmarks/results/paired.md``, run 5.
+            ``"rank_sum"`` (the default), the sum of a path's two ranks among the screened
+            candidates, by its validation accuracy at the supernet's weights (the screening
+            score) and by the validation cross-entropy of the same forward passes (ties: the
+            higher accuracy); ``"accuracy"``, the screening score alone; ``"ranker"``, the
+            pairwise ranker of ``nasflow.ranker`` over the screening's own features (the
+            supernet accuracy, the parameter count (log) and the width choice,
+            ``width``/``n_embd``, standardised over the screened candidates) with the
+            weights two MNIST-1D tables chose (``nasflow.ranker.SUITE_PRIOR``), refitted on
+            the anchors' trainings where six or more are in hand and order them better (its
+            record: ``nasflow.record.study_ranker``). Paired runs (``benchmarks/results/
+            paired.md``, run 5): the ranker kept better models on three MNIST-1D grounds
+            (+2.1 points of the table pooled) and worse ones on CIFAR-10 (-0.7, interval
+            below zero), so the rank sum stays the default.
         top: Of the finalists, the best supernet scores, fine-tuned through every rung
             without halving: the kept model is chosen among the last rung's candidates
             (phase 3 retrains the ``StudySpec.retrain_top`` best by fine-tuned validation
@@ -85,7 +85,7 @@ class FineTuning:
     lr: float | None = None
     warmup_epochs: float = 0.5
     top: int | None = None
-    rank_by: str = "ranker"
+    rank_by: str = "rank_sum"
 
     def __post_init__(self) -> None:
         check_int("FineTuning.finalists", self.finalists, 1)

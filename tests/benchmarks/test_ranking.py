@@ -271,8 +271,8 @@ def test_analyse_reads_every_ranker_from_the_rows() -> None:
         b2.analyse(rows, "width", reps=10)
 
 
-def test_the_study_ranking_is_the_suite_prior_over_each_supernets_candidates() -> None:
-    """The study's ranking (``FineTuning.rank_by="ranker"`` before it has labels):
+def test_the_ranker_column_is_the_suite_prior_over_each_supernets_candidates() -> None:
+    """The ranker's column (``FineTuning.rank_by="ranker"`` before it has labels):
     ``SUITE_PRIOR``'s weights over accuracy, log parameters and the width, standardised
     over the architectures one supernet scored; without a numeric width, the other two."""
     rows = _rows()
@@ -299,7 +299,7 @@ def test_from_scores_prints_the_cells_and_the_target(tmp_path: Path, capsys) -> 
     out = tmp_path / "b2.json"
     assert b2.main(["--from-scores", str(path), "--bootstrap", "50", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "| all | 12 |" in text and "ranker − best free" in text and "target (" in text
+    assert "| all | 12 |" in text and "rank sum − best free" in text and "target (" in text
     report = json.loads(out.read_text())
     assert report["cells"]["all"]["best_free"] in ("params", "FLOPs", "width", "synflow", "NWOT")
     assert report["retrain_tau"] == [1.0] and report["width_label"] == "width"

@@ -91,7 +91,7 @@ def test_finalists_protect_the_best_rank_sums() -> None:
 
 
 def test_rank_by_is_checked() -> None:
-    assert FineTuning().rank_by == "ranker"
+    assert FineTuning().rank_by == "rank_sum"
     with pytest.raises(ConfigError, match=r"FineTuning.rank_by must be one of .*got 'loss'"):
         FineTuning(rank_by="loss")
     assert FineTuning(rank_by="ranker").rank_by == "ranker"
