@@ -26,9 +26,7 @@ pytestmark = pytest.mark.slow  # every test here runs a study
 
 EXTRA = """
 from nasflow.search import FineTuning
-study = study.replace(
-    finetuning=FineTuning(finalists=4, rungs=(1, 2), keep=0.5, rank_by="rank_sum")
-)
+study = study.replace(finetuning=FineTuning(finalists=4, rungs=(1, 2), keep=0.5))
 """
 
 
@@ -45,7 +43,7 @@ def test_finalists_become_ready_models_and_phase_3_retrains_the_best(tmp_path) -
     cands = record["candidates"]
     assert len(cands) == 4 and record["rungs"] == [1, 2]
     # top=2 (half of 4): the two best supernet scores (by the rank sum of accuracy and
-    # cross-entropy, as this study asks) go through every rung; of the other two,
+    # cross-entropy, FineTuning's default) go through every rung; of the other two,
     # halving keeps one.
     assert sorted(len(c["val_curve"]) for c in cands) == [1, 2, 2, 2]
     originals = [t for t in result.study.trials if DUPLICATE_KEY not in t.user_attrs]
