@@ -14,9 +14,10 @@ import pytest
 ARCHS = [{"l0": a, "l1": b} for a in ("skip", "small", "big") for b in ("small", "big")]
 
 
-def _fit(study_db: str, cache: str, start: mp.synchronize.Event, out: mp.Queue) -> None:
-    """A study's cost model over its own database and the shared ``cache``, fitted as soon
-    as ``start`` is set; its predictions go to ``out``."""
+def _fit(study_db: str, cache: str, start: mp.synchronize.Barrier, out: mp.Queue) -> None:
+    """A study's cost model over its own database and the shared ``cache``, fitted once
+    both processes have built theirs (``start``: a barrier of the two); its predictions go
+    to ``out``."""
     os.environ["NASFLOW_COST_CACHE"] = cache
     os.environ["OMP_NUM_THREADS"] = "1"
     from nasflow.cost import CostModel
@@ -38,11 +39,13 @@ def test_two_fits_started_together_share_one_measurement(tmp_path: Path) -> None
     cache = tmp_path / "shared" / "cost.db"
     dbs = [str(tmp_path / f"study-{i}.db") for i in range(2)]
     ctx = mp.get_context("spawn")
-    start, out = ctx.Event(), ctx.Queue()
+    # A barrier, not an event set by this process: under the full suite's load one child
+    # could import, fit and release the lock before the other reached its fit, and the
+    # second would then start alone (not together) and re-measure a table flagged loaded.
+    start, out = ctx.Barrier(2), ctx.Queue()
     procs = [ctx.Process(target=_fit, args=(db, str(cache), start, out)) for db in dbs]
     for p in procs:
         p.start()
-    start.set()
     got = dict(out.get(timeout=600) for _ in procs)
     for p in procs:
         p.join(timeout=60)
