@@ -18,6 +18,7 @@ from nasflow.cli._bench import benchmark_catalogue
 from nasflow.search import load_study_file
 from nasflow.space import Arch
 from tests._study_template import write_study
+from tests.benchmarks._load import B2_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -219,17 +220,7 @@ def test_b2_quick_ranks_every_cell_and_saves_the_features(tmp_path: Path) -> Non
         cells[f"cost Q{q}"]["n"] for q in range(1, 5)
     ) == 8
     taus = cells["all"]["taus"]
-    assert set(taus) == {
-        "acc",
-        "CE",
-        "rank sum",
-        "ranker",
-        "params",
-        "FLOPs",
-        "width",
-        "synflow",
-        "NWOT",
-    }
+    assert set(taus) == B2_COLUMNS
     assert all(-1 <= t[0] <= 1 and t[1] <= t[2] for t in taus.values())
     assert cells["all"]["best_free"] in ("params", "FLOPs", "width", "synflow", "NWOT")
     assert report["supernet"]["0"]["epochs"] == 1 and "| all | 8 |" in proc.stdout
