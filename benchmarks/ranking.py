@@ -116,14 +116,12 @@ def prior_scores(by_seed: Sequence[Sequence[Row]]) -> np.ndarray:
     widths = _column(by_seed[0], "width")
     names = ["supernet_accuracy", "log_params"]
     names += ["width"] if all(isinstance(w, int | float) for w in widths) else []
+    prior = {k: SUITE_PRIOR[k] for k in names}
     out = []
     for rows in by_seed:
-        pool = np.array(
-            [[r["supernet_accuracy"], np.log(r["params"]), *([r["width"]] * (len(names) - 2))]
-             for r in rows],
-            float,
-        )  # (archs, features)  # fmt: skip
-        prior = {k: SUITE_PRIOR[k] for k in names}
+        acc, logp = _column(rows, "supernet_accuracy"), np.log(_column(rows, "params"))
+        # (archs, features); every seed scored the same archs (ranker_scores checks it)
+        pool = np.column_stack([acc, logp, widths][: len(names)]).astype(float)
         out.append(Ranker(names, pool, prior=prior).scores(pool))
     return np.array(out)
 
