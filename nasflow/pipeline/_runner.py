@@ -422,6 +422,7 @@ class StudyRunner:
             engine = finetune_engine(ctx, data, supernet, self.stack)
             handlers[FINETUNE] = finetune_handler(engine, ctx.folder.ready)
         handlers[RETRAIN] = retrain_handler(ctx, data, self.stack)
+        _LOG.info("worker: screening done; taking the trainings the study's process queues")
         n = ctx.tasks.serve(handlers)
         _LOG.info(f"worker: {n} trainings after screening run here")
         return time.perf_counter() - t0

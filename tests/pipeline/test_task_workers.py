@@ -35,10 +35,12 @@ def test_a_worker_takes_trainings_after_screening_and_none_is_trained_twice(
     study_file = write_study(tmp_path, name=unique_name, n_trials=10, finetune=0, extra=EXTRA)
     out = tmp_path / "runs"
     common = ["--storage", postgres_url, "--runs", str(out), "--no-progress"]
-    procs = [
-        NasflowProcess([command, str(study_file), *common], tmp_path)
-        for command in ("search", "worker")
-    ]
+    # The worker starts first and screens alone; the study's process starts once the worker
+    # waits for trainings, so every task it queues meets a worker ready to take it (started
+    # together, a worker slowed by a loaded machine could find every task taken).
+    worker = NasflowProcess(["worker", str(study_file), *common], tmp_path)
+    worker.wait_for(r"^worker: screening done", timeout=400)
+    procs = [NasflowProcess(["search", str(study_file), *common], tmp_path), worker]
     codes = [p.finish(timeout=600) for p in procs]
     outputs = [p.text for p in procs]
     for code, text in zip(codes, outputs, strict=True):
