@@ -24,7 +24,7 @@ from nasflow.calibrate._auto import auto_stack
 from nasflow.calibrate._harness import measure_stack
 from nasflow.calibrate._interleave import RunConfig
 from nasflow.calibrate._overhead import format_overhead, trainer_overhead
-from nasflow.data import load_mnist1d
+from nasflow.data import DataBundle, load_mnist1d
 from nasflow.errors import ConfigError
 from nasflow.space import Arch, SearchSpace, space_class
 from nasflow.train import Batches
@@ -52,14 +52,29 @@ QUICK_ARCH = {
 }
 
 
-def _data(space: SearchSpace, quick: bool, batch_size: int, seed: int) -> tuple[Batches, Batches]:
+def _space_and_data(args: argparse.Namespace) -> tuple[SearchSpace, Callable[[], DataBundle]]:
+    """The space to draw the candidate from and its data: ``--study``'s, else MNIST-1D's."""
+    if getattr(args, "study", None):
+        from nasflow.search import load_study_file
+
+        spec = load_study_file(args.study)
+        if spec.data is None:
+            raise ConfigError(f"--study {args.study!r} names no data to train on")
+        return spec.space, spec.data
+    space = space_class(getattr(args, "space", "mnist1d"))()
     if space.name != "mnist1d":
         raise ConfigError(f"measure-stack has data for space 'mnist1d' only, got {space.name!r}")
-    data = load_mnist1d(val_fraction=0.25, seed=seed)
-    if quick:
-        data = replace(
-            data, train=Subset(data.train, range(512)), val=Subset(data.val, range(256))
-        )
+    return space, lambda: load_mnist1d(val_fraction=0.25, seed=args.seed)
+
+
+def _data(
+    load: Callable[[], DataBundle], quick: bool, batch_size: int, seed: int
+) -> tuple[Batches, Batches]:
+    data = load()
+    if quick:  # the first 512 training and 256 validation samples (fewer where fewer)
+        train = Subset(data.train, range(min(512, len(data.train))))  # type: ignore[arg-type]
+        val = Subset(data.val, range(min(256, len(data.val))))  # type: ignore[arg-type]
+        data = replace(data, train=train, val=val)
     return data.batches("train", batch_size, seed), data.batches("val")
 
 
@@ -80,7 +95,7 @@ def run_measure_stack(
         settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
         out: Where the table goes.
     """
-    space = space_class(getattr(args, "space", "mnist1d"))()
+    space, load = _space_and_data(args)
     if args.arch:
         arch = space.validate(Arch.from_json(args.arch))
     elif space.name == "mnist1d" and set(DEFAULT_ARCH) == {c.label for c in space.choices}:
@@ -88,7 +103,7 @@ def run_measure_stack(
     else:
         arch = space.sample(args.seed)
     batch_size = args.batch_size or (32 if args.quick else 64)
-    train, val = _data(space, args.quick, batch_size, args.seed)
+    train, val = _data(load, args.quick, batch_size, args.seed)
 
     def make_model() -> nn.Module:
         return space.build(arch)
@@ -107,7 +122,6 @@ def run_measure_stack(
         print(msg, file=sys.stderr, flush=True)
 
     out(f"candidate {arch.to_json()} ({params:,} parameters) on {device}")
-    # The calibration's progress lines (the ``nasflow`` logger's) to stderr, but --quick's.
     candidate = {"arch": arch.to_dict(), "params": params, "space": space.name}
     # The calibration's progress lines (the ``nasflow`` logger's) to stderr, but --quick's.
     with lines_to(None if args.quick else log):

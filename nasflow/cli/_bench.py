@@ -18,6 +18,10 @@ def add_measure_stack_parser(sub: argparse._SubParsersAction) -> None:
         sub.add_parser("measure-stack", help="measure each speedup-stack layer on a candidate")
     )
     p.add_argument("--arch", help="candidate as JSON (default: a mid-sized mnist1d candidate)")
+    p.add_argument(
+        "--study",
+        help="a study file: measure on its space and data (default: the MNIST-1D space)",
+    )
     p.add_argument("--quick", action="store_true", help="a seconds-long smoke run")
     p.add_argument("--epochs", type=int, help="epochs per variant (default 3; 1 with --quick)")
     p.add_argument("--batch-size", type=int, help="default 64 (32 with --quick)")

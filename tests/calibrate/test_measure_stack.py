@@ -25,6 +25,7 @@ from nasflow.cli import main
 from nasflow.report import stack_data
 from nasflow.train import Batches
 from nasflow.train.stack import LAYERS, Stack
+from tests._study_template import write_study
 
 
 @pytest.mark.slow
@@ -72,6 +73,29 @@ def test_quick_harness_measures_every_layer_alone_and_cumulatively(
 def test_measure_stack_refuses_unknown_layers(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["measure-stack", "--quick", "--layers", "amp,warp"]) == 2
     assert "warp" in capsys.readouterr().err
+
+
+def test_measure_stack_on_a_study_files_space_and_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--study``: the candidate comes from the study's space, the batches from its data."""
+    study = write_study(tmp_path, channels=4)
+    arch = '{"s1/l0":"k5_e2","s1/l1":"skip","s2/l0":"k3_e2","s2/l1":"skip","width":0.5}'
+    out = tmp_path / "stack.json"
+    options = ["--arch", arch, "--quick", "--layers", "amp", "--batch-size", "20"]
+    rc = main(["measure-stack", "--study", str(study), *options, "--save-json", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    result = json.loads(out.read_text())
+    assert result["candidate"]["space"] == "mnist1d"
+    assert result["candidate"]["arch"] == json.loads(arch)
+    rows = {v["name"]: v for v in result["variants"]}
+    assert set(rows) == {BASELINE, REPLICA, "amp"} and rows["amp"]["error"] is None
+    # The study's data is 400 training sequences of the template (--quick keeps 512 at
+    # most): 20 batches of 20 in its one epoch, one optimizer step each.
+    assert rows[BASELINE]["optimizer_steps"] == 20
+    assert main(["measure-stack", "--study", str(tmp_path / "none.py"), "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "none.py" in err and "does not exist" in err
 
 
 def _tiny() -> nn.Module:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,8 @@ import torch
 from PIL import Image
 
 from nasflow.data import load_image_folder
-from nasflow.data._image_cache import CropFlip, ImageTensorDataset, content_key
+from nasflow.data._image_cache import CropFlip, ImageTensorDataset, content_key, crop_flip
+from nasflow.errors import ConfigError
 
 COLORS = {"blue": (0, 0, 255), "green": (0, 255, 0), "red": (255, 0, 0)}
 
@@ -129,3 +131,46 @@ def test_fixed_batches_draw_the_augmentation_once_from_the_seed() -> None:
     assert any(not torch.equal(xb, x[yb]) for xb, yb in fixed)
     other = Batches(ds, 16, shuffle=True, seed=6).fixed(3)
     assert any(not torch.equal(a[0], b[0]) for a, b in zip(fixed, other, strict=True))
+
+
+def test_crop_flip_is_torchvision_crop_then_flip_of_each_padded_image() -> None:
+    """The batched gather against torchvision's own crop and flip, image by image."""
+    from torchvision.transforms.v2 import functional as tvf
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(40, 3, 12, 12, generator=g)
+    top = torch.randint(0, 7, (40,), generator=g)
+    left = torch.randint(0, 7, (40,), generator=g)
+    flip = torch.rand(40, generator=g) < 0.5
+    out = crop_flip(x, top, left, flip, 12, 3)
+    for i in range(40):
+        want = tvf.crop(tvf.pad(x[i], [3]), int(top[i]), int(left[i]), 12, 12)
+        if flip[i]:
+            want = tvf.horizontal_flip(want)
+        assert torch.equal(out[i], want)
+
+
+def test_crop_flip_draws_every_offset_and_flip_about_equally_often() -> None:
+    """torchvision's distribution: offsets uniform on 0..2p each way, a flip in half."""
+    torch.manual_seed(0)
+    x = torch.zeros(8100, 1, 4, 4)
+    x[:, :, 0, 0] = 1.0  # one marked pixel: where it lands says the offset and the flip
+    out = CropFlip(4, 1)(x)
+    assert out.shape == x.shape
+    where = Counter(tuple(torch.nonzero(o[0]).flatten().tolist()) for o in out)
+    # Pixel (0, 0) moves to (top', left') for the 9 offsets, mirrored by a flip; an offset
+    # that pads it out of the crop leaves no mark (row or column offset 2: 5 of 9 offsets).
+    seen_rows = {k[0] for k in where if k}
+    seen_cols = {k[1] for k in where if k}
+    assert seen_rows == {0, 1} and seen_cols == {0, 1, 2, 3}
+    empty = where[()]
+    assert abs(empty / 8100 - 5 / 9) < 0.03
+    marked = {k: v for k, v in where.items() if k}
+    assert len(marked) == 8 and all(abs(v / 8100 - 1 / 18) < 0.015 for v in marked.values())
+
+
+def test_crop_flip_names_a_crop_that_does_not_fit() -> None:
+    with pytest.raises(ConfigError, match="a crop of 9 does not fit images of 4x4 padded by 2"):
+        CropFlip(9, 2)(torch.zeros(2, 1, 4, 4))
+    with pytest.raises(ConfigError, match="got 0, 1"):
+        CropFlip(0, 1)

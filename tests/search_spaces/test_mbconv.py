@@ -295,6 +295,16 @@ def test_the_ready_study_file_loads() -> None:
     assert rebuild_space("mbconv", spec.space.config).fingerprint() == spec.space.fingerprint()
 
 
+def test_the_gpu_study_file_is_the_full_size_space_at_32() -> None:
+    spec = load_study_file(
+        Path(__file__).resolve().parents[2] / "studies" / "mbconv_cifar10_gpu.py"
+    )
+    assert spec.space.config["input_shape"] == [3, 32, 32] and spec.space.config["width_mult"] == 1
+    assert len(spec.space.choices) == 16 and spec.supernet.sampler == "fair"
+    largest = Arch({c.label: "k3_e6" for c in spec.space.choices})
+    assert sum(p.numel() for p in spec.space.build(largest).parameters()) == 2_236_682
+
+
 def test_nasflow_spaces_lists_it(capsys) -> None:
     assert cli_main(["spaces", "mbconv"]) == 0
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("mbconv\t"))
