@@ -160,6 +160,8 @@ def variant_row(
         _, med, _ = quantiles(per_batch)
         k = rec.batches / max(1, rec.optimizer_steps)
         row.update(batch_seconds=med, step_seconds=med * k, samples_per_s=batch_size / med)
+        timed = sum(rec.chunk_batches[r] for r in rec.chunk_seconds)
+        row["data_seconds_per_batch"] = sum(rec.chunk_data_seconds.values()) / timed
     ratios = paired_multiplier(base, rec) if base is not None and rec.error is None else []
     if ratios:
         lo, med, hi = quantiles(ratios)
@@ -272,6 +274,16 @@ def format_table(rows: Sequence[dict[str, Any]], record: dict[str, Any]) -> str:
             f"[{noise['multiplier_q25']:.2f},{noise['multiplier_q75']:.2f}], accuracy "
             f"{_fmt(noise['accuracy_delta'] and 100 * noise['accuracy_delta'], '+.2f')} points"
         )
+    base = next((r for r in rows if r["name"] == BASELINE and r.get("batch_seconds")), None)
+    if base is not None and base.get("data_seconds_per_batch") is not None:
+        data, whole = base["data_seconds_per_batch"], base["batch_seconds"]
+        lines.append(
+            f"producing the batches (reading, augmenting, copying to the device): "
+            f"{1e3 * data:.1f} of the baseline's {1e3 * whole:.1f} ms per batch "
+            f"({data / whole:.0%}), host time no layer shortens"
+            + ("; DATA-BOUND: the multipliers say little about the layers" if data > whole / 2
+               else "")
+        )  # fmt: skip
     lines.append(
         "x = baseline time / variant time per batch (median of per-round paired ratios, "
         "[q25,q75]); d acc in points vs baseline; QUALITY = costs > "

@@ -72,6 +72,9 @@ class VariantRecord:
     stack: Stack
     chunk_seconds: dict[int, float] = field(default_factory=dict)  # timed rounds only
     chunk_batches: dict[int, int] = field(default_factory=dict)
+    # Host seconds of each timed round spent producing its batches (reading, augmenting,
+    # copying to the device): the part of a step no layer of the stack shortens.
+    chunk_data_seconds: dict[int, float] = field(default_factory=dict)
     warmup_seconds: float = 0.0  # round 0: first steps, compilation included
     train_seconds: float = 0.0
     batches: int = 0
@@ -101,14 +104,18 @@ class _Runner:
         self.schedule = Schedule(total, min(total - 1, int(cfg.warmup_epochs * per_epoch)))
         self.step: StackStep = record.stack.build(model, self.optimizer, device, self.schedule)
         self.stream = (b for e in range(cfg.epochs) for b in batches.epoch(e))
+        #: Host seconds the last chunk spent producing its batches.
+        self.data_seconds = 0.0
 
     def run_chunk(self, n: int, meter: ActivationMeter | None, last: bool) -> int:
         """Train up to ``n`` batches (and step on a partial accumulation when ``last``);
         returns how many were trained."""
         self.model.train()
-        done = 0
+        done, self.data_seconds = 0, 0.0
+        t0 = time.perf_counter()
         for x, y in self.stream:
             x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+            self.data_seconds += time.perf_counter() - t0
             if meter is not None:
                 with meter.active():
                     self.step(x, y)
@@ -117,6 +124,7 @@ class _Runner:
             done += 1
             if done == n:
                 break
+            t0 = time.perf_counter()
         if last or done < n:  # the end: step on what was accumulated
             self.step.flush()
         return done
@@ -256,6 +264,7 @@ def _turn(
         rec.warmup_seconds = seconds
     elif rnd > 1:
         rec.chunk_seconds[rnd], rec.chunk_batches[rnd] = seconds, done
+        rec.chunk_data_seconds[rnd] = r.data_seconds
     if rnd == 1:
         static = state_bytes(r.model, r.optimizer)
         if meter is not None:

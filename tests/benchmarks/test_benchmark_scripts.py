@@ -654,3 +654,15 @@ def test_b6_pairs_two_batches_by_ground_and_seed() -> None:
     assert text[5] == "bars met: shared 2, split 1"
     with pytest.raises(ValueError, match="no \\(ground, seed\\) pair"):
         b6.paired(base, [row("suite_noisy", 0, 0.5)], ("a", "b"))
+
+
+def test_augment_quick_times_both_crop_flips_and_a_step(capsys) -> None:
+    assert _load("augment.py").main(["--quick"]) == 0
+    rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| image")]
+    assert len(rows) == 1
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    loop, gather, step = float(cells[1]), float(cells[2]), float(cells[4])
+    assert loop > 0 and gather > 0 and step > 0
+    # (the ratios of the unrounded times: equal to the printed times' within their rounding)
+    assert float(cells[3][1:]) == pytest.approx(loop / gather, rel=0.05, abs=0.1)
+    assert float(cells[5]) == pytest.approx(loop / step, rel=0.05, abs=0.01)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from pathlib import Path
 
@@ -67,6 +68,12 @@ def test_quick_harness_measures_every_layer_alone_and_cumulatively(
     assert record["end_to_end"] == rows[cumulative[-1]]["multiplier"]
     assert record["layers"][-1]["cumulative"] == record["end_to_end"]
     assert "product of the layers alone" in table and "noise floor" in table
+    # The host time of producing the batches is part of each timed chunk, and said.
+    for name in names:
+        row = rows[name]
+        chunks = row["train_seconds"] - row["warmup_seconds"]
+        assert 0 < row["data_seconds_per_batch"] * row["rounds"] <= chunks
+    assert "producing the batches" in table
     assert figure.read_text().count("<script") >= 1  # offline: plotly.js inlined
 
 
@@ -84,7 +91,9 @@ def test_measure_stack_on_a_study_files_space_and_data(
     out = tmp_path / "stack.json"
     options = ["--arch", arch, "--quick", "--layers", "amp", "--batch-size", "20"]
     rc = main(["measure-stack", "--study", str(study), *options, "--save-json", str(out)])
-    assert rc == 0, capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert re.search(r"producing the batches .*: \d+\.\d of the baseline's", captured.out)
     result = json.loads(out.read_text())
     assert result["candidate"]["space"] == "mnist1d"
     assert result["candidate"]["arch"] == json.loads(arch)
