@@ -5,13 +5,13 @@ MNIST-1D with the baseline (fp32 eager, one process), a reseeded copy of the bas
 (the run's noise floor), each stack layer alone, and the layers stacked cumulatively, all
 interleaved chunk by chunk in one run from the same initial weights on the same batches.
 Then it times nasflow's training step with every layer off against a hand-written
-PyTorch loop on the same model and batches. Prints both tables; ``--json`` keeps
+PyTorch loop on the same model and batches. Prints both tables; ``--save-json`` keeps
 everything (per-variant rows, the waterfall record, the overhead rows), ``--figure`` the
 waterfall.
 
 Usage::
 
-    python benchmarks/stack.py --json stack.json --figure stack.html
+    python benchmarks/stack.py --save-json stack.json --figure stack.html
     python benchmarks/stack.py --quick      # seconds: the CI smoke run
 
 Any option of ``nasflow measure-stack`` works here (``--layers``, ``--arch``, ``--epochs``,
