@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nasflow.calibrate._measure import environment, quantiles
+from nasflow.errors import ConfigError
 from nasflow.train import Batches, EpochTrainer, TrainConfig, make_optimizer, warmup_cosine
 from nasflow.train.stack import Schedule, Stack, device_clock
 
@@ -58,6 +59,9 @@ def trainer_overhead(
         threads: Intra-op CPU threads for the whole comparison (``None``: as set). One
             thread keeps a shared machine's scheduling noise out of a per-step overhead
             that is a matter of Python, not of arithmetic.
+
+    Raises:
+        ConfigError: ``train`` and ``epochs`` give no batch past the first ``chunk``.
     """
     if threads is None:
         return _overhead(make_model, train, epochs, chunk, lr, weight_decay, device, seed)
@@ -81,9 +85,15 @@ def _overhead(
     seed: int,
 ) -> dict[str, Any]:
     device = torch.device(device)
+    total = epochs * len(train)
+    if total <= chunk:  # round 0 is warm-up: nothing would be timed
+        raise ConfigError(
+            f"the trainer overhead times rounds of {chunk} batches after a first one, but "
+            f"{epochs} epoch(s) of {len(train)} batches give {total}: use a smaller batch "
+            "size, more epochs or more data"
+        )
     torch.manual_seed(seed)
     init = make_model().to(device)
-    total = epochs * len(train)
     models = {name: copy.deepcopy(init) for name in (HAND, "nasflow StackStep", "EpochTrainer")}
     stack = Stack().build(
         models["nasflow StackStep"],

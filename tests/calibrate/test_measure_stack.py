@@ -23,6 +23,7 @@ from nasflow.calibrate._harness import BASELINE, REPLICA
 from nasflow.calibrate._interleave import RunConfig, run_interleaved
 from nasflow.calibrate._overhead import HAND, trainer_overhead
 from nasflow.cli import main
+from nasflow.errors import ConfigError
 from nasflow.report import stack_data
 from nasflow.train import Batches
 from nasflow.train.stack import LAYERS, Stack
@@ -210,3 +211,8 @@ def test_trainer_overhead_compares_three_trainers_on_the_same_batches() -> None:
     assert set(rows) == {HAND, "nasflow StackStep", "EpochTrainer"}
     assert rows[HAND]["ratio"] == 1.0 and rows[HAND]["rounds"] == 3
     assert all(r["ms_per_batch"] > 0 and r["ratio"] > 0 for r in rows.values())
+
+
+def test_trainer_overhead_with_nothing_to_time_names_the_batches() -> None:
+    with pytest.raises(ConfigError, match=r"1 epoch\(s\) of 2 batches give 2"):
+        trainer_overhead(_tiny, _data(32), epochs=1, chunk=2)
