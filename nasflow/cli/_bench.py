@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nasflow.cli._common import UsageError, one_line_errors
+from nasflow.cli._common import UsageError, one_line_errors, study_path
 from nasflow.errors import ConfigError
 
 
@@ -20,7 +20,8 @@ def add_measure_stack_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arch", help="candidate as JSON (default: a mid-sized mnist1d candidate)")
     p.add_argument(
         "--study",
-        help="a study file: measure on its space and data (default: the MNIST-1D space)",
+        help="study file or ready study with the data and space to measure on (default: "
+        "the MNIST-1D space and data)",
     )
     p.add_argument("--quick", action="store_true", help="a seconds-long smoke run")
     p.add_argument("--epochs", type=int, help="epochs per variant (default 3; 1 with --quick)")
@@ -102,6 +103,8 @@ def run_measure_stack(args: argparse.Namespace) -> int:
         except RuntimeError as e:
             raise ConfigError(f"--device {args.device!r}: {e}") from None
         layers = _measure_stack_layers(args, device)
+        if args.study is not None:  # a ready study's name -> its file
+            args.study = str(study_path(args.study))
         amp = args.amp
         if amp is None:
             amp = "bf16" if device.type == "cpu" or torch.cuda.is_bf16_supported() else "fp16"

@@ -106,6 +106,9 @@ def test_measure_stack_on_a_study_files_space_and_data(
     assert main(["measure-stack", "--study", str(tmp_path / "none.py"), "--quick"]) == 2
     err = capsys.readouterr().err
     assert "none.py" in err and "does not exist" in err
+    # A ready study by name: its file (here a name that is none).
+    assert main(["measure-stack", "--study", "no_such_study", "--quick"]) == 2
+    assert "no_such_study" in capsys.readouterr().err
 
 
 def _tiny() -> nn.Module:
