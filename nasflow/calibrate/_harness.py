@@ -160,8 +160,9 @@ def variant_row(
         _, med, _ = quantiles(per_batch)
         k = rec.batches / max(1, rec.optimizer_steps)
         row.update(batch_seconds=med, step_seconds=med * k, samples_per_s=batch_size / med)
-        timed = sum(rec.chunk_batches[r] for r in rec.chunk_seconds)
-        row["data_seconds_per_batch"] = sum(rec.chunk_data_seconds.values()) / timed
+        # (the median over rounds, as batch_seconds is: the two can be set side by side)
+        data = [s / rec.chunk_batches[r] for r, s in rec.chunk_data_seconds.items()]
+        row["data_seconds_per_batch"] = quantiles(data)[1]
     ratios = paired_multiplier(base, rec) if base is not None and rec.error is None else []
     if ratios:
         lo, med, hi = quantiles(ratios)

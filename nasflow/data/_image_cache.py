@@ -143,7 +143,7 @@ class CropFlip:
 
     Written here rather than calling torchvision's v2 transforms per image (what this
     class did before): they draw one crop per call, so a batch took a Python loop over its
-    images. That loop cost 35-56 ms of CPU per batch of 256 CIFAR-sized images, while an
+    images. That loop cost 21-56 ms of CPU per batch of 256 CIFAR-sized images, while an
     H200's whole timed step on them (a 2.2M-parameter MBConv network, the loop included)
     was 42.5 ms (``benchmarks/results/b3-speedup-stack.md``); one gather for the batch
     costs about 3 ms (0.4 ms against 10 ms for a batch of 64 at 16x16).

@@ -69,11 +69,10 @@ def test_quick_harness_measures_every_layer_alone_and_cumulatively(
     assert record["end_to_end"] == rows[cumulative[-1]]["multiplier"]
     assert record["layers"][-1]["cumulative"] == record["end_to_end"]
     assert "product of the layers alone" in table and "noise floor" in table
-    # The host time of producing the batches is part of each timed chunk, and said.
+    # The host time of producing the batches is part of each timed chunk, round by round
+    # (so its median per batch is at most the step's), and said.
     for name in names:
-        row = rows[name]
-        chunks = row["train_seconds"] - row["warmup_seconds"]
-        assert 0 < row["data_seconds_per_batch"] * row["rounds"] <= chunks
+        assert 0 < rows[name]["data_seconds_per_batch"] <= rows[name]["batch_seconds"]
     assert "producing the batches" in table
     assert figure.read_text().count("<script") >= 1  # offline: plotly.js inlined
 
