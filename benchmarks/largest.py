@@ -35,33 +35,15 @@ from ground_truth import train_one
 from ranking import load_ground_truth, merge_ground_truth
 
 from nasflow.search import StudySpec, load_study_file
-from nasflow.space import Arch, SearchSpace
-
-
-def n_params(space: SearchSpace, arch: Arch) -> int:
-    return sum(p.numel() for p in space.build(arch).parameters())
+from nasflow.space import Arch, SearchSpace, largest_arch, n_params
 
 
 def largest(space: SearchSpace, fixed: Mapping[str, Any] | None = None) -> tuple[Arch, int]:
-    """The architecture with the most parameters, by coordinate ascent over the choices
-    (every choice set to the value that adds the most, repeated until nothing changes);
-    the choices in ``fixed`` (label -> value) keep their value (the param ladder fixes
-    the width)."""
-    fixed = dict(fixed or {})
-    current = {c.label: c.values[0] for c in space.choices} | fixed
-    best = n_params(space, Arch(current))
-    changed = True
-    while changed:
-        changed = False
-        for c in space.choices:
-            if c.label in fixed:
-                continue
-            for v in c.values:
-                trial = {**current, c.label: v}
-                n = n_params(space, Arch(trial))
-                if n > best:
-                    current, best, changed = trial, n, True
-    return Arch(current), best
+    """The architecture with the most parameters (``nasflow.space.largest_arch``; the
+    choices in ``fixed``, label -> value, keep their value: the param ladder fixes the
+    width) and its parameter count."""
+    arch = largest_arch(space, fixed)
+    return arch, n_params(space, arch)
 
 
 def beats(value: float, table: list[float]) -> float:

@@ -46,6 +46,57 @@ def kept_anchor(
 
 
 @dataclass(frozen=True)
+class AnchorCall:
+    """The search's choice against the zero-cost anchors, on validation accuracy.
+
+    Attributes:
+        kept: The anchor kept instead of the search's choice (``None``: the search's).
+        against: The anchor the search's choice was compared with: the fallback where the
+            study has one (``Anchors(fallback="largest")``), else the best-validating.
+        margin: The margin (in accuracy) the comparison used.
+        lead: The search's validation accuracy minus ``against``'s.
+        fallback: Whether ``against`` is the fallback, which stays unless beaten.
+    """
+
+    kept: AnchorEntry | None
+    against: AnchorEntry
+    margin: float
+    lead: float
+    fallback: bool
+
+
+def anchor_call(
+    search_val: float,
+    anchors: Sequence[AnchorEntry],
+    samples: int | None,
+    fallback: int | None = None,
+) -> AnchorCall:
+    """Which model the anchors leave kept, given the search's choice validating
+    ``search_val``: without a trained ``fallback`` (an anchor's trial), the best-validating
+    anchor replaces the search's choice where it validates higher by more than the margin
+    (:func:`kept_anchor`); with one, the fallback is kept unless the best of the search's
+    choice and the other anchors validates above it by more than the margin
+    (:data:`ANCHOR_MARGIN_SE` standard errors either way)."""
+    fall = next((a for a in anchors if a.trial == fallback and a.trained), None)
+    if fall is None:
+        best, margin = kept_anchor(search_val, anchors, samples)
+        best_val = best.val_accuracy or 0.0
+        kept = best if best_val - search_val > margin else None
+        return AnchorCall(kept, best, margin, search_val - best_val, False)
+    fall_val = fall.val_accuracy or 0.0
+    others = [a for a in anchors if a.trial != fall.trial and a.trained]
+    other = max(others, key=lambda e: e.val_accuracy or 0.0, default=None)
+    other_val = -math.inf if other is None else other.val_accuracy or 0.0
+    challenger = max(search_val, other_val)
+    margin = ANCHOR_MARGIN_SE * standard_error(challenger, fall_val, samples)
+    if challenger - fall_val > margin:
+        kept = other if other is not None and other_val > search_val else None
+    else:
+        kept = fall
+    return AnchorCall(kept, fall, margin, search_val - fall_val, True)
+
+
+@dataclass(frozen=True)
 class KeptDecision:
     """Which model a finished run keeps, and on what evidence (the summary's "kept model"
     lines and the study's ``nasflow:kept`` record both come from here).
@@ -56,11 +107,14 @@ class KeptDecision:
         anchors: The zero-cost anchors trained from scratch.
         search_val: The validation accuracy of the search's kept weights.
         what: Those weights, in words ("choice (retrained)", ...).
-        anchor: The anchor that replaces the search's choice (it validates higher by more
-            than ``ANCHOR_MARGIN_SE`` standard errors), or ``None``.
+        anchor: The anchor kept instead of the search's choice (it validates higher by
+            more than ``ANCHOR_MARGIN_SE`` standard errors, or it is the fallback the
+            search did not beat: :func:`anchor_call`), or ``None``.
         trial: The kept trial (``None``: nothing was retrained).
         weights: ``"retrained"`` (from scratch: phase 3's retrain or an anchor) or
             ``"fine-tuned"``.
+        samples: Validation samples behind each accuracy (``None``: unknown).
+        fallback: The trial of the anchor the search had to beat (``None``: none).
     """
 
     search: KeptWeights | None
@@ -71,6 +125,7 @@ class KeptDecision:
     trial: int | None
     weights: str
     samples: int | None = None
+    fallback: int | None = None
 
     @property
     def record(self) -> KeptRecord | None:
@@ -101,6 +156,7 @@ def decide_kept(
         w0 = winners[0]
         search = kept_weights(w0.number, w0.val_accuracy, w0.test_accuracy, finetuned)
     trained = [] if anchors is None else anchors.trained
+    fallback = None if anchors is None else anchors.fallback
     if not winners and full_from_inherited and finetuned is not None:
         full = [c for c in finetuned.ready if c.epochs >= finetuned.full_epochs]
         if full:
@@ -110,14 +166,16 @@ def decide_kept(
                 top.epochs, 0.0,
             )  # fmt: skip
             what = "choice (fine-tuned, the full recipe)"
-            return _or_anchor(search, trained, search.val_accuracy, what, top.trial, samples)
+            return _or_anchor(
+                search, trained, search.val_accuracy, what, top.trial, samples, fallback
+            )
     if not winners:
         return KeptDecision(search, trained, 0.0, "", None, None, "retrained", samples)
     if search is not None:
         val, what = search.val_accuracy, f"choice ({search.kind})"
     else:
         val, what = winners[0].val_accuracy, "choice (retrained)"
-    return _or_anchor(search, trained, val, what, winners[0].number, samples)
+    return _or_anchor(search, trained, val, what, winners[0].number, samples, fallback)
 
 
 def _or_anchor(
@@ -127,15 +185,19 @@ def _or_anchor(
     what: str,
     trial: int,
     samples: int | None,
+    fallback: int | None,
 ) -> KeptDecision:
-    """The search's choice (trial ``trial``, validating ``val``), unless the best
-    zero-cost anchor validates above it by more than the margin (:func:`kept_anchor`)."""
+    """The search's choice (trial ``trial``, validating ``val``), unless the anchors keep
+    one of theirs (:func:`anchor_call`)."""
     if trained:
-        best, margin = kept_anchor(val, trained, samples)
-        if (best.val_accuracy or 0.0) - val > margin:
-            return KeptDecision(search, trained, val, what, best, best.trial, "retrained", samples)
+        call = anchor_call(val, trained, samples, fallback)
+        if call.kept is not None:
+            return KeptDecision(
+                search, trained, val, what, call.kept, call.kept.trial, "retrained", samples,
+                fallback,
+            )  # fmt: skip
     weights = search.kind if search is not None else "retrained"
-    return KeptDecision(search, trained, val, what, None, trial, weights, samples)
+    return KeptDecision(search, trained, val, what, None, trial, weights, samples, fallback)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,9 @@ from nasflow.train import (
     TrainConfig,
 )
 
+#: What ``Anchors.fallback`` accepts besides ``None``.
+FALLBACKS = ("largest",)
+
 
 @dataclass(frozen=True)
 class Anchors:
@@ -27,14 +30,25 @@ class Anchors:
             the anchors are spread over the non-dominated set of (parameters up, training
             FLOPs down) among them, evenly in log FLOPs from its cheapest member to its
             largest.
+        fallback: ``None`` (the default): the best-validating anchor replaces the
+            search's choice where it validates higher by ``ANCHOR_MARGIN_SE`` standard
+            errors. ``"largest"``: the space's largest architecture
+            (:func:`nasflow.space.largest_arch`) joins the random draws, so it is the
+            largest anchor, and it is the model kept unless the search's choice (or
+            another anchor) validates above it by that margin: the search has to beat
+            the trivial baseline on evidence, not merely match it. Paired run 6
+            (``benchmarks/results/paired.md``) decides whether it becomes the default.
     """
 
     n: int = 4
     sample: int = 256
+    fallback: str | None = None
 
     def __post_init__(self) -> None:
         check_int("Anchors.n", self.n, 1)
         check_int("Anchors.sample", self.sample, self.n)
+        if self.fallback is not None:
+            check_choice("Anchors.fallback", self.fallback, FALLBACKS)
 
 
 #: What the finalists' "best supernet scores" may be ranked by (``FineTuning.rank_by``).

@@ -11,6 +11,7 @@ from nasflow.space._choices import (
     op_choice,
     value_choice,
 )
+from nasflow.space._largest import largest_arch, n_params
 from nasflow.space._nni import from_nni
 from nasflow.space._registry import is_registered, rebuild_space, space_class
 from nasflow.space._space import SearchSpace
@@ -24,6 +25,8 @@ __all__ = [
     "from_nni",
     "hyper_choice",
     "is_registered",
+    "largest_arch",
+    "n_params",
     "op_choice",
     "rebuild_space",
     "space_class",

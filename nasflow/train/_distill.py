@@ -21,11 +21,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nasflow.space import Arch, SearchSpace
+from nasflow.space import Arch, SearchSpace, largest_arch
 
 #: What ``SupernetConfig.distill`` accepts (``None``: no distillation).
 DISTILL_MODES = ("inplace",)
@@ -62,33 +61,10 @@ class Distillation:
 
 
 def largest_path(space: SearchSpace) -> Arch:
-    """The path with the most parameters, by coordinate ascent over the path choices.
-
-    Every path choice is set, one at a time and repeatedly until nothing changes, to the
-    value that gives the stand-alone network the most parameters (networks are built on
-    the ``meta`` device: no memory, no initialisation). Choices off the path (training
-    hyper-parameters) keep their first value; they do not change the supernet's forward.
-    """
-    current = dict(space.sample(np.random.default_rng(0)))  # off-path choices: any value
-    current.update({c.label: c.values[0] for c in space.path_choices})
-
-    def size(values: dict) -> int:
-        with torch.device("meta"):
-            return sum(p.numel() for p in space.build(Arch(values)).parameters())
-
-    best = size(current)
-    changed = True
-    while changed:
-        changed = False
-        for c in space.path_choices:
-            for v in c.values:
-                if v == current[c.label]:
-                    continue
-                trial = {**current, c.label: v}
-                n = size(trial)
-                if n > best:
-                    current, best, changed = trial, n, True
-    return Arch({c.label: current[c.label] for c in space.path_choices})
+    """The path with the most parameters (:func:`nasflow.space.largest_arch`), its path
+    choices only: choices off the path do not change the supernet's forward."""
+    largest = largest_arch(space)
+    return Arch({c.label: largest[c.label] for c in space.path_choices})
 
 
 def check_weight(weight: object) -> bool:

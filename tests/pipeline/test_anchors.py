@@ -69,6 +69,7 @@ def test_a_front_smaller_than_n_is_returned_whole() -> None:
         ({"n": 0}, "Anchors.n"),
         ({"n": 2.5}, "Anchors.n"),
         ({"n": 8, "sample": 4}, "Anchors.sample"),
+        ({"fallback": "biggest"}, "Anchors.fallback.*'biggest'"),
     ],
 )
 def test_bad_anchor_settings_are_refused_by_name(kwargs, named) -> None:
@@ -114,3 +115,73 @@ def test_the_searchs_kept_line_is_relabelled_when_an_anchor_is_kept() -> None:
     assert kept.line("s").startswith("kept model: trial 7 retrained from scratch")
     relabelled = kept.line("s", "the search's choice")
     assert relabelled.startswith("the search's choice: trial 7 retrained from scratch")
+
+
+def test_the_spaces_largest_joins_the_draws_as_the_largest_anchor() -> None:
+    from nasflow.space import largest_arch
+
+    space = MNIST1DSpace(base_channels=4, layers_per_stage=2)
+    largest = largest_arch(space)
+    plain = zero_cost_front(space, n=3, sample=40, seed=1, batch_size=32)
+    assert largest not in [a.arch for a in plain]  # 40 draws miss it
+    anchors = zero_cost_front(space, n=3, sample=40, seed=1, batch_size=32, extra=[largest])
+    assert anchors[-1].arch == largest and len(anchors) == 3
+    assert anchors[-1].params > plain[-1].params
+
+
+def _entries(*vals: float) -> list:
+    from nasflow.record import AnchorEntry
+
+    return [AnchorEntry(i, 10 + i, "{}", 1, 1, "", val_accuracy=v) for i, v in enumerate(vals)]
+
+
+def test_without_a_fallback_an_anchor_must_validate_above_the_search() -> None:
+    from nasflow.pipeline import anchor_call
+
+    anchors = _entries(0.90, 0.95)  # trials 10 and 11; 1 SE near 95% on 500 is ~0.97 points
+    assert anchor_call(0.955, anchors, 500).kept is None
+    behind = anchor_call(0.92, anchors, 500)
+    assert behind.kept is anchors[1] and behind.against is anchors[1] and not behind.fallback
+
+
+def test_the_fallback_stays_unless_the_search_beats_it_by_the_margin() -> None:
+    from nasflow.pipeline import anchor_call
+
+    anchors = _entries(0.90, 0.95)
+    # The search's choice a little above the fallback (trial 11): the fallback is kept.
+    close = anchor_call(0.955, anchors, 500, fallback=11)
+    assert close.kept is anchors[1] and close.fallback and close.lead > 0
+    assert close.margin > close.lead
+    # Ahead by more than one standard error: the search's choice stays.
+    ahead = anchor_call(0.975, anchors, 500, fallback=11)
+    assert ahead.kept is None and ahead.lead > ahead.margin
+    # Another anchor well above both: that anchor, not the fallback, not the search.
+    other = anchor_call(0.95, _entries(0.99, 0.95), 500, fallback=11)
+    assert other.kept is not None and other.kept.trial == 10
+    # A fallback not trained (or unknown) leaves the rule without one.
+    assert anchor_call(0.92, anchors, 500, fallback=99).fallback is False
+
+
+def test_the_summary_says_the_fallback_is_kept_and_why() -> None:
+    from nasflow.pipeline._result._summary import anchors_verdict
+
+    anchors = _entries(0.90, 0.95)
+    kept = anchors_verdict("s", 0.955, "choice (retrained)", anchors, 500, fallback=11)
+    assert kept.startswith("kept model: trial 11, a zero-cost anchor trained from scratch")
+    assert "the space's largest architecture, the fallback the search must beat" in kept
+    assert "not ahead by more than 1 standard error" in kept
+    beaten = anchors_verdict("s", 0.975, "choice (retrained)", anchors, 500, fallback=11)
+    assert "the fallback (the space's largest architecture, anchor (trial 11" in beaten
+    assert beaten.endswith("the search's choice is ahead by 2.50 points")
+
+
+def test_the_anchors_record_keeps_its_fallback() -> None:
+    from nasflow.record import AnchorsRecord
+
+    record = AnchorsRecord("rule", tuple(_entries(0.9, 0.95)), 3.0, fallback=11)
+    again = AnchorsRecord.from_dict(record.to_dict())
+    assert again == record and again.fallback == 11
+    # A record written before the field reads as no fallback.
+    old = record.to_dict()
+    del old["fallback"]
+    assert AnchorsRecord.from_dict(old).fallback is None

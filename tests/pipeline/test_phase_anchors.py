@@ -149,3 +149,39 @@ def test_an_anchor_exports_with_its_from_scratch_weights(tmp_path) -> None:
     state = net.state_dict()
     assert saved.keys() == state.keys()
     assert all(torch.equal(saved[k], state[k]) for k in saved)
+
+
+def test_the_largest_as_fallback_is_kept_unless_the_search_beats_it(tmp_path) -> None:
+    from nasflow.pipeline import anchor_call
+    from nasflow.record import study_anchors, study_finetuned
+    from nasflow.space import Arch, largest_arch
+
+    extra = EXTRA.replace("sample=16)", 'sample=16, fallback="largest")')
+    spec, runner = _runner(tmp_path, extra=extra)
+    result = runner.run()
+    record = study_anchors(result.study)
+    assert record is not None and record.fallback is not None
+    top = record.anchor(record.fallback)
+    assert top is not None and Arch.from_json(top.arch) == largest_arch(spec.space)
+    assert "and the space's largest" in record.rule
+    assert f"the largest (trial {top.trial}) is kept unless the search beats it" in record.rule
+    # The run kept what the rule says, given the search's choice and the anchors.
+    decision = result.kept
+    assert decision is not None and decision.fallback == top.trial
+    tuned = study_finetuned(result.study)
+    samples = None if tuned is None else tuned.val_samples
+    call = anchor_call(decision.search_val, record.trained, samples, record.fallback)
+    expected = result.winners[0].number if call.kept is None else call.kept.trial
+    assert result.study.user_attrs[KEPT_KEY]["trial"] == expected
+    text = summary_table(result, spec)
+    if call.kept is top:
+        assert "the space's largest architecture, the fallback the search must beat" in text
+    else:
+        assert "the fallback (the space's largest architecture" in text
+    from nasflow.pipeline import headline
+
+    words = headline(result.study).anchors
+    if call.kept is top:
+        assert words.startswith("the fallback is kept: the fallback, the space's largest")
+    else:
+        assert f"the fallback, the space's largest architecture (trial {top.trial}" in words

@@ -46,7 +46,7 @@ from nasflow.record import (
     write_record,
 )
 from nasflow.search import non_dominated_sort
-from nasflow.space import Arch, SearchSpace
+from nasflow.space import Arch, SearchSpace, largest_arch
 from nasflow.train.stack import Stack
 
 
@@ -72,9 +72,10 @@ def zero_cost_front(
     seed: int,
     batch_size: int,
     candidates: Sequence[Arch] | None = None,
+    extra: Sequence[Arch] = (),
 ) -> list[Anchor]:
     """Up to ``n`` anchors, cheapest first: of ``sample`` distinct random architectures
-    (drawn with ``seed``; or the given ``candidates``), the non-dominated set by
+    (drawn with ``seed``; or the given ``candidates``) and ``extra``, the non-dominated set by
     (parameters up, training FLOPs down), and on it the members nearest to ``n`` points
     evenly spaced in log FLOPs from its cheapest to its largest member (the largest always
     included).
@@ -98,6 +99,7 @@ def zero_cost_front(
             archs.setdefault(space.sample(rng))
             if len(archs) == sample:
                 break
+    archs.update(dict.fromkeys(extra))
     found = [Anchor(a, model.params(a), model.flops(a).total) for a in archs]
     points = np.array([(-a.params, a.flops) for a in found], dtype=float)
     ranks = non_dominated_sort(points, ["minimize", "minimize"])
@@ -186,9 +188,14 @@ def _queue(ctx: RunContext) -> AnchorsRecord:
     """Choose the anchors, queue each as a trial, and record them in the study."""
     spec, study = ctx.spec, ctx.study
     assert spec.anchors is not None
+    fallback = spec.anchors.fallback == "largest"
+    # The space's largest architecture has the most parameters, so it is non-dominated and
+    # the front's most expensive member: the rule always takes it (the largest anchor).
+    extra = (largest_arch(spec.space),) if fallback else ()
     chosen = zero_cost_front(
-        spec.space, spec.anchors.n, spec.anchors.sample, spec.seed, spec.train.batch_size
-    )
+        spec.space, spec.anchors.n, spec.anchors.sample, spec.seed, spec.train.batch_size,
+        extra=extra,
+    )  # fmt: skip
     entries = []
     for i, anchor in enumerate(chosen):
         study.enqueue_trial(dict(anchor.arch), user_attrs={ANCHOR_ATTR: i})
@@ -202,12 +209,16 @@ def _queue(ctx: RunContext) -> AnchorsRecord:
                 describe(anchor),
             )
         )
-    record = AnchorsRecord(
-        f"of {spec.anchors.sample} random architectures (seed {spec.seed}), the "
-        "non-dominated set by parameters (up) and training FLOPs (down); on it, the "
-        f"{len(chosen)} nearest to points evenly spaced in log FLOPs",
-        tuple(entries),
+    rule = (
+        f"of {spec.anchors.sample} random architectures (seed {spec.seed})"
+        + (" and the space's largest" if fallback else "")
+        + ", the non-dominated set by parameters (up) and training FLOPs (down); on it, the "
+        f"{len(chosen)} nearest to points evenly spaced in log FLOPs"
     )
+    top = max(entries, key=lambda e: (e.params, e.index)) if fallback else None
+    if top is not None:
+        rule += f"; the largest (trial {top.trial}) is kept unless the search beats it"
+    record = AnchorsRecord(rule, tuple(entries), fallback=None if top is None else top.trial)
     write_record(study, record)
     ctx.log(
         f"phase 0: {len(chosen)} zero-cost anchors, trained from scratch before the supernet "

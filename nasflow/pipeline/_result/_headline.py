@@ -16,7 +16,7 @@ import optuna
 
 from nasflow import names
 from nasflow.errors import StudyRecordError
-from nasflow.pipeline._kept import ANCHOR_MARGIN_SE, kept_anchor, kept_weights
+from nasflow.pipeline._kept import ANCHOR_MARGIN_SE, anchor_call, kept_weights
 from nasflow.pipeline._phases._retrain import pareto_trials
 from nasflow.record import (
     AnchorEntry,
@@ -124,12 +124,13 @@ def export_command(study: str, kept: KeptRecord | None, location: Sequence[str] 
     return shlex.join(["nasflow", "export", study, *location, *which, "--out", "DIR"])
 
 
-def _anchor_rows(study: optuna.Study) -> list[AnchorEntry]:
+def _anchor_rows(study: optuna.Study) -> tuple[list[AnchorEntry], int | None]:
+    """The trained anchors and the fallback's trial (``AnchorsRecord.fallback``)."""
     try:
         record = study_anchors(study)
     except StudyRecordError:  # a record this version cannot read: no anchors said
-        return []
-    return [] if record is None else record.trained
+        return [], None
+    return ([], None) if record is None else (record.trained, record.fallback)
 
 
 def _finetuned(study: optuna.Study) -> FineTuneResult | None:
@@ -171,31 +172,49 @@ def anchors_words(
     retrained: dict[int, RetrainRecord],
     tuned: FineTuneResult | None,
     anchors: Sequence[AnchorEntry],
+    fallback: int | None = None,
 ) -> str:
-    """The search's kept weights against the best-validating zero-cost anchor, on
-    validation accuracy (empty: no anchor trained, or nothing kept)."""
+    """The search's kept weights against the zero-cost anchors (the best-validating, or the
+    ``fallback`` the search must beat), on validation accuracy (empty: no anchor trained,
+    or nothing kept)."""
     if not anchors or kept is None:
         return ""
     search = _search_choice(kept, retrained, tuned)
     if search is None:
         return ""
     val, what = search
-    best, margin = kept_anchor(val, anchors, None if tuned is None else tuned.val_samples)
-    best_val = best.val_accuracy or 0.0
-    lead = val - best_val
+    call = anchor_call(val, anchors, None if tuned is None else tuned.val_samples, fallback)
+    against = call.against
+    against_val = against.val_accuracy or 0.0
     se = _standard_errors(ANCHOR_MARGIN_SE)
-    anchor = f"the best zero-cost anchor (trial {best.trial}, from scratch)"
+    anchor = (
+        f"the fallback, the space's largest architecture (trial {against.trial}, from scratch)"
+        if call.fallback
+        else f"the best zero-cost anchor (trial {against.trial}, from scratch)"
+    )
+    if kept.source == "anchor" and call.kept is not None and call.kept is not against:
+        kept_val = call.kept.val_accuracy or 0.0
+        return (
+            f"an anchor is kept: trial {call.kept.trial} validates {kept_val:.4f} against "
+            f"{val:.4f} for the search's {what} and {against_val:.4f} for {anchor}"
+        )
+    if kept.source == "anchor" and call.fallback:
+        return (
+            f"the fallback is kept: {anchor} validates {against_val:.4f} against {val:.4f} "
+            f"for the search's {what}, which is not ahead by more than {se} "
+            f"({100 * call.margin:.2f} points)"
+        )
     if kept.source == "anchor":
         return (
-            f"an anchor is kept: {anchor} validates {best_val:.4f} against "
-            f"{val:.4f} for the search's {what}, ahead by {100 * -lead:.2f} points, more "
+            f"an anchor is kept: {anchor} validates {against_val:.4f} against "
+            f"{val:.4f} for the search's {what}, ahead by {100 * -call.lead:.2f} points, more "
             f"than {se}"
         )
-    head = f"the search's {what} validates {val:.4f}, {anchor} {best_val:.4f}"
-    if lead > margin:
-        return f"{head}: the search is ahead by {100 * lead:.2f} points, more than {se}"
+    head = f"the search's {what} validates {val:.4f}, {anchor} {against_val:.4f}"
+    if call.lead > call.margin:
+        return f"{head}: the search is ahead by {100 * call.lead:.2f} points, more than {se}"
     return (
-        f"{head}: within {se} ({100 * margin:.2f} points), no difference; the search's "
+        f"{head}: within {se} ({100 * call.margin:.2f} points), no difference; the search's "
         "choice stays"
     )
 
@@ -262,7 +281,8 @@ def headline(
             file, for a space that no registry can rebuild from the stored study.
     """
     kept = study_kept(study)
-    retrained, tuned, anchors = study_retrains(study), _finetuned(study), _anchor_rows(study)
+    retrained, tuned = study_retrains(study), _finetuned(study)
+    anchors, fallback = _anchor_rows(study)
     baseline = study_baseline(study)
     trust = trust_words(_trust(study))
     if not trust:  # the rung schedule measured how each rung ranks the next, for free
@@ -314,7 +334,7 @@ def headline(
         what,
         record.params,
         baseline,
-        anchors_words(kept, retrained, tuned, anchors),
+        anchors_words(kept, retrained, tuned, anchors, fallback),
         trust,
         export,
         ranker=ranker,

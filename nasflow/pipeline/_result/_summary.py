@@ -17,7 +17,7 @@ from nasflow.pipeline._arch._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.pipeline._baseline import baseline_record
 from nasflow.pipeline._budget import budget_excludes
 from nasflow.pipeline._costtable import format_cost_table
-from nasflow.pipeline._kept import ANCHOR_MARGIN_SE, KeptDecision, kept_anchor
+from nasflow.pipeline._kept import ANCHOR_MARGIN_SE, KeptDecision, anchor_call
 from nasflow.pipeline._multipliers import format_multipliers, format_stack
 from nasflow.pipeline._phases._anchors import anchor_line
 from nasflow.pipeline._phases._trust import format_trust
@@ -95,36 +95,53 @@ def baseline_line(
 
 
 def anchors_verdict(
-    study: str, kept_val: float, what: str, anchors: Sequence[AnchorEntry], samples: int | None
+    study: str,
+    kept_val: float,
+    what: str,
+    anchors: Sequence[AnchorEntry],
+    samples: int | None,
+    fallback: int | None = None,
 ) -> str:
-    """The search's kept model against the best zero-cost anchor, on validation accuracy
-    (both trained from scratch with the study's recipe, or the kept model fine-tuned): the
-    "kept model" line when the anchor is ahead by more than :data:`ANCHOR_MARGIN_SE`
-    standard errors, else how the two compare."""
-    best, margin = kept_anchor(kept_val, anchors, samples)
-    best_val = best.val_accuracy or 0.0
-    lead = kept_val - best_val
-    if -lead > margin:
-        test = best.test_accuracy
+    """The search's kept model against the zero-cost anchors, on validation accuracy (both
+    trained from scratch with the study's recipe, or the kept model fine-tuned): the
+    "kept model" line when an anchor is kept (:func:`~nasflow.pipeline.anchor_call`: one
+    ahead by more than :data:`ANCHOR_MARGIN_SE` standard errors, or the ``fallback`` the
+    search did not beat by as much), else how the two compare."""
+    call = anchor_call(kept_val, anchors, samples, fallback)
+    se = _standard_errors(ANCHOR_MARGIN_SE)
+    if call.kept is not None:
+        kept = call.kept
+        kept_score = kept.val_accuracy or 0.0
+        test = kept.test_accuracy
+        if call.fallback and kept is call.against:
+            why = (
+                f"the space's largest architecture, the fallback the search must beat: "
+                f"validation {kept_score:.4f} against {kept_val:.4f} for the search's {what}, "
+                f"which is not ahead by more than {se} ({100 * call.margin:.2f} points)"
+            )
+        else:
+            why = (
+                f"validation {kept_score:.4f} against {kept_val:.4f} for the search's {what}, "
+                f"ahead by {100 * (kept_score - kept_val):.2f} points, more than {se}"
+            )
         return (
-            f"kept model: trial {best.trial}, a zero-cost anchor trained from scratch "
-            f"before the supernet: validation {best_val:.4f} against {kept_val:.4f} "
-            f"for the search's {what}, ahead by {100 * -lead:.2f} points, more than "
-            f"{_standard_errors(ANCHOR_MARGIN_SE)}"
+            f"kept model: trial {kept.trial}, a zero-cost anchor trained from scratch "
+            f"before the supernet: {why}"
             + ("" if test is None else f"; test {test:.4f}")
-            + f"; `nasflow export {shlex.quote(study)} --trial {best.trial} --out DIR` "
+            + f"; `nasflow export {shlex.quote(study)} --trial {kept.trial} --out DIR` "
             "exports it"
         )
+    against = call.against
+    role = "the fallback (the space's largest architecture, " if call.fallback else "the best "
     head = (
-        f"search vs zero-cost anchors: the {what} validates {kept_val:.4f}, the best anchor "
-        f"(trial {best.trial}, trained from scratch) {best_val:.4f}"
+        f"search vs zero-cost anchors: the {what} validates {kept_val:.4f}, {role}anchor "
+        f"(trial {against.trial}, trained from scratch) {against.val_accuracy or 0.0:.4f}"
     )
-    if lead > margin:
-        return f"{head}: the search's choice is ahead by {100 * lead:.2f} points"
+    if call.lead > call.margin:
+        return f"{head}: the search's choice is ahead by {100 * call.lead:.2f} points"
     return (
-        f"{head}: within {_standard_errors(ANCHOR_MARGIN_SE)} of a validation accuracy "
-        f"({100 * margin:.2f} points), no difference on this evidence: the search's choice "
-        "stays"
+        f"{head}: within {se} of a validation accuracy ({100 * call.margin:.2f} points), no "
+        "difference on this evidence: the search's choice stays"
     )
 
 
@@ -426,7 +443,9 @@ def _outcome_lines(result: RunResult, spec: StudySpec, export_as: str) -> list[s
             lines.append(kept.line(spec.name, label))
     lines.extend(anchor_line(e) for e in trained)
     if trained and result.winners:
-        lines.append(anchors_verdict(spec.name, kept_val, what, trained, samples))
+        lines.append(
+            anchors_verdict(spec.name, kept_val, what, trained, samples, decision.fallback)
+        )
     if kept is not None:
         lines.append(wrap(ranking_line(spec, decision)))
     regime = regime_line(result, decision)

@@ -151,6 +151,10 @@ class AnchorsRecord:
         rule: How they were chosen, in words.
         anchors: One entry per anchor, cheapest first.
         seconds: Measured seconds of the phase (``None``: not finished yet).
+        fallback: The trial of the anchor the search must beat to be kept
+            (``Anchors(fallback="largest")``: the space's largest architecture);
+            ``None``: the anchors only replace the search's choice where they validate
+            higher.
     """
 
     KEY: ClassVar[str] = ANCHORS_KEY
@@ -158,6 +162,7 @@ class AnchorsRecord:
     rule: str
     anchors: tuple[AnchorEntry, ...]
     seconds: float | None = None
+    fallback: int | None = None
 
     @property
     def key(self) -> str:
@@ -186,12 +191,15 @@ class AnchorsRecord:
                 for i, e in enumerate(entries)
             ),
             _opt_float(record.get("seconds")),
+            _opt_int(record.get("fallback")),
         )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rule": self.rule, "anchors": [a.to_dict() for a in self.anchors]}
         if self.seconds is not None:
             out["seconds"] = self.seconds
+        if self.fallback is not None:
+            out["fallback"] = self.fallback
         return out
 
 
