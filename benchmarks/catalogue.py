@@ -18,6 +18,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "suite_runs": ("B6", "the study end to end on the suite: kept model against the table"),
     "largest": ("B7", "the trivial baseline: the space's largest architecture, trained"),
     "paired": ("", "the decision instrument: two configurations paired on every ground"),
+    "ceiling": ("", "keeping by validation replayed on the tables, against the largest"),
     "proposals": ("", "what the screening proposes when its sampler repeats: random vs mutated"),
     "anchors": ("B8", "zero-cost anchors replayed on the tables: how many, against random"),
     "finalists": ("", "every last-rung finalist of B6 runs retrained: which rule keeps the best"),

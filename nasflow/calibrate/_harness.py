@@ -213,6 +213,15 @@ def measure_stack(
         settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
     """
     device = torch.device(device)
+    total = cfg.epochs * len(train)
+    if cfg.max_batches is not None:
+        total = min(total, cfg.max_batches)
+    if total <= 2 * cfg.chunk:  # rounds 0 and 1 are warm-up and memory: nothing timed
+        raise ConfigError(
+            f"the harness times rounds of {cfg.chunk} batches after a warm-up round and a "
+            f"memory round, but {cfg.epochs} epoch(s) of {len(train)} batches give {total}: "
+            "use a smaller batch size, more epochs or more data"
+        )
     variants = stack_variants(layers, base, **settings)
     records = run_interleaved(variants, make_model, train, val, cfg, device, reseeded=(REPLICA,))
     base_rec = records[BASELINE]

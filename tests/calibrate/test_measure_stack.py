@@ -218,3 +218,11 @@ def test_trainer_overhead_compares_three_trainers_on_the_same_batches() -> None:
 def test_trainer_overhead_with_nothing_to_time_names_the_batches() -> None:
     with pytest.raises(ConfigError, match=r"1 epoch\(s\) of 2 batches give 2"):
         trainer_overhead(_tiny, _data(32), epochs=1, chunk=2)
+
+
+def test_the_harness_with_nothing_to_time_names_the_batches() -> None:
+    from nasflow.calibrate._harness import measure_stack
+
+    cfg = RunConfig(epochs=1, chunk=2)
+    with pytest.raises(ConfigError, match=r"1 epoch\(s\) of 4 batches give 4: use a smaller"):
+        measure_stack(_tiny, _data(64), _data(32), cfg, layers=("amp",))
