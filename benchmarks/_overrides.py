@@ -29,6 +29,8 @@ BASELINES = {
     "largest": "the space's largest architecture trained with the study's recipe (B7)",
     "ladder": "the largest architecture at each width trained with the study's recipe",
 }
+#: The ``StudySpec`` fields a baseline reads (it trains with the study's recipe).
+BASELINE_READS = ("train",)
 #: ``StudySpec`` fields no override may change, and why.
 FIXED = {
     "seed": "the instrument pairs configurations on the same search seeds (--seeds)",
@@ -74,7 +76,8 @@ def parse_config(text: str) -> Config:
 
     Raises:
         OverrideError: A name of other characters than letters, digits, ``_ . -``, JSON
-            that does not parse, or JSON that is not an object.
+            that does not parse, JSON that is not an object, or a baseline's name with an
+            override of a field the baseline does not read (``BASELINE_READS``).
     """
     name, sep, raw = text.partition("=")
     if not _NAME.fullmatch(name):
@@ -92,6 +95,14 @@ def parse_config(text: str) -> Config:
         raise OverrideError(
             f"configuration {name!r}: overrides must be a JSON object of dotted paths, "
             f'as {{"supernet.epochs": 6}}; got {raw!r}'
+        )
+    ignored = [k for k in overrides if name in BASELINES and k.split(".")[0] not in BASELINE_READS]
+    if ignored:  # the baseline would run unchanged under a name that says otherwise
+        raise OverrideError(
+            f"configuration {name!r} names a baseline ({BASELINES[name]}): it reads only "
+            f"{', '.join(f'{r}.*' for r in BASELINE_READS)} of the study, so "
+            f"{', '.join(map(repr, ignored))} would change nothing; give a study "
+            "configuration another name"
         )
     return Config(name, overrides)
 

@@ -55,6 +55,8 @@ def test_a_configuration_is_a_name_and_a_json_object_of_overrides() -> None:
         ("x={epochs: 6}", "is not JSON"),
         ("x=[1, 2]", "must be a JSON object"),
         ("a b={}", "write NAME or NAME=JSON"),
+        # A baseline's name runs the baseline: an override it never reads is refused.
+        ('largest={"anchors.fallback": "largest"}', "'anchors.fallback' would change nothing"),
     ):
         with pytest.raises(overrides.OverrideError, match=says):
             overrides.parse_config(bad)
