@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from nasflow.search import load_study_file
 from nasflow.space import largest_arch
@@ -60,10 +61,12 @@ def test_the_ceiling_keeps_the_best_validating_and_reads_the_largest(tmp_path) -
     # seed 1 ties archs 1 (0.60 beats 3) and 3 (0.40 beats 1): the expected share, 2 of 6.
     assert r["whole"] == [4 / 6, 2 / 6]
     # Six of six drawn is the whole table: half the draws from each seed.
-    assert r["k_random"][6] == (0.5, 0.0)
+    assert r["k_random"][6] == pytest.approx((0.5, 0.0, 0.5))
     # The largest: the ladder's widest rung (0.65 beats 4 of 6) and the table's two
     # trainings of it (0.80 beats 5 of 6, twice).
     assert sorted(r["largest"]) == [4 / 6, 5 / 6, 5 / 6]
     lines = ceiling.table_lines([r], [2, 6])
     assert lines[2].startswith(f"| {spec.name} | 6 | 50% (67% / 33%) |")
+    # Six random (the whole table) against the largest's mean share (0.778): -27.8 points.
+    assert lines[2].endswith("| -27.8 pts |")
     assert "whole table at or above 90%: 0 of 1 grounds" in lines[-1]
