@@ -136,7 +136,7 @@ def _entries(*vals: float) -> list:
 
 
 def test_without_a_fallback_an_anchor_must_validate_above_the_search() -> None:
-    from nasflow.pipeline import anchor_call
+    from nasflow.pipeline._kept import anchor_call
 
     anchors = _entries(0.90, 0.95)  # trials 10 and 11; 1 SE near 95% on 500 is ~0.97 points
     assert anchor_call(0.955, anchors, 500).kept is None
@@ -145,7 +145,7 @@ def test_without_a_fallback_an_anchor_must_validate_above_the_search() -> None:
 
 
 def test_the_fallback_stays_unless_the_search_beats_it_by_the_margin() -> None:
-    from nasflow.pipeline import anchor_call
+    from nasflow.pipeline._kept import anchor_call
 
     anchors = _entries(0.90, 0.95)
     # The search's choice a little above the fallback (trial 11): the fallback is kept.

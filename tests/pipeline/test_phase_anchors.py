@@ -152,7 +152,7 @@ def test_an_anchor_exports_with_its_from_scratch_weights(tmp_path) -> None:
 
 
 def test_the_largest_as_fallback_is_kept_unless_the_search_beats_it(tmp_path) -> None:
-    from nasflow.pipeline import anchor_call
+    from nasflow.pipeline._kept import anchor_call
     from nasflow.record import study_anchors, study_finetuned
     from nasflow.space import Arch, largest_arch
 

@@ -104,7 +104,7 @@ def anchors_verdict(
 ) -> str:
     """The search's kept model against the zero-cost anchors, on validation accuracy (both
     trained from scratch with the study's recipe, or the kept model fine-tuned): the
-    "kept model" line when an anchor is kept (:func:`~nasflow.pipeline.anchor_call`: one
+    "kept model" line when an anchor is kept (``nasflow.pipeline._kept.anchor_call``: one
     ahead by more than :data:`ANCHOR_MARGIN_SE` standard errors, or the ``fallback`` the
     search did not beat by as much), else how the two compare."""
     call = anchor_call(kept_val, anchors, samples, fallback)
