@@ -296,6 +296,7 @@ def report(
                 f"{b} {s.b_median:.0%} ({_yes(s.b_median >= SHARE_BAR)})"
             )
     lines += _proposal_lines(by, paired, grounds, a, b)
+    lines += _source_lines(by, paired, grounds, a, b)
     if crossed:
         where = ", ".join(f"{g} seed {s}" for g, s in crossed)
         lines.append(
@@ -346,6 +347,38 @@ def _proposal_lines(
             "screened candidates proposed by the sampler / mutated from its repeats / drawn "
             "at random (median share over the pairs' runs):",
         )
+    return out
+
+
+def _source_lines(
+    by: Mapping[tuple[str, str, int], dict],
+    paired: list[tuple[str, int]],
+    grounds: list[str],
+    a: str,
+    b: str,
+) -> list[str]:
+    """Per ground, how many of each study configuration's kept models the search chose
+    and how many a zero-cost anchor (none where no run recorded it: baselines)."""
+    out: list[str] = []
+    for g in grounds:
+        cells = []
+        for c in (a, b):
+            sources = [
+                (by[(c, g, s)].get("kept_record") or {}).get("source")
+                for gg, s in paired
+                if gg == g
+            ]
+            if any(sources):
+                n = {k: sum(src == k for src in sources) for k in ("search", "anchor")}
+                missing = len(sources) - n["search"] - n["anchor"]
+                cells.append(
+                    f"{c} {n['search']} / {n['anchor']}"
+                    + (f" ({missing} not recorded)" if missing else "")
+                )
+        if cells:
+            out.append(f"  {g}: {'; '.join(cells)}")
+    if out:
+        out.insert(0, "kept models chosen by the search / kept from a zero-cost anchor:")
     return out
 
 

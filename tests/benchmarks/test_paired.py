@@ -498,3 +498,24 @@ def test_quick_runs_a_study_and_the_ladder_paired_and_resumes(tmp_path, capsys) 
     assert paired.main(["--from-json", str(only), str(out)]) == 0
     report = capsys.readouterr().out
     assert report.startswith("b = shipped (study;") and "1 pairs on 1 grounds" in report
+
+
+def test_the_report_counts_kept_models_from_the_search_and_from_anchors() -> None:
+    rows = _rows()
+    sources = iter(["search", "anchor", "search", "anchor", "anchor", "anchor"] * 2)
+    for r in rows:  # g1 and g2: seeds 0-2, a then b
+        r["kept_record"] = {"trial": 1, "weights": "retrained", "source": next(sources)}
+    rows[0]["kept_record"] = None  # an older row without the record
+    out = paired.report(rows, "a", "b", {g: _table(g) for g in ("g1", "g2")},
+                        rules.parse_rule("adopt"), n_resamples=200)  # fmt: skip
+    lines = out.splitlines()
+    at = lines.index("kept models chosen by the search / kept from a zero-cost anchor:")
+    assert lines[at + 1] == "  g1: a 1 / 1 (1 not recorded); b 0 / 3"
+    assert lines[at + 2] == "  g2: a 2 / 1; b 0 / 3"
+    # Baselines record no source: no line.
+    for r in rows:
+        r["kept_record"] = None
+    assert "kept models chosen" not in paired.report(
+        rows, "a", "b", {g: _table(g) for g in ("g1", "g2")}, rules.parse_rule("adopt"),
+        n_resamples=200,
+    )  # fmt: skip
