@@ -88,7 +88,7 @@ def test_overrides_set_nested_fields_by_dotted_path(spec) -> None:  # type: igno
     [
         ({"supernet.epoch": 6}, "SupernetConfig has no field 'epoch' .*epochs"),
         ({"n_trial": 3}, "StudySpec has no field 'n_trial'; its fields: .*n_trials"),
-        ({"anchors": {"m": 2}}, "Anchors has no field 'm'; its fields: n, sample"),
+        ({"anchors": {"m": 2}}, "Anchors has no field 'm'; its fields: fallback, n, sample"),
         ({"seed": 3}, "'seed' is fixed: .*--seeds"),
         ({"data": 1}, "'data' is fixed"),
         ({"supernet.epochs": 0}, r"'supernet.epochs': epochs must be an int >= 1, got 0"),
