@@ -36,8 +36,9 @@ class Anchors:
             (:func:`nasflow.space.largest_arch`) joins the random draws, so it is the
             largest anchor, and it is the model kept unless the search's choice (or
             another anchor) validates above it by that margin: the search has to beat
-            the trivial baseline on evidence, not merely match it. Paired run 6
-            (``benchmarks/results/paired.md``) decides whether it becomes the default.
+            the trivial baseline on evidence, not merely match it. Not the default:
+            paired run 6 (``benchmarks/results/paired.md``) measured no gain (−1.4 points
+            of the table pooled, interval −7.1 to +4.0, on three suite grounds).
     """
 
     n: int = 4
