@@ -171,7 +171,7 @@ def test_the_summary_says_the_fallback_is_kept_and_why() -> None:
     assert "the space's largest architecture, the fallback the search must beat" in kept
     assert "not ahead by more than 1 standard error" in kept
     beaten = anchors_verdict("s", 0.975, "choice (retrained)", anchors, 500, fallback=11)
-    assert "the fallback (the space's largest architecture, anchor (trial 11" in beaten
+    assert "the fallback anchor (the space's largest architecture, trial 11, trained" in beaten
     assert beaten.endswith("the search's choice is ahead by 2.50 points")
 
 

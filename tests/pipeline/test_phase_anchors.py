@@ -177,7 +177,7 @@ def test_the_largest_as_fallback_is_kept_unless_the_search_beats_it(tmp_path) ->
     if call.kept is top:
         assert "the space's largest architecture, the fallback the search must beat" in text
     else:
-        assert "the fallback (the space's largest architecture" in text
+        assert "the fallback anchor (the space's largest architecture" in text
     from nasflow.pipeline import headline
 
     words = headline(result.study).anchors

@@ -132,10 +132,14 @@ def anchors_verdict(
             "exports it"
         )
     against = call.against
-    role = "the fallback (the space's largest architecture, " if call.fallback else "the best "
+    which = (
+        f"the fallback anchor (the space's largest architecture, trial {against.trial}"
+        if call.fallback
+        else f"the best anchor (trial {against.trial}"
+    )
     head = (
-        f"search vs zero-cost anchors: the {what} validates {kept_val:.4f}, {role}anchor "
-        f"(trial {against.trial}, trained from scratch) {against.val_accuracy or 0.0:.4f}"
+        f"search vs zero-cost anchors: the {what} validates {kept_val:.4f}, {which}, "
+        f"trained from scratch) {against.val_accuracy or 0.0:.4f}"
     )
     if call.lead > call.margin:
         return f"{head}: the search's choice is ahead by {100 * call.lead:.2f} points"
