@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import torch
 
 from nasflow.space._arch import Arch
 from nasflow.space._space import SearchSpace
@@ -21,6 +20,8 @@ from nasflow.space._space import SearchSpace
 def n_params(space: SearchSpace, arch: Arch) -> int:
     """Trainable parameters of ``arch``'s stand-alone network, built on the ``meta``
     device (no memory, no initialisation)."""
+    import torch  # here, not at the top: ``nasflow.space`` loads without torch (light CLI)
+
     with torch.device("meta"):
         return sum(p.numel() for p in space.build(arch).parameters() if p.requires_grad)
 
