@@ -86,8 +86,8 @@ def table_seeds(paths: Sequence[Path]) -> list[dict[str, tuple[float, float]]]:
 
 def kept_share(val: np.ndarray, share: np.ndarray) -> float:
     """The expected share of the best-validating architecture, ties broken at random:
-    the mean share over every architecture at the highest validation accuracy (a
-    validation split of 1,000 samples ties often at the top)."""
+    the mean share over every architecture at the highest validation accuracy (on a
+    validation split of a few hundred samples, ties at the top are common)."""
     return float(share[val == val.max()].mean())
 
 
