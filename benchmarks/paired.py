@@ -60,7 +60,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -295,8 +295,15 @@ def report(
                 f"  {g}: {a} {s.a_median:.0%} ({_yes(s.a_median >= SHARE_BAR)}), "
                 f"{b} {s.b_median:.0%} ({_yes(s.b_median >= SHARE_BAR)})"
             )
-    lines += _proposal_lines(by, paired, grounds, a, b)
-    lines += _source_lines(by, paired, grounds, a, b)
+    lines += _per_ground_lines(
+        by, paired, grounds, (a, b), _proposal_cell,
+        "screened candidates proposed by the sampler / mutated from its repeats / drawn at "
+        "random (median share over the pairs' runs):",
+    )  # fmt: skip
+    lines += _per_ground_lines(
+        by, paired, grounds, (a, b), _source_cell,
+        "kept models chosen by the search / kept from a zero-cost anchor:",
+    )  # fmt: skip
     if crossed:
         where = ", ".join(f"{g} seed {s}" for g, s in crossed)
         lines.append(
@@ -315,71 +322,50 @@ def report(
     return "\n".join(lines)
 
 
-def _proposal_lines(
+def _per_ground_lines(
     by: Mapping[tuple[str, str, int], dict],
     paired: list[tuple[str, int]],
     grounds: list[str],
-    a: str,
-    b: str,
+    configs: tuple[str, str],
+    cell: Callable[[list[dict]], str | None],
+    head: str,
 ) -> list[str]:
-    """Per ground, each configuration's median share of screened candidates the sampler
-    proposed, mutated from its repeats and drew at random (none where no run screened)."""
+    """``head``, then per ground each configuration's ``cell`` of its paired runs
+    (``None``: nothing to say for it); no lines where no ground has a cell."""
     out: list[str] = []
     for g in grounds:
         cells = []
-        for c in (a, b):
-            got = [proposals(by[(c, g, s)]) for gg, s in paired if gg == g]
-            seen = [p for p in got if p is not None and p.scored]
-            if not seen:
-                continue
-            share = {
-                k: statistics.median(getattr(p, k) / p.scored for p in seen)
-                for k in ("sampler", "mutated", "random")
-            }
-            cells.append(
-                f"{c} {share['sampler']:.0%} / {share['mutated']:.0%} / {share['random']:.0%}"
-            )
+        for c in configs:
+            text = cell([by[(c, g, s)] for gg, s in paired if gg == g])
+            if text is not None:
+                cells.append(f"{c} {text}")
         if cells:
             out.append(f"  {g}: {'; '.join(cells)}")
-    if out:
-        out.insert(
-            0,
-            "screened candidates proposed by the sampler / mutated from its repeats / drawn "
-            "at random (median share over the pairs' runs):",
-        )
-    return out
+    return [head, *out] if out else []
 
 
-def _source_lines(
-    by: Mapping[tuple[str, str, int], dict],
-    paired: list[tuple[str, int]],
-    grounds: list[str],
-    a: str,
-    b: str,
-) -> list[str]:
-    """Per ground, how many of each study configuration's kept models the search chose
-    and how many a zero-cost anchor (none where no run recorded it: baselines)."""
-    out: list[str] = []
-    for g in grounds:
-        cells = []
-        for c in (a, b):
-            sources = [
-                (by[(c, g, s)].get("kept_record") or {}).get("source")
-                for gg, s in paired
-                if gg == g
-            ]
-            if any(sources):
-                n = {k: sum(src == k for src in sources) for k in ("search", "anchor")}
-                missing = len(sources) - n["search"] - n["anchor"]
-                cells.append(
-                    f"{c} {n['search']} / {n['anchor']}"
-                    + (f" ({missing} not recorded)" if missing else "")
-                )
-        if cells:
-            out.append(f"  {g}: {'; '.join(cells)}")
-    if out:
-        out.insert(0, "kept models chosen by the search / kept from a zero-cost anchor:")
-    return out
+def _proposal_cell(runs: list[dict]) -> str | None:
+    """The median share of screened candidates the sampler proposed, mutated from its
+    repeats and drew at random (``None``: no run screened)."""
+    seen = [p for p in map(proposals, runs) if p is not None and p.scored]
+    if not seen:
+        return None
+    share = {
+        k: statistics.median(getattr(p, k) / p.scored for p in seen)
+        for k in ("sampler", "mutated", "random")
+    }
+    return f"{share['sampler']:.0%} / {share['mutated']:.0%} / {share['random']:.0%}"
+
+
+def _source_cell(runs: list[dict]) -> str | None:
+    """How many kept models the search chose and how many a zero-cost anchor (``None``:
+    no run recorded it: baselines)."""
+    sources = [(r.get("kept_record") or {}).get("source") for r in runs]
+    if not any(sources):
+        return None
+    n = {k: sum(src == k for src in sources) for k in ("search", "anchor")}
+    missing = len(sources) - n["search"] - n["anchor"]
+    return f"{n['search']} / {n['anchor']}" + (f" ({missing} not recorded)" if missing else "")
 
 
 def _yes(ok: bool) -> str:
