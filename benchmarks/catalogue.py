@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "proposals": ("", "what the screening proposes when its sampler repeats: random vs mutated"),
     "anchors": ("B8", "zero-cost anchors replayed on the tables: how many, against random"),
     "finalists": ("", "every last-rung finalist of B6 runs retrained: which rule keeps the best"),
+    "margins": ("", "one margin for both validates-higher rules, replayed on recorded runs"),
     "split_cost": ("", "the few-shot split's supernet CPU and memory against the shared one"),
     "ground_truth": ("", "stand-alone training of a fixed sample of a study's space"),
     "space_probe": ("", "spread of accuracies vs training noise of a candidate space"),

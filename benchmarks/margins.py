@@ -1,0 +1,216 @@
+"""One margin for both "validates higher" rules: a replay on recorded study runs.
+
+The pipeline decides two things by a margin in binomial standard errors of a validation
+accuracy (``nasflow.pipeline._kept``): whether the kept finalist's fine-tuned weights are
+kept over its retrain (``KEPT_MARGIN_SE``) and whether the best zero-cost anchor replaces
+the search's choice (``ANCHOR_MARGIN_SE``). This script replays both decisions on every
+recorded run whose row holds them (the kept finalist's retrain, its fine-tuned record,
+the anchors), under the shipped margins and under one margin ``m`` for both, and prints,
+per ground and pooled, the paired difference (one margin − shipped) of the kept model's
+share of the ground's table and of its test accuracy with a 90% bootstrap interval over
+search seeds (``_paired_stats.summarise``: runs of one ground and seed, from several
+files, are averaged into one pair first).
+
+Rows left out, and counted: baselines, configurations with another anchor rule
+(``anchors.fallback``) or without the fine-tuning phase (``finetuning: null``), rows
+without a fine-tuning record or without the kept finalist in it, and rows whose recorded
+kept model (``kept_record``) the shipped margins replayed do not reproduce.
+
+Usage::
+
+    python benchmarks/margins.py --runs benchmarks/data/paired_*.jsonl \
+        benchmarks/data/b6_*.jsonl --margins 1 1.5 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import math
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _paired_stats import Summary, summarise
+from suite_runs import beats, load_rows, table_test, val_samples
+
+from nasflow.pipeline import ANCHOR_MARGIN_SE, KEPT_MARGIN_SE, standard_error
+from nasflow.record import FineTuneResult
+
+#: Overrides that change what the two rules decide between, or replace the fine-tuning
+#: phase: the anchors' rule (``anchors.fallback`` or the whole ``anchors``), no fine-tuning
+#: phase (``finetuning: null``), the rung schedules (``rungs``).
+OTHER_RULES = ("anchors.fallback", "anchors", "finetuning", "rungs")
+
+
+@dataclasses.dataclass(frozen=True)
+class Kept:
+    """The model a replayed rule keeps: ``"retrained"``, ``"fine-tuned"`` or ``"anchor"``,
+    and its test accuracy."""
+
+    weights: str
+    test: float
+
+
+def replayable(row: dict) -> str | None:
+    """Why ``row`` cannot be replayed (``None``: it can)."""
+    if row.get("kind", "run") != "run" or row.get("config_kind", "study") != "study":
+        return "not a study run"
+    overrides = row.get("overrides") or {}
+    if any(k in OTHER_RULES or k.startswith("rungs.") for k in overrides):
+        return "another anchor rule or no fine-tuning phase"
+    if not row.get("finetuned") or "kept_trial" not in row:
+        return "no fine-tuning record"
+    result = FineTuneResult.from_dict(row["finetuned"])
+    rec = next((c for c in result.ready if c.trial == row["kept_trial"]), None)
+    if rec is None or rec.test_accuracy is None or rec.val_accuracy is None:
+        return "the kept finalist has no fine-tuned record"
+    return None
+
+
+def decide(row: dict, anchor_se: float, kept_se: float) -> Kept:
+    """The kept model of ``row`` under the two margins (standard errors): the fine-tuned
+    weights where they validate above the retrain by more than ``kept_se``, then the
+    best-validating anchor where it validates above that by more than ``anchor_se``."""
+    result = FineTuneResult.from_dict(row["finetuned"])
+    n = result.val_samples or val_samples(row["study"])
+    rec = next(c for c in result.ready if c.trial == row["kept_trial"])
+    weights, val, test = "retrained", float(row["kept_val"]), float(row["kept_test"])
+    ft_val = float(rec.val_accuracy)
+    if ft_val > val + kept_se * standard_error(ft_val, val, n):
+        weights, val, test = "fine-tuned", ft_val, float(rec.test_accuracy)
+    trained = [a for a in row.get("anchors") or [] if a.get("val_accuracy") is not None]
+    if trained:
+        best = max(trained, key=lambda a: a["val_accuracy"])
+        if best["val_accuracy"] > val + anchor_se * standard_error(best["val_accuracy"], val, n):
+            return Kept("anchor", float(best["test_accuracy"]))
+    return Kept(weights, test)
+
+
+def agrees(row: dict, kept: Kept) -> bool:
+    """Whether ``kept`` is the model the run recorded as kept (``True`` without a record)."""
+    record = row.get("kept_record")
+    if not record:
+        return True
+    if record["source"] == "anchor":
+        return kept.weights == "anchor"
+    return kept.weights == record["weights"]
+
+
+def replay(
+    rows: Sequence[dict], margins: Sequence[float]
+) -> tuple[dict[float, dict[str, list[tuple[float, float]]]], dict[str, int], dict]:
+    """Per margin, per measure key ``"share:GROUND"`` / ``"test:GROUND"``: the (shipped,
+    one margin) value pairs, one per (ground, search seed); the count of rows left out
+    by reason; and how often each rule kept which weights."""
+    skipped: collections.Counter[str] = collections.Counter()
+    used: list[dict] = []
+    for row in rows:
+        why = replayable(row)
+        if why is None and not agrees(row, decide(row, ANCHOR_MARGIN_SE, KEPT_MARGIN_SE)):
+            why = "the shipped margins do not reproduce the recorded kept model"
+        if why is not None:
+            skipped[why] += 1
+        else:
+            used.append(row)
+    kinds: dict = {}
+    out: dict[float, dict[str, list[tuple[float, float]]]] = {}
+    rules = [("shipped", ANCHOR_MARGIN_SE, KEPT_MARGIN_SE)] + [(m, m, m) for m in margins]
+    for label, anchor_se, kept_se in rules:
+        kinds[label] = collections.Counter(decide(r, anchor_se, kept_se).weights for r in used)
+    for m in margins:
+        cells: dict[tuple[str, int], list[tuple[float, float, float, float]]] = (
+            collections.defaultdict(list)
+        )
+        for r in used:
+            a = decide(r, ANCHOR_MARGIN_SE, KEPT_MARGIN_SE)
+            b = decide(r, m, m)
+            table = table_test(r["study"])
+            cells[(r["name"], int(r["seed"]))].append(
+                (beats(a.test, table), beats(b.test, table), a.test, b.test)
+            )
+        pairs: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
+        for (ground, _), vals in sorted(cells.items()):
+            means = [statistics.mean(v) for v in zip(*vals, strict=True)]
+            share_a, share_b, test_a, test_b = means
+            pairs[f"share:{ground}"].append((share_a, share_b))
+            pairs[f"test:{ground}"].append((test_a, test_b))
+        out[m] = dict(pairs)
+    skipped["used"] = len(used)
+    return out, dict(skipped), kinds
+
+
+def _cell(s: Summary | None) -> str:
+    if s is None:
+        return "—"
+    low = "" if math.isnan(s.low) else f" [{100 * s.low:+.1f}, {100 * s.high:+.1f}]"
+    return f"{100 * s.mean:+.1f}{low} ({s.better}/{s.equal}/{s.worse})"
+
+
+def report(pairs: dict[str, list[tuple[float, float]]], m: float) -> tuple[str, bool]:
+    """The table for margin ``m`` and whether it passes the registered rule."""
+    share = {k.split(":", 1)[1]: v for k, v in pairs.items() if k.startswith("share:")}
+    test = {k.split(":", 1)[1]: v for k, v in pairs.items() if k.startswith("test:")}
+    per_s, pooled_s = summarise(share)
+    per_t, pooled_t = summarise(test)
+    lines = [
+        f"one margin m = {m:g} (both rules) − shipped (anchor {ANCHOR_MARGIN_SE:g}, "
+        f"kept {KEPT_MARGIN_SE:g}); points, 90% interval, (+/=/−) over search seeds",
+        "| ground | seeds | share b−a | test b−a |",
+        "|---|---:|---|---|",
+    ]
+    for g in sorted(share):
+        lines.append(f"| {g} | {per_s[g].n} | {_cell(per_s[g])} | {_cell(per_t[g])} |")
+    n = sum(s.n for s in per_s.values())
+    lines.append(f"| pooled (stratified) | {n} | {_cell(pooled_s)} | {_cell(pooled_t)} |")
+    every = all(not math.isnan(s.high) and s.high >= 0 for s in per_s.values())
+    ok = (
+        every
+        and pooled_s is not None
+        and pooled_s.mean >= 0
+        and pooled_t is not None
+        and pooled_t.mean >= 0
+    )
+    return "\n".join(lines), ok
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--runs", type=Path, nargs="+", required=True, help="JSON-lines rows")
+    p.add_argument("--margins", type=float, nargs="+", default=[1.0, 1.5, 2.0])
+    args = p.parse_args(argv)
+    for m in args.margins:
+        if not (math.isfinite(m) and m >= 0):
+            p.error(f"--margins must be standard errors >= 0, got {m!r}")
+    rows = load_rows(args.runs)
+    per_margin, skipped, kinds = replay(rows, args.margins)
+    print(f"{len(rows)} rows read from {len(args.runs)} files; replayed {skipped.pop('used')}")
+    for why, count in sorted(skipped.items()):
+        print(f"  left out: {count} ({why})")
+    for label, counts in kinds.items():
+        name = "shipped" if label == "shipped" else f"m = {label:g}"
+        print(f"  {name}: kept " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    passing = []
+    for m in args.margins:
+        text, ok = report(per_margin[m], m)
+        print()
+        print(text)
+        print(f"rule: {'passes' if ok else 'does not pass'}")
+        if ok:
+            share = {k: v for k, v in per_margin[m].items() if k.startswith("share:")}
+            pooled = summarise(share)[1]
+            passing.append((pooled.mean if pooled else -math.inf, m))
+    print()
+    if passing:
+        best = max(passing)
+        print(f"adopted by the registered rule: one margin m = {best[1]:g}")
+    else:
+        print("adopted by the registered rule: none (both margins stay)")
+
+
+if __name__ == "__main__":
+    main()

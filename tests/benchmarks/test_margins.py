@@ -1,0 +1,93 @@
+"""``benchmarks/margins.py``: the two validates-higher rules replayed under one margin."""
+
+from __future__ import annotations
+
+import pytest
+
+from nasflow.record import FineTuned, FineTuneResult
+from tests.benchmarks._load import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def margins():  # type: ignore[no-untyped-def]
+    return load_benchmark("margins.py")
+
+
+def _row(ft_val: float, anchor_val: float | None, **extra: object) -> dict:
+    """A run keeping trial 7: retrained 0.85 validation / 0.86 test, fine-tuned ``ft_val``
+    / 0.90 test, one anchor validating ``anchor_val`` / testing 0.95; 100 validation
+    samples (one standard error near 0.88 is 0.0325)."""
+    tuned = FineTuned(7, "{}", 0.5, (0.5, ft_val), (1.0, 1.0), 0.90, "ready")
+    row: dict = {
+        "study": "unused.py",
+        "name": "g",
+        "seed": 0,
+        "kept_trial": 7,
+        "kept_val": 0.85,
+        "kept_test": 0.86,
+        "finetuned": FineTuneResult((tuned,), 2, val_samples=100).to_dict(),
+        "anchors": []
+        if anchor_val is None
+        else [{"trial": 0, "val_accuracy": anchor_val, "test_accuracy": 0.95}],
+    }
+    row.update(extra)
+    return row
+
+
+def test_each_margin_decides_between_retrain_fine_tuned_weights_and_anchor(margins) -> None:
+    # Fine-tuned 0.90 against the retrain's 0.85: a lead of 1.5 standard errors (0.0331
+    # at 0.875), kept under a margin of 1, not of 2.
+    row = _row(0.90, None)
+    assert margins.decide(row, 1.0, 1.0) == margins.Kept("fine-tuned", 0.90)
+    assert margins.decide(row, 1.0, 2.0) == margins.Kept("retrained", 0.86)
+    # An anchor validating 0.925 leads the retrain by 2.4 standard errors but the
+    # fine-tuned weights by 0.9: which weights the search keeps decides whether the anchor
+    # replaces them.
+    row = _row(0.90, 0.925)
+    assert margins.decide(row, 1.0, 2.0) == margins.Kept("anchor", 0.95)
+    assert margins.decide(row, 1.0, 1.0) == margins.Kept("fine-tuned", 0.90)
+    assert margins.decide(row, 3.0, 3.0) == margins.Kept("retrained", 0.86)
+
+
+def test_rows_another_rule_decides_are_left_out_and_a_disagreeing_replay_is_caught(
+    margins,
+) -> None:
+    assert margins.replayable(_row(0.9, None)) is None
+    assert margins.replayable(_row(0.9, None, overrides={"finetuning.rank_by": "ranker"})) is None
+    for overrides in ({"anchors.fallback": "largest"}, {"finetuning": None}, {"rungs": {}}):
+        assert margins.replayable(_row(0.9, None, overrides=overrides)) is not None
+    assert margins.replayable(_row(0.9, None, config_kind="baseline")) == "not a study run"
+    assert margins.replayable(_row(0.9, None, finetuned=None)) == "no fine-tuning record"
+    assert margins.replayable(_row(0.9, None, kept_trial=8)) is not None
+    kept = margins.Kept("anchor", 0.95)
+    assert margins.agrees(_row(0.9, None, kept_record={"source": "anchor"}), kept)
+    record = {"source": "search", "weights": "retrained"}
+    assert not margins.agrees(_row(0.9, None, kept_record=record), kept)
+
+
+def test_the_registered_rule_needs_no_ground_worse_and_the_pooled_means_not_below(
+    margins,
+) -> None:
+    same = [(0.5, 0.5), (0.6, 0.6), (0.7, 0.7)]
+    up = [(0.5, 0.6), (0.6, 0.6), (0.7, 0.7)]
+    down = [(0.5, 0.4), (0.6, 0.5), (0.7, 0.6)]
+    _, ok = margins.report({"share:a": same, "share:b": up, "test:a": same, "test:b": up}, 1.0)
+    assert ok
+    text, ok = margins.report({"share:a": down, "share:b": up, "test:a": same, "test:b": up}, 1.5)
+    assert not ok  # ground a is worse in every pair: its interval lies below zero
+    assert "| a | 3 | -10.0 [-10.0, -10.0] (0/0/3) |" in text
+    _, ok = margins.report({"share:a": same, "share:b": same, "test:a": down, "test:b": same}, 2)
+    assert not ok  # the test accuracy's pooled mean is below zero
+
+
+def test_the_replay_pairs_each_ground_and_seed_once(margins, monkeypatch) -> None:
+    monkeypatch.setattr(margins, "table_test", lambda study: [0.80, 0.87, 0.89, 0.92])
+    rows = [_row(0.90, None), _row(0.90, None), _row(0.90, None, seed=1), {"kind": "header"}]
+    pairs, skipped, kinds = margins.replay(rows, [1.0])
+    assert skipped == {"used": 3, "not a study run": 1}
+    # Shipped keeps the retrain (0.86 beats 1 of 4), a margin of 1 the fine-tuned weights
+    # (0.90 beats 3 of 4); the two runs of seed 0 are one pair.
+    assert pairs[1.0]["share:g"] == [(0.25, 0.75), (0.25, 0.75)]
+    assert pairs[1.0]["test:g"] == [(0.86, 0.90), (0.86, 0.90)]
+    assert kinds["shipped"] == {"retrained": 3} and kinds[1.0] == {"fine-tuned": 3}
+    assert margins.report(pairs[1.0], 1.0)[1] is True  # better in both pairs, worse in none
