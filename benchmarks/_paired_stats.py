@@ -219,6 +219,12 @@ class Summary:
         """``mean``, ``low``, ``high``, ``a_median`` or ``b_median``."""
         return float(getattr(self, name))
 
+    def points(self) -> str:
+        """The difference in points (× 100), its interval where it has one, and the
+        pairs higher / equal / lower: ``+1.3 [+0.0, +3.9] (1/5/0)``."""
+        ci = "" if math.isnan(self.low) else f" [{100 * self.low:+.1f}, {100 * self.high:+.1f}]"
+        return f"{100 * self.mean:+.1f}{ci} ({self.better}/{self.equal}/{self.worse})"
+
 
 def summarise(
     pairs: dict[str, list[tuple[float, float]]], n_resamples: int = N_RESAMPLES

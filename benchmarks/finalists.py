@@ -57,6 +57,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _paired_stats import summarise
 from scipy.stats import rankdata
 from suite_runs import beats, kept, table_test, val_samples
 
@@ -434,6 +435,45 @@ def report(runs: list[dict], against: str = "shipped") -> str:
     return "\n".join(out)
 
 
+def paired_report(runs: list[dict], against: str, rules: list[str]) -> str:
+    """Each of ``rules`` paired with ``against`` on the same runs: per ground and pooled,
+    the mean difference of the kept model's share of the table and of its test accuracy
+    (points), with a 90% bootstrap interval over search seeds (runs of one ground and
+    seed averaged into one pair first; ``_paired_stats.summarise``)."""
+    known = list(picks(runs[0]))
+    for rule in (against, *rules):
+        if rule not in known:
+            raise ValueError(f"{rule!r} is not a rule here; the rules: {known}")
+    out = []
+    for rule in rules:
+        cells: dict[tuple[str, int], list[tuple[float, float, float, float]]] = {}
+        for r in runs:
+            p, table = picks(r), table_test(r["study"])
+            a, b = kept_test(r, p[against]), kept_test(r, p[rule])
+            cell = (beats(a, table), beats(b, table), a, b)
+            cells.setdefault((r["name"], int(r["seed"])), []).append(cell)
+        share: dict[str, list[tuple[float, float]]] = {}
+        test: dict[str, list[tuple[float, float]]] = {}
+        for (ground, _), vals in sorted(cells.items()):
+            sa, sb, ta, tb = (statistics.mean(v) for v in zip(*vals, strict=True))
+            share.setdefault(ground, []).append((sa, sb))
+            test.setdefault(ground, []).append((ta, tb))
+        per_s, pooled_s = summarise(share)
+        per_t, pooled_t = summarise(test)
+        out += [
+            f"{rule} − {against} (points; 90% interval; +/=/− over search seeds)",
+            "| ground | seeds | share | test |",
+            "|---|---:|---|---|",
+        ]
+        for g in sorted(per_s):
+            out.append(f"| {g} | {per_s[g].n} | {per_s[g].points()} | {per_t[g].points()} |")
+        assert pooled_s is not None and pooled_t is not None  # (a ground has two seeds)
+        n = sum(s.n for s in per_s.values())
+        out.append(f"| pooled (stratified) | {n} | {pooled_s.points()} | {pooled_t.points()} |")
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=Path, nargs="+", default=[], help="B6 rows (JSON lines)")
@@ -475,6 +515,12 @@ def main(argv: list[str] | None = None) -> None:
         default="shipped",
         help="the rule the report pairs every other rule with (default: shipped)",
     )
+    p.add_argument(
+        "--paired",
+        nargs="+",
+        metavar="RULE",
+        help="with --from-json: pair each RULE with --against, per ground, with intervals",
+    )
     args = p.parse_args(argv)
     if args.kept_second_seed is not None:
         if args.runs:
@@ -515,6 +561,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.from_json:
         runs = [json.loads(line) for f in args.from_json for line in f.open() if line.strip()]
+        if args.paired:
+            print(paired_report(runs, args.against, args.paired))
+            return
         print(report(runs, args.against))
         print(trainings_report(runs))
         return

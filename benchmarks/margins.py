@@ -145,10 +145,7 @@ def replay(
 
 
 def _cell(s: Summary | None) -> str:
-    if s is None:
-        return "—"
-    low = "" if math.isnan(s.low) else f" [{100 * s.low:+.1f}, {100 * s.high:+.1f}]"
-    return f"{100 * s.mean:+.1f}{low} ({s.better}/{s.equal}/{s.worse})"
+    return "—" if s is None else s.points()
 
 
 def report(pairs: dict[str, list[tuple[float, float]]], m: float) -> tuple[str, bool]:
