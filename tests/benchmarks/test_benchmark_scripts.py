@@ -362,6 +362,25 @@ def test_finalists_replays_the_rules_for_the_kept_finalist() -> None:
     assert "+0.00 points" in lines[-1]  # the kept finalist's replayed retrain: itself
 
 
+def test_finalists_pairs_two_rules_per_ground_and_seed() -> None:
+    """``finalists.py --paired``: each rule against ``against`` on the same runs, runs of
+    one ground and seed averaged into one pair, and an unknown rule refused by name."""
+    fin = _load("finalists.py")
+    fs = [
+        _finalist(1, finetuned_val=0.99, retrain_val=0.97, retrain_test=0.960),
+        _finalist(2, finetuned_val=0.98, retrain_val=0.98, retrain_test=0.985),
+    ]
+    runs = [_finalists_run(fs), _finalists_run(fs), {**_finalists_run(fs), "seed": 1}]
+    text = fin.paired_report(runs, "best retrain val of all", ["shipped"]).splitlines()
+    assert text[0].startswith("shipped − best retrain val of all")
+    # The shipped rule keeps trial 1 (best fine-tuned: 96.0% test), the other trial 2
+    # (best retrain: 98.5%): 2.5 points of test lower in both seeds' pairs.
+    row = next(line for line in text if line.startswith("| g | 2 |"))
+    assert row.endswith("| -2.5 [-2.5, -2.5] (0/0/2) |")
+    with pytest.raises(ValueError, match="'best of 9' is not a rule here"):
+        fin.paired_report(runs, "shipped", ["best of 9"])
+
+
 def test_finalists_chooses_on_two_training_seeds() -> None:
     """``finalists.py`` with second retrains: the architecture with the best mean of its two
     retrains' validation is chosen, with the weights of its better-validating seed; the
