@@ -54,7 +54,7 @@ study = StudySpec(
     # (benchmarks/results/split.md), so it does not split.
     supernet=SupernetConfig(sampler="fair", epochs=10, batch_size=64, lr=3e-3),
     n_trials=300,
-    finetuning=FineTuning(finalists=10, rungs=(1, 2, 4), keep=0.5, top=5),
+    finetuning=FineTuning(finalists=10, rungs=(1, 2, 4), keep=0.5),
     trust=TrustProbe(),
     bn_batches=10,
     train=TrainConfig(epochs=6, batch_size=64, lr=3e-3, weight_decay=1e-2),

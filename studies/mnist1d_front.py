@@ -47,7 +47,7 @@ study = StudySpec(
     # benchmarks/results/b5-suite-ranking.md; retraining 4 finalists instead of 1:
     # benchmarks/results/finalists.md).
     n_trials=300,
-    finetuning=FineTuning(finalists=10, rungs=(1, 2, 4), keep=0.5, top=5),
+    finetuning=FineTuning(finalists=10, rungs=(1, 2, 4), keep=0.5),
     # The calibrated trust check: TrustProbe's defaults, architectures spread over the
     # ranking, each fine-tuned from its inherited weights (benchmarks/results/b5-suite-ranking.md).
     trust=TrustProbe(),

@@ -83,7 +83,9 @@ class FineTuning:
             accuracy and keeps the best retrained validation), so it never depends on a
             one-epoch cut. The
             rest, mostly the cheaper end of the Pareto set, are halved and become ready
-            models along the front. ``None``: half the finalists, rounded up. Choosing
+            models along the front. ``None`` (the default): the share a rung promotes,
+            ``ceil(finalists * keep)`` (5 of 10 at ``keep=0.5``, the value the suite chose:
+            ``benchmarks/results/constants.md``), so it is not a constant of its own. Choosing
             among the best scores rather than the Pareto set first under Pareto halving
             (``top=0``) is measured on the generalisation suite's tables
             (``benchmarks/generalisation.py``; ``benchmarks/results/b5-suite-ranking.md``).
@@ -104,8 +106,10 @@ class FineTuning:
 
     def __post_init__(self) -> None:
         check_int("FineTuning.finalists", self.finalists, 1)
+        check_fraction("FineTuning.keep", self.keep, one=True)
         if self.top is None:
-            object.__setattr__(self, "top", math.ceil(self.finalists / 2))
+            # (the product is rounded first: 10 * 0.3 is 3.0000000000000004 in floats)
+            object.__setattr__(self, "top", math.ceil(round(self.finalists * self.keep, 9)))
         check_int("FineTuning.top", self.top, 0)
         assert self.top is not None
         if self.top > self.finalists:
@@ -127,7 +131,6 @@ class FineTuning:
                 f"FineTuning.rank_by must be one of {', '.join(map(repr, RANK_BY))}, "
                 f"got {self.rank_by!r}"
             )
-        check_fraction("FineTuning.keep", self.keep, one=True)
         if self.lr is not None and not (isinstance(self.lr, float | int) and 0 < self.lr < 10):
             raise ConfigError(f"FineTuning.lr must be in (0, 10) or None, got {self.lr!r}")
         if not 0 <= self.warmup_epochs <= rungs[-1]:

@@ -169,8 +169,14 @@ def test_protected_finalists_are_never_halved(trained, tmp_path: Path) -> None:
     assert sorted([epochs[0], epochs[1]]) == [1, 2]  # the other two: ceil(0.5 * 2) = 1 goes on
 
 
-def test_top_defaults_to_half_the_finalists_and_is_checked() -> None:
+def test_top_defaults_to_the_share_a_rung_promotes_and_is_checked() -> None:
     assert FineTuning().top == 5 and FineTuning(finalists=3).top == 2
+    # ceil(finalists * keep), the float product rounded first (10 * 0.3 is not 3 exactly).
+    assert FineTuning(finalists=10, keep=0.3).top == 3
+    assert FineTuning(finalists=8, keep=0.25).top == 2
+    assert FineTuning(finalists=10, keep=1.0).top == 10
+    with pytest.raises(ConfigError, match="FineTuning.keep"):
+        FineTuning(keep=0.0)
     with pytest.raises(
         ConfigError, match=r"FineTuning.top must be at most finalists \(3\), got 4"
     ):
