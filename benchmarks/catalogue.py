@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "anchors": ("B8", "zero-cost anchors replayed on the tables: how many, against random"),
     "finalists": ("", "every last-rung finalist of B6 runs retrained: which rule keeps the best"),
     "margins": ("", "one margin for both validates-higher rules, replayed on recorded runs"),
+    "rung_trust": ("", "the trust verdict read from the fine-tuning rungs against the probe"),
     "split_cost": ("", "the few-shot split's supernet CPU and memory against the shared one"),
     "ground_truth": ("", "stand-alone training of a fixed sample of a study's space"),
     "space_probe": ("", "spread of accuracies vs training noise of a candidate space"),
