@@ -81,11 +81,11 @@ class FineTuning:
             without halving: the kept model is chosen among the last rung's candidates
             (phase 3 retrains the ``StudySpec.retrain_top`` best by fine-tuned validation
             accuracy and keeps the best retrained validation), so it never depends on a
-            one-epoch cut. The
-            rest, mostly the cheaper end of the Pareto set, are halved and become ready
-            models along the front. ``None`` (the default): the share a rung promotes,
-            ``ceil(finalists * keep)`` (5 of 10 at ``keep=0.5``, the value the suite chose:
-            ``benchmarks/results/constants.md``), so it is not a constant of its own. Choosing
+            one-epoch cut. The rest, mostly the cheaper end of the Pareto set, are halved
+            and become ready models along the front. ``None`` (the default): the share a
+            rung promotes, ``ceil(finalists * keep)`` (5 of 10 at ``keep=0.5``, the value
+            the suite chose: ``benchmarks/results/constants.md``), so it is not a constant
+            of its own; :attr:`protected` is the count either way. Choosing
             among the best scores rather than the Pareto set first under Pareto halving
             (``top=0``) is measured on the generalisation suite's tables
             (``benchmarks/generalisation.py``; ``benchmarks/results/b5-suite-ranking.md``).
@@ -107,15 +107,13 @@ class FineTuning:
     def __post_init__(self) -> None:
         check_int("FineTuning.finalists", self.finalists, 1)
         check_fraction("FineTuning.keep", self.keep, one=True)
-        if self.top is None:
-            # (the product is rounded first: 10 * 0.3 is 3.0000000000000004 in floats)
-            object.__setattr__(self, "top", math.ceil(round(self.finalists * self.keep, 9)))
-        check_int("FineTuning.top", self.top, 0)
-        assert self.top is not None
-        if self.top > self.finalists:
-            raise ConfigError(
-                f"FineTuning.top must be at most finalists ({self.finalists}), got {self.top!r}"
-            )
+        if self.top is not None:
+            check_int("FineTuning.top", self.top, 0)
+            if self.top > self.finalists:
+                raise ConfigError(
+                    f"FineTuning.top must be at most finalists ({self.finalists}), "
+                    f"got {self.top!r}"
+                )
         rungs = tuple(self.rungs)
         if (
             not rungs
@@ -137,6 +135,16 @@ class FineTuning:
             raise ConfigError(
                 f"FineTuning.warmup_epochs must be in [0, {rungs[-1]}], got {self.warmup_epochs!r}"
             )
+
+    @property
+    def protected(self) -> int:
+        """How many finalists are protected from halving: ``top``, or where it is ``None``
+        ``ceil(finalists * keep)`` (kept unresolved, so a copy with other ``finalists`` or
+        ``keep`` follows them)."""
+        if self.top is not None:
+            return self.top
+        # (the product is rounded first: 10 * 0.3 is 3.0000000000000004 in floats)
+        return math.ceil(round(self.finalists * self.keep, 9))
 
     def recipe(self, base: TrainConfig) -> TrainConfig:
         """The fine-tuning recipe: ``base`` with the last rung's epochs, this lr and warm-up."""

@@ -170,11 +170,14 @@ def test_protected_finalists_are_never_halved(trained, tmp_path: Path) -> None:
 
 
 def test_top_defaults_to_the_share_a_rung_promotes_and_is_checked() -> None:
-    assert FineTuning().top == 5 and FineTuning(finalists=3).top == 2
+    assert FineTuning().protected == 5 and FineTuning(finalists=3).protected == 2
     # ceil(finalists * keep), the float product rounded first (10 * 0.3 is not 3 exactly).
-    assert FineTuning(finalists=10, keep=0.3).top == 3
-    assert FineTuning(finalists=8, keep=0.25).top == 2
-    assert FineTuning(finalists=10, keep=1.0).top == 10
+    assert FineTuning(finalists=10, keep=0.3).protected == 3
+    assert FineTuning(finalists=8, keep=0.25).protected == 2
+    assert FineTuning(finalists=10, keep=1.0).protected == 10
+    # Unresolved: a copy with other finalists follows them; a given top is kept.
+    assert replace(FineTuning(), finalists=6).protected == 3
+    assert replace(FineTuning(top=1), finalists=6).protected == 1
     with pytest.raises(ConfigError, match="FineTuning.keep"):
         FineTuning(keep=0.0)
     with pytest.raises(

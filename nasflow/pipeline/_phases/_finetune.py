@@ -192,7 +192,7 @@ def run_finetune(
     spec, study = ctx.spec, ctx.study
     assert spec.finetuning is not None
     tuning = spec.finetuning
-    finalists = select_finalists(study, tuning.finalists, tuning.top or 0, tuning.rank_by)
+    finalists = select_finalists(study, tuning.finalists, tuning.protected, tuning.rank_by)
     if tuning.rank_by == "ranker":
         record_ranker(ctx)
     total = sum(
