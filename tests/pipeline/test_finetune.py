@@ -178,7 +178,7 @@ def test_top_defaults_to_the_share_a_rung_promotes_and_is_checked() -> None:
     # Unresolved: a copy with other finalists follows them; a given top is kept.
     assert replace(FineTuning(), finalists=6).protected == 3
     assert replace(FineTuning(top=1), finalists=6).protected == 1
-    with pytest.raises(ConfigError, match="FineTuning.keep"):
+    with pytest.raises(ConfigError, match=r"FineTuning\.keep"):
         FineTuning(keep=0.0)
     with pytest.raises(
         ConfigError, match=r"FineTuning.top must be at most finalists \(3\), got 4"
