@@ -12,8 +12,9 @@ in the run it was ready (process CPU-seconds from the run's start):
   ``trained_cpu_seconds``, else at the run's end;
 - phase 3's retrained winners (``nasflow:retrain:N``, read by
   ``nasflow.record.study_retrains``): trained from scratch;
-  cost measured; the record keeps no time they were ready, so they count at the run's end
-  (a winner reused from an anchor's training is the anchor, counted once).
+  cost measured; ready at ``ready_cpu_seconds`` where the record keeps it (runs from
+  2026-11-28 on), else at the run's end (a winner reused from an anchor's training is the
+  anchor, counted once).
 
 Training costs are the seconds the study measures (``TrainResult.seconds``: the training
 steps, on the device-synchronised wall clock), so the baselines that a study is paired
@@ -82,7 +83,7 @@ def trained_models(study: optuna.Study, recipe_epochs: int, run_cpu: float) -> l
         arch = TrialRecord.from_trial(trials[number]).arch if number in trials else None
         models.append(
             _model("retrained", number, arch, w.val_accuracy, w.test_accuracy,
-                   w.measured_train_cost, True, None, run_cpu)
+                   w.measured_train_cost, True, w.ready_cpu_seconds, run_cpu)
         )  # fmt: skip
     return models
 

@@ -1,7 +1,7 @@
 """One margin for both "validates higher" rules: a replay on recorded study runs.
 
 The pipeline decides two things by a margin in binomial standard errors of a validation
-accuracy (``nasflow.pipeline._kept``): whether the kept finalist's fine-tuned weights are
+accuracy (``nasflow.pipeline``): whether the kept finalist's fine-tuned weights are
 kept over its retrain (``KEPT_MARGIN_SE``) and whether the best zero-cost anchor replaces
 the search's choice (``ANCHOR_MARGIN_SE``). This script replays both decisions on every
 recorded run whose row holds them (the kept finalist's retrain, its fine-tuned record,

@@ -14,7 +14,7 @@ accuracy, which the probe's interval is calibrated to cover):
   reaches), its 90% bootstrap interval over the finalists widened by the same margin.
 
 Per ground: how often each interval covers the table's tau, and how often each verdict
-(``nasflow.pipeline._phases._trust.verdict``) is the verdict the table's tau itself gives.
+(``nasflow.pipeline.trust_verdict``) is the verdict the table's tau itself gives.
 
 Usage::
 
@@ -35,7 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from nasflow.pipeline._phases._trust import bootstrap_tau, verdict
+from nasflow.pipeline import bootstrap_tau
+from nasflow.pipeline import trust_verdict as verdict
 from nasflow.search import TrustProbe
 
 MARGIN = TrustProbe().margin

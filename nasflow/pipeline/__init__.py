@@ -39,6 +39,7 @@ from nasflow.pipeline._phases._anchors import Anchor, zero_cost_front
 from nasflow.pipeline._phases._screening import REASKS as SCREENING_REASKS
 from nasflow.pipeline._phases._screening import BatchedScreening
 from nasflow.pipeline._phases._trust import bootstrap_tau, run_trust_probe, spread_over_ranking
+from nasflow.pipeline._phases._trust import verdict as trust_verdict
 from nasflow.pipeline._reproducibility import reproducibility_line, reproducibility_record
 from nasflow.pipeline._result._headline import (
     Headline,

@@ -110,6 +110,14 @@ def test_trained_models_and_screened_scores_are_drawn_apart(study) -> None:
     # test accuracy), read here from the raw records.
     retrained = [(r.measured_train_cost, r.test_accuracy) for r in study_retrains(study).values()]
     anchors = study.user_attrs[ANCHORS_KEY]["anchors"]
+    # Each retrain records when it was ready (the run's CPU-seconds), after the anchors;
+    # a winner that is an anchor's trial reuses its training and records no time of its own.
+    anchor_trials = {a["trial"] for a in anchors}
+    ready = [
+        r.ready_cpu_seconds for n, r in study_retrains(study).items() if n not in anchor_trials
+    ]
+    assert ready and all(t is not None for t in ready)
+    assert min(ready) > max(a["ready_cpu_seconds"] for a in anchors)  # type: ignore[type-var]
     trained = {*retrained, *((a["measured_train_cost"], a["test_accuracy"]) for a in anchors)}
     result = FineTuneResult.from_dict(study.user_attrs[FINETUNED_KEY])
     trained |= {(c.train_seconds, c.test_accuracy) for c in result.ready}

@@ -107,7 +107,8 @@ def run_winners(
         weights = None if r["weights"] is None else ctx.out / r["weights"]
         w = _winner(queued[i], r["val_accuracy"], r["test_accuracy"], r["seconds"], weights)
         trained[w.number] = w
-        write_record(study, retrain_record(w, ctx.out))
+        ready = time.process_time() - ctx.started_cpu
+        write_record(study, retrain_record(w, ctx.out, ready))
 
     ctx.tasks.run(tasks, {RETRAIN: retrain_handler(ctx, data, stack)}, record)
     winners = []
@@ -166,9 +167,9 @@ def retrain_handler(ctx: RunContext, data: DataBundle, stack: Stack | None) -> H
     return retrain
 
 
-def retrain_record(w: Winner, out: Path) -> RetrainRecord:
+def retrain_record(w: Winner, out: Path, ready_cpu: float | None = None) -> RetrainRecord:
     """Phase 3's study record of winner ``w`` (its weights relative to the run's folder
-    ``out``)."""
+    ``out``; ``ready_cpu``: the process's CPU-seconds into the run when it was ready)."""
     weights = None if w.weights is None else str(w.weights.relative_to(out) / WINNER_WEIGHTS)
     return RetrainRecord(
         w.number,
@@ -178,6 +179,7 @@ def retrain_record(w: Winner, out: Path) -> RetrainRecord:
         w.measured_train_cost,
         w.params,
         weights,
+        ready_cpu,
     )
 
 

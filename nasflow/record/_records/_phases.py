@@ -412,6 +412,9 @@ class RetrainRecord:
         measured_train_cost: Measured seconds of the from-scratch training.
         params: Parameter count.
         weights: The weights file, relative to the run's folder (``None``: not saved).
+        ready_cpu_seconds: The study process's CPU-seconds into the run when the record
+            was written, so when the weights were final (``None``: not recorded, as in
+            records before it was kept, or a winner reused from an earlier run).
     """
 
     number: int
@@ -421,6 +424,7 @@ class RetrainRecord:
     measured_train_cost: float | None
     params: int | None
     weights: str | None = None
+    ready_cpu_seconds: float | None = None
 
     @property
     def key(self) -> str:
@@ -439,12 +443,14 @@ class RetrainRecord:
             _opt_float(record.get("measured_train_cost")),
             _opt_int(record.get("params")),
             _opt_str(record.get("weights")),
+            _opt_float(record.get("ready_cpu_seconds")),
         )
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        if self.weights is None:
-            del out["weights"]
+        for key in ("weights", "ready_cpu_seconds"):
+            if out[key] is None:
+                del out[key]
         return out
 
 
