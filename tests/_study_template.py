@@ -15,11 +15,12 @@ from nasflow.search_spaces.mnist1d import MNIST1DSpace
 
 
 def data():
+    n = {train_samples}
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(600, 1, 40, generator=g)
+    x = torch.randn(n + 200, 1, 40, generator=g)
     y = (x[:, 0, :20].sum(1) > x[:, 0, 20:].sum(1)).long() + 2 * (x[:, 0, ::2].sum(1) > 0).long()
     ds = lambda a, b: TensorDataset(x[a:b], y[a:b])
-    return DataBundle(ds(0, 400), ds(400, 500), ds(500, 600), (1, 40), 10, "synthetic")
+    return DataBundle(ds(0, n), ds(n, n + 100), ds(n + 100, n + 200), (1, 40), 10, "synthetic")
 
 
 study = StudySpec(
@@ -50,8 +51,10 @@ def write_study(
     finetune: int = 2,
     max_params: int | None = None,
     extra: str = "",
+    train_samples: int = 400,
 ) -> Path:
-    """Write a study file and return its path."""
+    """Write a study file and return its path (``train_samples``: the synthetic training
+    split's size; validation and test have 100 each)."""
     path = folder / f"{name}_{channels}_{len(objectives)}.py"
     path.write_text(
         TEMPLATE.format(
@@ -62,6 +65,7 @@ def write_study(
             finetune=finetune,
             max_params=max_params,
             extra=extra,
+            train_samples=train_samples,
         )
     )
     return path

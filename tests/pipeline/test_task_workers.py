@@ -20,20 +20,7 @@ from tests._study_template import write_study
 EXTRA = """
 from nasflow.search import FineTuning, TrustProbe
 
-
-def more_data():
-    # 18 times the template's training split, so that each retrain takes seconds: the
-    # worker looks for tasks every second, and with the template's 400 samples a fast
-    # study process once finished every task between two of its looks (a full suite run).
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(7400, 1, 40, generator=g)
-    y = (x[:, 0, :20].sum(1) > x[:, 0, 20:].sum(1)).long() + 2 * (x[:, 0, ::2].sum(1) > 0).long()
-    ds = lambda a, b: TensorDataset(x[a:b], y[a:b])
-    return DataBundle(ds(0, 7200), ds(7200, 7300), ds(7300, 7400), (1, 40), 10, "synthetic")
-
-
 study = study.replace(
-    data=more_data,
     trust=TrustProbe(archs=4, epochs=2, schedule_epochs=2, pool=6, bootstrap=100),
     finetuning=FineTuning(finalists=4, rungs=(1, 2), keep=0.5),
     train=TrainConfig(epochs=4, batch_size=50),
@@ -46,7 +33,12 @@ study = study.replace(
 def test_a_worker_takes_trainings_after_screening_and_none_is_trained_twice(
     tmp_path, postgres_url, unique_name
 ) -> None:
-    study_file = write_study(tmp_path, name=unique_name, n_trials=10, finetune=0, extra=EXTRA)
+    # 18 times the template's training split, so that each retrain takes seconds: the
+    # worker looks for tasks every second, and with the template's 400 samples a fast
+    # study process once finished every task between two of its looks (a full suite run).
+    study_file = write_study(
+        tmp_path, name=unique_name, n_trials=10, finetune=0, extra=EXTRA, train_samples=7200
+    )
     out = tmp_path / "runs"
     common = ["--storage", postgres_url, "--runs", str(out), "--no-progress"]
     # The worker starts first and screens alone; the study's process starts once the worker
