@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "ceiling": ("", "keeping by validation replayed on the tables, against the largest"),
     "proposals": ("", "what the screening proposes when its sampler repeats: random vs mutated"),
     "anchors": ("B8", "zero-cost anchors replayed on the tables: how many, against random"),
+    "anytime_bound": ("", "the best trainings after the supernet can cover, against the peers"),
     "finalists": ("", "every last-rung finalist of B6 runs retrained: which rule keeps the best"),
     "margins": ("", "one margin for both validates-higher rules, replayed on recorded runs"),
     "rung_trust": ("", "the trust verdict read from the fine-tuning rungs against the probe"),

@@ -1,0 +1,173 @@
+"""The anytime bound: once the supernet is paid, can *any* choice of trainings be above the
+peers yet? (Issue 43's target "above every peer from 1.5 x the supernet's own cost".)
+
+At a run's CPU-second ``T`` a one-shot study that has paid its supernet (``S`` CPU-seconds)
+has had at most ``T - S`` CPU-seconds for stand-alone trainings, and until it has screened
+its candidates none of those trainings can have been chosen by the supernet: they are
+chosen without training (the zero-cost anchors), whatever the rule. This replay asks the
+most generous version of that question on each ground's own tables: **the best
+hypervolume any set of the table's architectures whose summed training cost is at most
+``T - S`` reaches** (an oracle that knows every architecture's outcome, trains nothing in
+vain, and pays neither the cost-model calibration nor the screening), against the peers'
+median hypervolume at ``T``:
+
+- ``oracle (mean)``: the architectures' accuracy and cost averaged over the table's
+  training seeds (what a run can expect);
+- ``oracle (luckiest)``: each architecture's best test accuracy and lowest cost over the
+  seeds, a strict upper bound: no run trained on these tables can reach more;
+- the peers: random search and random search with Optuna's ``HyperbandPruner`` replayed on
+  the tables (B1's replay and threshold, read from the ``--runs`` file), and every
+  other method of the ``--peers`` files (B1's real runs, re-scored on these tables);
+- ``nasflow``: the study's measured runs (the ``--runs`` file), for reference.
+
+Where even the luckiest oracle is below a peer at ``T``, no rule that trains before the
+supernet has screened can be above every peer there: the target is infeasible by design
+at that ``T`` for a study that pays the supernet first. ``S`` is the median ``supernet``
+phase seconds of the ``--runs`` file's nasflow runs (one thread: wall ~ CPU).
+
+The oracle is exact: on two objectives (accuracy up, cost down) a set's hypervolume is
+the sum over its staircase ``sum_k (a_k - a_{k-1}) (R - c_k)`` (points cheapest first,
+each more accurate than the last), so the best set under a cost budget is a dynamic
+programme over (last point, budget); costs are rounded *down* to ``--step`` CPU-seconds,
+which can only raise the bound.
+
+Usage::
+
+    python benchmarks/anytime_bound.py --study benchmarks/suite/hard.py \\
+        --gt benchmarks/data/suite/hard_seed0.csv benchmarks/data/suite/hard_seed1.csv \\
+        --runs benchmarks/data/b1_anytime43_hard.json \\
+        --peers benchmarks/data/b1_hard_optuna.json benchmarks/data/b1_hard_nni.json \\
+        --budgets 30 60 90 120 180 240 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+import optuna
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _b1_tables import GroundTruth, hv_curve, hv_reference, load_ground_truth, replay
+
+from nasflow.search import load_study_file
+
+
+def best_hypervolume(
+    acc: np.ndarray, cost: np.ndarray, ref: tuple[float, float], budgets: list[float], step: float
+) -> list[float]:
+    """The largest hypervolume (bounded by ``ref``) of any subset of the points whose
+    summed cost is at most each of ``budgets`` (costs rounded down to ``step``)."""
+    keep = (acc > ref[0]) & (cost < ref[1])
+    order = np.argsort(cost[keep], kind="stable")  # cheapest first: a staircase's order
+    a, c = acc[keep][order], cost[keep][order]
+    bins = int(max(budgets, default=0.0) / step) + 1
+    if bins <= 0 or len(a) == 0:
+        return [0.0 for _ in budgets]
+    width = np.floor(c / step).astype(int)
+    # best[j, b]: the largest hypervolume of a staircase whose last (costliest) point is j
+    # and whose summed cost is at most b steps; -inf where j does not fit.
+    best = np.full((len(a), bins), -np.inf)
+    for j in range(len(a)):
+        w = width[j]
+        if w >= bins:
+            continue
+        row = np.full(bins, -np.inf)
+        row[w:] = (a[j] - ref[0]) * (ref[1] - c[j])
+        for i in range(j):
+            if a[i] >= a[j]:  # j adds nothing above a point that is cheaper and as good
+                continue
+            step_up = (a[j] - a[i]) * (ref[1] - c[j])
+            np.maximum(row[w:], best[i, : bins - w] + step_up, out=row[w:])
+        best[j] = row
+    top = np.maximum(best.max(0), 0.0)
+    return [float(top[int(b / step)]) if b >= 0 else 0.0 for b in budgets]
+
+
+def peer_curves(
+    gt: GroundTruth, threshold: float, budgets: list[float], replays: int, peers: list[Path]
+) -> dict[str, list[float]]:
+    """Median hypervolume ratio at each budget of every peer: the two replays and the
+    methods of the ``peers`` files (nasflow's rows there are left out)."""
+    curves: dict[str, list[float]] = {}
+    for method, label in (("random", "random (replayed)"), ("hyperband", "random + Hyperband")):
+        runs = [replay(gt, threshold, method, s, max(budgets))[2] for s in range(replays)]
+        curves[label] = np.median([hv_curve(e, budgets, gt) for e in runs], 0).tolist()
+    by: dict[str, list[list[float]]] = {}
+    for path in peers:
+        for run in json.loads(path.read_text())["runs"]:
+            if run["method"] != "nasflow":
+                by.setdefault(run["method"], []).append(hv_curve(run["events"], budgets, gt))
+    for method, hv in by.items():
+        curves[f"{method} ({len(hv)} runs)"] = np.median(hv, 0).tolist()
+    return curves
+
+
+def bound_table(args: argparse.Namespace) -> str:
+    spec = load_study_file(args.study)
+    gt = load_ground_truth(args.gt or [Path(p) for p in spec.baseline])
+    record = json.loads(args.runs.read_text())
+    ours = [r for r in record["runs"] if r["method"] == "nasflow"]
+    if not ours:
+        raise SystemExit(f"{args.runs} holds no nasflow run")
+    supernet = args.supernet_cpu or statistics.median(r["phases"]["supernet"] for r in ours)
+    ref, total = hv_reference(gt)
+    budgets = args.budgets
+    room = [max(b - supernet, -1.0) for b in budgets]
+    mean = best_hypervolume(gt.test.mean(0), gt.cpu.mean(0), ref, room, args.step)
+    luck = best_hypervolume(gt.test.max(0), gt.cpu.min(0), ref, room, args.step)
+    peers = peer_curves(gt, record["threshold"], budgets, args.replays, args.peers or [])
+    nasflow = np.median([hv_curve(r["events"], budgets, gt) for r in ours], 0).tolist()
+    best_peer = np.max(list(peers.values()), 0)
+    head = " | ".join(f"@ {b:.0f}" for b in budgets)
+    lines = [
+        f"{spec.name}: {len(gt.archs)} architectures x {len(gt.test)} seeds; supernet "
+        f"{supernet:.0f} CPU-s (median of {len(ours)} runs), so 1.5 x = {1.5 * supernet:.0f}",
+        "",
+        f"| hypervolume / the table's | {head} CPU-s |",
+        "|---|" + "---:|" * len(budgets),
+        "| CPU-s left for trainings once the supernet is paid | "
+        + " | ".join(f"{max(r, 0):.0f}" for r in room)
+        + " |",
+        "| oracle (mean), trainings within that | " + _cells(mean, total) + " |",
+        "| oracle (luckiest), trainings within that | " + _cells(luck, total) + " |",
+        *(f"| {k} | " + " | ".join(f"{v:.3f}" for v in c) + " |" for k, c in peers.items()),
+        "| nasflow (measured, median) | " + " | ".join(f"{v:.3f}" for v in nasflow) + " |",
+        "| luckiest oracle above every peer? | "
+        + " | ".join(
+            "yes" if v / total > p else "**no**" for v, p in zip(luck, best_peer, strict=True)
+        )
+        + " |",
+    ]
+    return "\n".join(lines)
+
+
+def _cells(values: list[float], total: float) -> str:
+    return " | ".join(f"{v / total:.3f}" for v in values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--study", type=Path, required=True, help="the ground's study file")
+    p.add_argument("--gt", type=Path, nargs="+", help="tables (default: the study's)")
+    p.add_argument("--runs", type=Path, required=True, help="B1 --json file of nasflow runs")
+    p.add_argument("--peers", type=Path, nargs="*", help="B1 --json files of other methods")
+    p.add_argument("--budgets", type=float, nargs="+", default=[30, 60, 90, 120, 180, 240, 300])
+    p.add_argument("--supernet-cpu", type=float, help="default: the runs' median")
+    p.add_argument("--replays", type=int, default=300, help="replayed runs per peer")
+    p.add_argument("--step", type=float, default=0.05, help="cost resolution, CPU-s")
+    args = p.parse_args(argv)
+    if args.step <= 0:
+        p.error(f"--step must be > 0, got {args.step}")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    print(bound_table(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

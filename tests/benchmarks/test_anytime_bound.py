@@ -1,0 +1,50 @@
+"""``benchmarks/anytime_bound.py``: the best hypervolume any set of trainings within a budget
+reaches, against an exhaustive search."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from tests.benchmarks._load import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def ab():  # type: ignore[no-untyped-def]
+    return load_benchmark("anytime_bound.py")
+
+
+def _exhaustive(b1, acc, cost, ref, budget):  # type: ignore[no-untyped-def]
+    best = 0.0
+    for k in range(1, len(acc) + 1):
+        for pick in itertools.combinations(range(len(acc)), k):
+            if cost[list(pick)].sum() <= budget:
+                pts = np.stack([acc[list(pick)], cost[list(pick)]], 1)
+                best = max(best, b1.hypervolume_2d(pts, ref))
+    return best
+
+
+def test_the_dynamic_programme_finds_the_exhaustive_best_set(ab) -> None:
+    b1 = load_benchmark("_b1_tables.py")
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        acc = rng.uniform(0.5, 0.9, 8).round(3)
+        cost = rng.integers(1, 40, 8).astype(float)  # whole seconds: no rounding
+        ref = (0.5, 45.0)
+        budgets = [0.0, 5.0, 20.0, 45.0, 400.0]
+        got = ab.best_hypervolume(acc, cost, ref, budgets, step=1.0)
+        want = [_exhaustive(b1, acc, cost, ref, b) for b in budgets]
+        assert got == pytest.approx(want)
+    assert got[-1] == pytest.approx(b1.hypervolume_2d(np.stack([acc, cost], 1), ref))
+
+
+def test_costs_round_down_so_the_bound_is_never_below_the_exact_best(ab) -> None:
+    acc, cost = np.array([0.7, 0.8]), np.array([1.04, 2.04])
+    exact = ab.best_hypervolume(acc, cost, (0.5, 10.0), [3.0], step=0.01)[0]
+    coarse = ab.best_hypervolume(acc, cost, (0.5, 10.0), [3.0], step=0.5)[0]
+    assert exact == pytest.approx(0.3 * (10 - 2.04))  # 3.08 s for both: one fits
+    # Rounded down to 1.0 + 2.0, both fit: the bound rises, never falls.
+    assert coarse == pytest.approx(0.2 * (10 - 1.04) + 0.1 * (10 - 2.04)) and coarse > exact
+    assert ab.best_hypervolume(acc, cost, (0.5, 10.0), [-1.0], step=0.5) == [0.0]
