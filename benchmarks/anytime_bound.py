@@ -18,7 +18,9 @@ median hypervolume at ``T``:
 - the peers: random search and random search with Optuna's ``HyperbandPruner`` replayed on
   the tables (B1's replay and threshold, read from the ``--runs`` file), and every
   other method of the ``--peers`` files (B1's real runs, re-scored on these tables);
-- ``nasflow``: the study's measured runs (the ``--runs`` file), for reference.
+- ``nasflow``: the study's measured runs, for reference: B1's nasflow runs (a
+  ``search_efficiency.py --json`` file), or one configuration's runs of paired files
+  (``paired.py --json``, ``--config NAME``; each trained model at its ready CPU-second).
 
 Where even the luckiest oracle is below a peer at ``T``, no rule that trains before the
 supernet has screened can be above every peer there: the target is infeasible by design
@@ -108,20 +110,46 @@ def peer_curves(
     return curves
 
 
+def nasflow_runs(paths: list[Path], study: str, config: str | None) -> list[dict]:
+    """The nasflow runs of ``paths`` as B1 runs (``events``: ``cpu``, ``test``,
+    ``train_cpu``; ``phases``: ``supernet``): a B1 ``--json`` file's, or, with ``config``,
+    that configuration's rows for ``study`` (its name) in paired ``--json`` files."""
+    if config is None:
+        return [
+            r for p in paths for r in json.loads(p.read_text())["runs"] if r["method"] == "nasflow"
+        ]
+    rows = [json.loads(line) for p in paths for line in p.read_text().splitlines() if line]
+    return [
+        {
+            "events": [
+                {"cpu": m["ready_cpu"], "test": m["test"], "train_cpu": m["cost"]}
+                for m in r["trained"]
+            ],
+            "phases": r["phase_seconds"],
+        }
+        for r in rows
+        if r.get("config") == config and r.get("name") == study
+    ]
+
+
 def bound_table(args: argparse.Namespace) -> str:
     spec = load_study_file(args.study)
     gt = load_ground_truth(args.gt or [Path(p) for p in spec.baseline])
-    record = json.loads(args.runs.read_text())
-    ours = [r for r in record["runs"] if r["method"] == "nasflow"]
+    if args.config is not None and args.threshold is None:
+        raise SystemExit("--config (paired files) needs --threshold (B1's success bar)")
+    ours = nasflow_runs(args.runs, spec.name, args.config)
     if not ours:
-        raise SystemExit(f"{args.runs} holds no nasflow run")
+        raise SystemExit(f"{[str(p) for p in args.runs]} hold no nasflow run of {spec.name}")
+    threshold = args.threshold
+    if threshold is None:
+        threshold = json.loads(args.runs[0].read_text())["threshold"]
     supernet = args.supernet_cpu or statistics.median(r["phases"]["supernet"] for r in ours)
     ref, total = hv_reference(gt)
     budgets = args.budgets
     room = [max(b - supernet, -1.0) for b in budgets]
     mean = best_hypervolume(gt.test.mean(0), gt.cpu.mean(0), ref, room, args.step)
     luck = best_hypervolume(gt.test.max(0), gt.cpu.min(0), ref, room, args.step)
-    peers = peer_curves(gt, record["threshold"], budgets, args.replays, args.peers or [])
+    peers = peer_curves(gt, threshold, budgets, args.replays, args.peers or [])
     nasflow = np.median([hv_curve(r["events"], budgets, gt) for r in ours], 0).tolist()
     best_peer = np.max(list(peers.values()), 0)
     head = " | ".join(f"@ {b:.0f}" for b in budgets)
@@ -137,7 +165,8 @@ def bound_table(args: argparse.Namespace) -> str:
         "| oracle (mean), trainings within that | " + _cells(mean, total) + " |",
         "| oracle (luckiest), trainings within that | " + _cells(luck, total) + " |",
         *(f"| {k} | " + " | ".join(f"{v:.3f}" for v in c) + " |" for k, c in peers.items()),
-        "| nasflow (measured, median) | " + " | ".join(f"{v:.3f}" for v in nasflow) + " |",
+        f"| nasflow{'' if args.config is None else ' ' + args.config} (measured, median of "
+        f"{len(ours)}) | " + " | ".join(f"{v:.3f}" for v in nasflow) + " |",
         "| luckiest oracle above every peer? | "
         + " | ".join(
             "yes" if v / total > p else "**no**" for v, p in zip(luck, best_peer, strict=True)
@@ -155,7 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--study", type=Path, required=True, help="the ground's study file")
     p.add_argument("--gt", type=Path, nargs="+", help="tables (default: the study's)")
-    p.add_argument("--runs", type=Path, required=True, help="B1 --json file of nasflow runs")
+    p.add_argument(
+        "--runs", type=Path, nargs="+", required=True, help="B1 --json files of nasflow runs"
+    )
+    p.add_argument("--config", help="--runs are paired.py --json files: this configuration")
+    p.add_argument("--threshold", type=float, help="B1's success bar (with --config)")
     p.add_argument("--peers", type=Path, nargs="*", help="B1 --json files of other methods")
     p.add_argument("--budgets", type=float, nargs="+", default=[30, 60, 90, 120, 180, 240, 300])
     p.add_argument("--supernet-cpu", type=float, help="default: the runs' median")

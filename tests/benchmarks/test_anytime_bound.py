@@ -4,6 +4,7 @@ reaches, against an exhaustive search."""
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -48,3 +49,18 @@ def test_costs_round_down_so_the_bound_is_never_below_the_exact_best(ab) -> None
     # Rounded down to 1.0 + 2.0, both fit: the bound rises, never falls.
     assert coarse == pytest.approx(0.2 * (10 - 1.04) + 0.1 * (10 - 2.04)) and coarse > exact
     assert ab.best_hypervolume(acc, cost, (0.5, 10.0), [-1.0], step=0.5) == [0.0]
+
+
+def test_paired_rows_of_one_configuration_become_runs_at_their_ready_times(ab, tmp_path) -> None:
+    def row(config: str, name: str) -> dict:
+        trained = [{"ready_cpu": 12.0, "test": 0.7, "cost": 3.0, "kind": "anchor"}]
+        return {"config": config, "name": name, "trained": trained,
+                "phase_seconds": {"supernet": 30.0}}  # fmt: skip
+
+    path = tmp_path / "paired.jsonl"
+    rows = [{"kind": "header"}, row("a", "g"), row("b", "g"), row("b", "other")]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (run,) = ab.nasflow_runs([path], "g", "b")
+    assert run["events"] == [{"cpu": 12.0, "test": 0.7, "train_cpu": 3.0}]
+    assert run["phases"]["supernet"] == 30.0
+    assert ab.nasflow_runs([path], "g", "c") == []
