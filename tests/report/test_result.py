@@ -73,7 +73,7 @@ def test_the_report_opens_with_the_result_the_search_printed(study, result_study
         f"keeps <b>trial {kept['trial']}</b>",
         f"<b>{test:.4f}</b> on the test split",
         f"training {seconds:.1f} s measured",
-        f"beats {share:.0%} of 12 random architectures",
+        f"beats {share:.0%} of 12 stand-alone trainings of random architectures",
         html.escape(h.anchors),
         html.escape(h.trust),
         f"<code>{html.escape(h.export)}</code>",

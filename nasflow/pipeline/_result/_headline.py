@@ -360,10 +360,16 @@ def baseline_words(h: Headline) -> str:
             f"(StudySpec.baseline){missing}: nothing to compare the kept model with"
         )
     if h.test_accuracy is None:
-        return f"{len(b.test_accuracies)} random architectures recorded, but no test accuracy"
+        return (
+            f"{len(b.test_accuracies)} trainings of random architectures recorded, but the kept "
+            "model has no test accuracy"
+        )
     return (
-        f"beats {h.beaten:.0%} of {len(b.test_accuracies)} random architectures of this space "
-        f"trained with the same recipe (test accuracy, median {b.median:.4f})"
+        # Rows, not architectures: a table trained from two seeds holds each architecture
+        # twice, and the share is over its rows.
+        f"beats {h.beaten:.0%} of {len(b.test_accuracies)} stand-alone trainings of random "
+        f"architectures of this space with the same recipe (rows of {len(b.files)} "
+        f"table{'s' if len(b.files) != 1 else ''}; test accuracy, median {b.median:.4f})"
     )
 
 
