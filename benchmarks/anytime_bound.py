@@ -55,7 +55,7 @@ import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _b1_tables import GroundTruth, hv_curve, hv_reference, load_ground_truth, replay
+from _b1_tables import GroundTruth, hv_curve, hv_reference, load_ground_truth, replay_summary
 
 from nasflow.search import load_study_file
 
@@ -94,12 +94,13 @@ def best_hypervolume(
 def peer_curves(
     gt: GroundTruth, threshold: float, budgets: list[float], replays: int, peers: list[Path]
 ) -> dict[str, list[float]]:
-    """Median hypervolume ratio at each budget of every peer: the two replays and the
+    """Median hypervolume ratio at each budget of every peer: B1's two replays and the
     methods of the ``peers`` files (nasflow's rows there are left out)."""
-    curves: dict[str, list[float]] = {}
-    for method, label in (("random", "random (replayed)"), ("hyperband", "random + Hyperband")):
-        runs = [replay(gt, threshold, method, s, max(budgets))[2] for s in range(replays)]
-        curves[label] = np.median([hv_curve(e, budgets, gt) for e in runs], 0).tolist()
+    _, record = replay_summary(gt, threshold, max(budgets), replays, budgets)
+    curves = {
+        "random (replayed)": record["random"]["hv_median"],
+        "random + Hyperband": record["hyperband"]["hv_median"],
+    }
     by: dict[str, list[list[float]]] = {}
     for path in peers:
         for run in json.loads(path.read_text())["runs"]:

@@ -59,7 +59,7 @@ study = StudySpec(
     # Phase 0: 4 zero-cost anchors trained from scratch before the supernet, so the front
     # has trained models from the first minutes (adopted by paired run 10,
     # benchmarks/results/paired.md: kept model +7.3 points of the table [+1.3, +13.1],
-    # hypervolume at the study's budget +0.021, 6 seeds).
+    # hypervolume at the study's budget +0.021 [-0.017, +0.060], 6 seeds).
     anchors=Anchors(),
     bn_batches=10,
     train=TrainConfig(epochs=6, batch_size=64, lr=3e-3, weight_decay=1e-2),

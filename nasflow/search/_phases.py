@@ -23,9 +23,11 @@ class Anchors:
 
     Attributes:
         n: Anchors trained from scratch before the supernet (each costs one stand-alone
-            training with the study's recipe). The default is the knee of the front's
-            coverage against the training it costs, replayed on the generalisation suite's
-            tables (``benchmarks/anchors.py``; ``benchmarks/results/b8-anchors.md``).
+            training with the study's recipe). The default was the knee of the front's
+            coverage against the training it costs on the suite's first (40-architecture)
+            tables (``benchmarks/anchors.py``; ``benchmarks/results/b8-anchors.md``); on
+            the 200 x 2 tables six cover more, but kept worse models in paired run 11
+            (``benchmarks/results/paired.md``), so four stay.
         sample: Random architectures drawn from the space (seeded by the study's seed);
             the anchors are spread over the non-dominated set of (parameters up, training
             FLOPs down) among them, evenly in log FLOPs from its cheapest member to its
