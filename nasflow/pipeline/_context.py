@@ -12,9 +12,9 @@ returns its result record (a frozen dataclass below) and changes nothing in the 
 - ``_anchors.run_anchors``: zero-cost anchors trained from scratch first (0);
 - ``_supernet.run_supernet``: train the supernet (1);
 - ``_screening.run_screening``: the Optuna study proposing and scoring candidates (2);
-- ``_trust.run_trust``: how far the supernet's ranking can be trusted (2b);
 - ``_finetune.run_finetune``: the finalists fine-tuned into ready models (2c);
-- ``_retrain.run_winners``: retrain the best Pareto trials from scratch (3).
+- ``_retrain.run_winners``: retrain the best Pareto trials from scratch (3);
+- ``_trust.run_trust``: how far the supernet's ranking can be trusted (phase 4, last).
 
 A new phase adds a module with its ``run_<phase>(ctx, ...)`` and result record here, and
 one line in ``StudyRunner.run``."""
@@ -189,7 +189,7 @@ class FineTunePhaseResult:
 
 @dataclass(frozen=True)
 class TrustPhaseResult:
-    """Phase 2b: whether the probe ran (a stored record is kept) and how long it took."""
+    """Phase 4: whether the probe ran (a stored record is kept) and how long it took."""
 
     ran: bool
     seconds: float

@@ -2,7 +2,8 @@
 point ``run_<phase>(ctx, ...)`` that reads a frozen ``RunContext``
 (``nasflow.pipeline._context``) and takes the earlier phases' outputs as arguments:
 the stack (``_supernet.resolve_stack``), phase 0 (``_anchors``), phase 1 (``_supernet``),
-phase 2 (``_screening``), 2b (``_trust``), 2c (``_finetune``), phase 3 (``_retrain``)."""
+phase 2 (``_screening``), 2c (``_finetune``), phase 3 (``_retrain``), and last the trust
+probe (``_trust``)."""
 
 from __future__ import annotations
 
@@ -395,15 +396,18 @@ class StudyRunner:
             return seconds, list(rungs.winners)
         if worker and data is not None:
             seconds["shared"] = self._serve(ctx, data, supernet)
-        if data is not None and not worker and is_rank_zero():
-            if spec.trust is not None:
-                seconds["trust"] = run_trust(ctx, data, supernet).seconds
-            if spec.finetuning is not None and supernet is not None:
-                phase = run_finetune(ctx, data, supernet, self.stack)
-                finetuned, seconds["finetune"] = phase.result, phase.seconds
+        lead = data is not None and not worker and is_rank_zero()
+        if lead and spec.finetuning is not None and supernet is not None:
+            phase = run_finetune(ctx, data, supernet, self.stack)
+            finetuned, seconds["finetune"] = phase.result, phase.seconds
         if retrain and not worker and data is not None:
             phase3 = run_winners(ctx, data, self.stack, finetuned)
             winners, seconds["retrain"] = list(phase3.winners), phase3.seconds
+        if lead and spec.trust is not None:
+            # Last: nothing above reads the verdict, and the models a user keeps are ready
+            # sooner (on the image study the probe is ~50 s before the first ready model:
+            # paired run 12, benchmarks/results/paired.md).
+            seconds["trust"] = run_trust(ctx, data, supernet).seconds
         return seconds, winners
 
     def _serve(self, ctx: RunContext, data: DataBundle, supernet: Supernet | None) -> float:

@@ -3,8 +3,9 @@ and in the two before the supernet: the phase stops between two steps, checkpoin
 command exits 130 (143), and the next run resumes from the checkpoint.
 
 One study runs five times, stopped once in each phase: the stack calibration, the
-zero-cost anchors, the trust probe, fine-tuning (SIGTERM) and phase 3's retrains; a sixth
-run finishes it. Every stopped training is resumed where its checkpoint says it stopped.
+zero-cost anchors, fine-tuning (SIGTERM), phase 3's retrains and the trust probe (the last
+phase); a sixth run finishes it. Every stopped training is resumed where its checkpoint
+says it stopped.
 """
 
 from __future__ import annotations
@@ -79,36 +80,36 @@ def test_a_stop_in_every_phase_exits_130_or_143_and_resumes_from_its_checkpoint(
     assert where.startswith("phase 0: anchor 1/2 (trial 0) at epoch 1, batch"), where
     anchor_at = _resumed_at(where)
 
-    # 3. The anchor resumes there; the trust probe stops in its second architecture.
-    where, text = _stop(args, tmp_path, r"^trust probe: 1/4 trained")
-    assert f"phase 0: anchor 1/2 (trial 0): resumed from its checkpoint at {anchor_at}" in text
-    assert where.startswith("trust probe: architecture 2/4 at epoch"), where
-    trust_at = _resumed_at(where)
-
-    # 4. The probe keeps its first architecture and resumes the second; fine-tuning
-    #    stops (SIGTERM) in its second rung.
+    # 3. The anchor resumes there; fine-tuning stops (SIGTERM) in its second rung.
     where, text = _stop(args, tmp_path, r"^fine-tuning rung 1/2", signal.SIGTERM)
-    assert f"trust probe: architecture 2/4: resumed from its checkpoint at {trust_at}" in text
-    assert "trust probe: 1/4 trained" not in text  # not trained again
+    assert f"phase 0: anchor 1/2 (trial 0): resumed from its checkpoint at {anchor_at}" in text
     assert "SIGTERM: finishing the current step" in text
     assert re.match(r"fine-tuning trial \d+ at epoch 2, batch \d+", where), where
     tuned = re.match(r"fine-tuning trial (\d+)", where).group(1)  # type: ignore[union-attr]
     tuned_at = _resumed_at(where)
 
-    # 5. Fine-tuning resumes its candidate; a retrain stops mid-epoch.
+    # 4. Fine-tuning resumes its candidate; a retrain stops mid-epoch.
     where, text = _stop(args, tmp_path, r"^phase 3: retrain trial \d+: training")
     assert f"fine-tuning: trial {tuned} resumed from its checkpoint at {tuned_at}" in text
     retrained = re.match(r"phase 3: retrain trial (\d+) at epoch \d+, batch \d+", where)
     assert retrained, where
-
-    # 6. The retrain resumes, and the study finishes with every phase's record.
-    last = NasflowProcess(args, tmp_path)
-    assert last.finish() == 0, last.text
     number = retrained.group(1)
+
+    # 5. The retrain resumes; the trust probe, last, stops in its second architecture.
+    where, text = _stop(args, tmp_path, r"^trust probe: 1/4 trained")
     assert (
         f"phase 3: retrain trial {number}: resumed from its checkpoint at "
-        f"{_resumed_at(where)}" in last.text
+        f"{_resumed_at(retrained.group(0))}" in text
     )
+    assert where.startswith("trust probe: architecture 2/4 at epoch"), where
+    trust_at = _resumed_at(where)
+
+    # 6. The probe keeps its first architecture and resumes the second, and the study
+    #    finishes with every phase's record.
+    last = NasflowProcess(args, tmp_path)
+    assert last.finish() == 0, last.text
+    assert f"trust probe: architecture 2/4: resumed from its checkpoint at {trust_at}" in last.text
+    assert "trust probe: 1/4 trained" not in last.text  # not trained again
     study = optuna.load_study(study_name=name, storage=storage)
     for key in (STACK_KEY, TRUST_KEY, FINETUNED_KEY, retrain_key(int(number))):
         assert key in study.user_attrs, key

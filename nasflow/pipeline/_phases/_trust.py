@@ -17,8 +17,9 @@ training from scratch (``"scratch"``, the first probe's proxy) rewards what the 
 rewards too, architectures that learn fast, and over-stated the tau on held-out data
 (+0.79 reported where a full table measured +0.33).
 
-Phase 2b: how far the supernet's ranking can be trusted on this space (entry point
-:func:`run_trust`)."""
+Phase 4, after the trainings (nothing the study decides reads the verdict, so the models
+a user keeps are not made to wait for it): how far the supernet's ranking can be trusted
+on this space (entry point :func:`run_trust`)."""
 
 from __future__ import annotations
 
