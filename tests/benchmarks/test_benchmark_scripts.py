@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nasflow.cli import main
@@ -685,3 +686,27 @@ def test_augment_quick_times_both_crop_flips_and_a_step(capsys) -> None:
     # (the ratios of the unrounded times: equal to the printed times' within their rounding)
     assert float(cells[3][1:]) == pytest.approx(loop / gather, rel=0.05, abs=0.1)
     assert float(cells[5]) == pytest.approx(loop / step, rel=0.05, abs=0.01)
+
+
+def test_b1_replays_go_on_to_the_budget_after_their_success() -> None:
+    """A replayed peer keeps training after its success, as B1's real runs do: its
+    hypervolume curve is not held flat from its success on (it was, until 2026-11-28)."""
+    tables = _load("_b1_tables.py")
+    n = 6
+    gt = tables.GroundTruth(
+        archs=[f'{{"a": {i}}}' for i in range(n)],
+        val=np.array([[0.9, 0.5, 0.6, 0.7, 0.8, 0.85]]),
+        test=np.array([[0.9, 0.5, 0.6, 0.7, 0.8, 0.85]]),
+        cpu=np.full((1, n), 2.0),
+        val_curves=[[[v / 2, v] for v in (0.9, 0.5, 0.6, 0.7, 0.8, 0.85)]],
+        cpu_curves=[[[1.0, 1.0]] * n],
+    )
+    for method in ("random", "hyperband"):
+        for seed in range(5):
+            success, started, events = tables.replay(gt, 0.5, method, seed, budget=100.0)
+            assert success == events[0]["cpu"]  # the first training passes the bar
+            # Trainings started until the success, as before (not the whole table's six).
+            assert started == 1 if method == "random" else started < n
+            if method == "random":  # every architecture trained by the budget
+                assert len(events) == n
+            assert events[-1]["cpu"] > success
