@@ -404,9 +404,9 @@ class StudyRunner:
             phase3 = run_winners(ctx, data, self.stack, finetuned)
             winners, seconds["retrain"] = list(phase3.winners), phase3.seconds
         if lead and spec.trust is not None:
-            # Last: nothing above reads the verdict, and the models a user keeps are ready
-            # sooner (on the image study the probe is ~50 s before the first ready model:
-            # paired run 12, benchmarks/results/paired.md).
+            # Last: nothing above reads the verdict, so the models a user keeps are not made
+            # to wait for it (paired run 12, benchmarks/results/paired.md: every
+            # search-derived model 34-98 CPU-s sooner on CIFAR-10 and `hard`).
             seconds["trust"] = run_trust(ctx, data, supernet).seconds
         return seconds, winners
 
