@@ -405,8 +405,8 @@ class StudyRunner:
             winners, seconds["retrain"] = list(phase3.winners), phase3.seconds
         if lead and spec.trust is not None:
             # Last: nothing above reads the verdict, so the models a user keeps are not made
-            # to wait for it (paired run 12, benchmarks/results/paired.md: every
-            # search-derived model 34-98 CPU-s sooner on CIFAR-10 and `hard`).
+            # to wait for it (paired run 12, benchmarks/results/paired.md: the first
+            # search-derived model 36-98 CPU-s sooner on CIFAR-10 and `hard`).
             seconds["trust"] = run_trust(ctx, data, supernet).seconds
         return seconds, winners
 
