@@ -138,8 +138,8 @@ def normalize(
 class CropFlip:
     """Per-sample random crop (zero padding ``padding``) and horizontal flip of a batch
     ``(N, C, H, W)``: torchvision's ``RandomCrop(size, padding=padding)`` then
-    ``RandomHorizontalFlip()`` on each image, drawn from the global torch RNG, done as one
-    gather for the whole batch.
+    ``RandomHorizontalFlip()`` on each image, drawn from the global torch RNG (which
+    ``Batches`` seeds for each batch), done as one gather for the whole batch.
 
     Written here rather than calling torchvision's v2 transforms per image (what this
     class did before): they draw one crop per call, so a batch took a Python loop over its

@@ -174,3 +174,45 @@ def test_crop_flip_names_a_crop_that_does_not_fit() -> None:
         CropFlip(9, 2)(torch.zeros(2, 1, 4, 4))
     with pytest.raises(ConfigError, match="got 0, 1"):
         CropFlip(0, 1)
+
+
+def test_training_batches_augment_from_the_seed_whatever_ran_before() -> None:
+    """Batch ``b`` of epoch ``e`` is augmented from ``(seed, e, b)``: the same whatever the
+    process drew before it (another candidate's training), the same when an epoch resumes
+    at a batch, another in another epoch; the caller's random stream goes on untouched."""
+    from nasflow.data import Batches
+
+    x = torch.arange(4 * 3 * 8 * 8, dtype=torch.float32).view(4, 3, 8, 8).repeat(16, 1, 1, 1)
+    ds = ImageTensorDataset(x, torch.arange(len(x)), CropFlip(8, 2))
+    torch.manual_seed(1)
+    state = torch.get_rng_state()
+    first = [b[0] for b in Batches(ds, 16, shuffle=True, seed=5).epoch(2)]
+    assert torch.equal(torch.get_rng_state(), state)
+    torch.rand(1000)  # what another candidate's training would draw
+    again = [b[0] for b in Batches(ds, 16, shuffle=True, seed=5).epoch(2)]
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    resumed = [b[0] for b in Batches(ds, 16, shuffle=True, seed=5).epoch(2, start=2)]
+    assert all(torch.equal(a, b) for a, b in zip(first[2:], resumed, strict=True))
+    other = [b[0] for b in Batches(ds, 16, shuffle=True, seed=5).epoch(3)]
+    assert any(not torch.equal(a, b) for a, b in zip(first, other, strict=True))
+
+
+def test_folder_training_batches_augment_from_the_seed_whatever_ran_before() -> None:
+    """The same for a dataset whose per-image transform draws as the loader reads it."""
+    from torch.utils.data import Dataset
+
+    from nasflow.data import Batches
+
+    class Noisy(Dataset):
+        def __len__(self) -> int:
+            return 40
+
+        def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+            return torch.full((3,), float(i)) + torch.rand(3), i
+
+    first = [b[0] for b in Batches(Noisy(), 8, shuffle=True, seed=2).epoch(0)]
+    torch.rand(1000)
+    again = [b[0] for b in Batches(Noisy(), 8, shuffle=True, seed=2).epoch(0)]
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    resumed = [b[0] for b in Batches(Noisy(), 8, shuffle=True, seed=2).epoch(0, start=3)]
+    assert all(torch.equal(a, b) for a, b in zip(first[3:], resumed, strict=True))
