@@ -75,7 +75,7 @@ from _b1_tables import (
     replay_summary,
 )
 
-from nasflow.pipeline import zero_cost_front
+from nasflow.pipeline import spread_in_log_flops, zero_cost_front
 from nasflow.search import StudySpec, load_study_file
 from nasflow.space import Arch
 
@@ -116,20 +116,6 @@ ENVELOPE_N = tuple(range(1, 9))
 ENVELOPE_Q = (0.25, 0.5, 0.75, 1.0)
 
 
-def spread(logs: np.ndarray, n: int, q: float) -> list[int]:
-    """Indices of ``n`` members of a front sorted cheapest first (``logs``: their log
-    FLOPs) nearest to points evenly spaced from its cheapest to the fraction ``q`` of the
-    way to its largest, as ``zero_cost_front`` spreads them (it is ``q=1``)."""
-    if len(logs) <= n:
-        return list(range(len(logs)))
-    top = logs[0] + q * (logs[-1] - logs[0])
-    chosen: list[int] = []
-    for target in np.linspace(top, logs[0], n):
-        free = [i for i in range(len(logs)) if i not in chosen]
-        chosen.append(min(free, key=lambda i: (abs(logs[i] - target), i)))
-    return sorted(chosen)
-
-
 def envelope(
     spec: StudySpec, gt: GroundTruth, budgets: list[float]
 ) -> tuple[list[float], list[float], list[str]]:
@@ -156,11 +142,11 @@ def envelope(
             out.append(hypervolume_2d(pts, ref) / total if fit else 0.0)
         return out
 
-    shipped = curve(spread(logs, 4, 1.0))
+    shipped = curve(spread_in_log_flops(logs, 4, 1.0))
     best, which = [0.0] * len(budgets), ["—"] * len(budgets)
     for n in ENVELOPE_N:
         for q in ENVELOPE_Q:
-            for k, v in enumerate(curve(spread(logs, n, q))):
+            for k, v in enumerate(curve(spread_in_log_flops(logs, n, q))):
                 if v > best[k]:
                     best[k], which[k] = v, f"{n}/{q:g}"
     return shipped, best, which

@@ -35,7 +35,7 @@ from nasflow.pipeline._kept import (
     validation_margin,
 )
 from nasflow.pipeline._multipliers import MULTIPLIER_TITLES, multiplier_basis
-from nasflow.pipeline._phases._anchors import Anchor, zero_cost_front
+from nasflow.pipeline._phases._anchors import Anchor, spread_in_log_flops, zero_cost_front
 from nasflow.pipeline._phases._screening import REASKS as SCREENING_REASKS
 from nasflow.pipeline._phases._screening import BatchedScreening
 from nasflow.pipeline._phases._trust import bootstrap_tau, run_trust_probe, spread_over_ranking

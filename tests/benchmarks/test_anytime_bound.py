@@ -67,23 +67,6 @@ def test_paired_rows_of_one_configuration_become_runs_at_their_ready_times(ab, t
     assert ab.nasflow_runs([path], "g", "c") == []
 
 
-def test_the_family_spread_at_q_one_is_the_shipped_rule(ab) -> None:
-    from nasflow.pipeline import zero_cost_front
-    from nasflow.search_spaces.mnist1d import MNIST1DFrontSpace
-
-    space = MNIST1DFrontSpace()
-    rng = np.random.default_rng(3)
-    archs = list(dict.fromkeys(space.sample(rng) for _ in range(60)))
-    front = zero_cost_front(space, len(archs), len(archs), 0, 32, candidates=archs)
-    logs = np.log([a.flops for a in front])
-    for n in (1, 3, 4):
-        shipped = zero_cost_front(space, n, len(archs), 0, 32, candidates=archs)
-        assert [front[i] for i in ab.spread(logs, n, 1.0)] == shipped
-    # A lower q reaches less far up the front: its costliest member is no costlier.
-    assert max(ab.spread(logs, 3, 0.25)) <= max(ab.spread(logs, 3, 1.0))
-    assert ab.spread(logs, len(logs) + 2, 0.5) == list(range(len(logs)))
-
-
 def test_the_envelope_is_never_below_the_shipped_rule_and_grows_with_the_budget(ab) -> None:
     from nasflow.search import load_study_file
 

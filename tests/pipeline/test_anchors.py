@@ -7,7 +7,7 @@ import pytest
 
 from nasflow.cost import CostModel
 from nasflow.errors import ConfigError
-from nasflow.pipeline import zero_cost_front
+from nasflow.pipeline import spread_in_log_flops, zero_cost_front
 from nasflow.search import Anchors, StudyFileError
 from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from tests._study_template import write_study
@@ -61,6 +61,17 @@ def test_a_front_smaller_than_n_is_returned_whole() -> None:
     anchors = zero_cost_front(space, n=50, sample=50, seed=0, batch_size=32)
     assert 1 <= len(anchors) < 50
     assert [a.flops for a in anchors] == sorted(a.flops for a in anchors)
+
+
+def test_a_spread_reaching_less_far_up_the_front_stops_lower() -> None:
+    """``spread_in_log_flops``: the members nearest to points evenly spaced in log FLOPs,
+    reaching ``reach`` of the way up (what ``benchmarks/anytime_bound.py`` replays)."""
+    logs = np.log([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])  # evenly spaced in log FLOPs
+    assert spread_in_log_flops(logs, 1) == [6]  # the largest
+    assert spread_in_log_flops(logs, 3) == [0, 3, 6]
+    assert spread_in_log_flops(logs, 2, reach=0.5) == [0, 3]
+    assert spread_in_log_flops(logs, 2, reach=0.0) == [0, 1]  # one point: nearest two
+    assert spread_in_log_flops(logs, 9, reach=0.5) == list(range(7))  # the whole front
 
 
 @pytest.mark.parametrize(

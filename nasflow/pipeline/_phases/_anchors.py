@@ -106,12 +106,25 @@ def zero_cost_front(
     front = sorted((a for a, r in zip(found, ranks, strict=True) if r == 0), key=_by_flops)
     if len(front) <= n:
         return front
-    logs = np.log([max(a.flops, 1) for a in front])
+    return [front[i] for i in spread_in_log_flops(np.log([max(a.flops, 1) for a in front]), n)]
+
+
+def spread_in_log_flops(logs: np.ndarray, n: int, reach: float = 1.0) -> list[int]:
+    """Indices (ascending) of the ``n`` members of a front sorted cheapest first (``logs``:
+    their log FLOPs) nearest to ``n`` points evenly spaced from its cheapest to the fraction
+    ``reach`` of the way to its largest; the whole front where it has ``n`` or fewer.
+
+    Points are matched from the top down (``n=1`` with ``reach=1`` is the largest), each to
+    the nearest member not yet chosen, ties to the cheaper.
+    """
+    if len(logs) <= n:
+        return list(range(len(logs)))
+    top = logs[-1] if reach == 1.0 else logs[0] + reach * (logs[-1] - logs[0])
     chosen: list[int] = []
-    for target in np.linspace(logs[-1], logs[0], n):  # the largest first: n=1 is the largest
-        free = [i for i in range(len(front)) if i not in chosen]
+    for target in np.linspace(top, logs[0], n):
+        free = [i for i in range(len(logs)) if i not in chosen]
         chosen.append(min(free, key=lambda i: (abs(logs[i] - target), i)))
-    return [front[i] for i in sorted(chosen)]
+    return sorted(chosen)
 
 
 def _by_flops(a: Anchor) -> tuple[int, int]:
