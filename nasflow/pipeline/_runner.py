@@ -406,7 +406,11 @@ class StudyRunner:
         if lead and spec.trust is not None:
             # Last: nothing above reads the verdict, so the models a user keeps are not made
             # to wait for it (paired run 12, benchmarks/results/paired.md: the first
-            # search-derived model 36-98 CPU-s sooner on CIFAR-10 and `hard`).
+            # search-derived model 36-98 CPU-s sooner on CIFAR-10 and `hard`). The kept
+            # model is decided by now: recorded first, so a stop in the probe leaves it.
+            kept = decide_kept(winners, study_finetuned(ctx.study), study_anchors(ctx.study))
+            if kept.record is not None:
+                write_record(ctx.study, kept.record)
             seconds["trust"] = run_trust(ctx, data, supernet).seconds
         return seconds, winners
 

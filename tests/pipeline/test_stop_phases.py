@@ -17,7 +17,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from nasflow.record import FINETUNED_KEY, STACK_KEY, TRUST_KEY, retrain_key
+from nasflow.record import FINETUNED_KEY, STACK_KEY, TRUST_KEY, retrain_key, study_kept
 from tests._procs import NasflowProcess
 from tests._study_template import write_study
 
@@ -103,6 +103,8 @@ def test_a_stop_in_every_phase_exits_130_or_143_and_resumes_from_its_checkpoint(
     )
     assert where.startswith("trust probe: architecture 2/4 at epoch"), where
     trust_at = _resumed_at(where)
+    kept = study_kept(optuna.load_study(study_name=name, storage=storage))
+    assert kept is not None  # decided before the probe, recorded before it
 
     # 6. The probe keeps its first architecture and resumes the second, and the study
     #    finishes with every phase's record.
@@ -113,4 +115,5 @@ def test_a_stop_in_every_phase_exits_130_or_143_and_resumes_from_its_checkpoint(
     study = optuna.load_study(study_name=name, storage=storage)
     for key in (STACK_KEY, TRUST_KEY, FINETUNED_KEY, retrain_key(int(number))):
         assert key in study.user_attrs, key
+    assert study_kept(study) == kept  # the probe changed nothing it decides
     assert not (out / "retraining").exists() and not (out / "trust").exists()
