@@ -100,6 +100,14 @@ def score_taus(accuracy: list[float], loss: list[float], gt_test: list[float]) -
     }
 
 
+def portable(line: str, runs: str) -> str:
+    """A summary line as a stored row keeps it: the run's temporary folder as ``RUNS`` and
+    the home folder (the default cache's) as ``~``, so rows name no machine's paths."""
+    home = str(Path.home())
+    line = line.replace(runs, "RUNS")
+    return line.replace(home + "/", "~/") if home != "/" else line
+
+
 def run_one(
     path: Path,
     seed: int,
@@ -145,7 +153,9 @@ def run_one(
     lines: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         c0, w0 = time.process_time(), time.perf_counter()
-        runner = StudyRunner(spec, out_dir=Path(tmp), progress=False, log=lines.append)
+        runner = StudyRunner(
+            spec, out_dir=Path(tmp), progress=False, log=lambda x: lines.append(portable(x, tmp))
+        )
         result = runner.run(n_trials=n_trials)
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
         trust = study_trust(result.study)

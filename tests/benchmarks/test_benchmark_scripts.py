@@ -710,3 +710,18 @@ def test_b1_replays_go_on_to_the_budget_after_their_success() -> None:
             if method == "random":  # every architecture trained by the budget
                 assert len(events) == n
             assert events[-1]["cpu"] > success
+
+
+def test_stored_summary_lines_name_no_machine_paths() -> None:
+    """``suite_runs.portable``: a row's summary says ``RUNS`` for the run's folder and ``~``
+    for the home folder (the default cost cache's), never this machine's paths."""
+    from pathlib import Path
+
+    b6 = _load("suite_runs.py")
+    home = Path.home()
+    line = (
+        f"study 's' in sqlite:////tmp/tmpab12/s/study.db; cost table sqlite:///{home}/.cache/c.db"
+    )
+    got = b6.portable(line, "/tmp/tmpab12")
+    assert got == "study 's' in sqlite:///RUNS/s/study.db; cost table sqlite:///~/.cache/c.db"
+    assert str(home) + "/" not in got and "/tmp/tmpab12" not in got
