@@ -16,6 +16,13 @@ from nasflow.errors import ConfigError
 EVAL_BATCH_SIZE = 512
 
 
+def batch_seed(seed: int, epoch: int, b: int) -> int:
+    """The seed of batch ``b`` of ``epoch`` of a training seeded with ``seed``: what its
+    augmentation draws from (``Batches``) and, salted, what a training step's own draws
+    (dropout) come from (``nasflow.train.EpochTrainer``)."""
+    return ((seed * 1_000_003 + epoch) * 1_000_003 + b) % (1 << 63)
+
+
 def _batch_transform(dataset: Dataset) -> Callable[[torch.Tensor], torch.Tensor] | None:
     """The per-batch augmentation of an in-memory dataset (``ImageTensorDataset``), if any."""
     while isinstance(dataset, Subset):
@@ -117,9 +124,7 @@ class Batches:
             yield
             return
         with torch.random.fork_rng(devices=[]):
-            torch.default_generator.manual_seed(
-                ((self.seed * 1_000_003 + epoch) * 1_000_003 + b) % (1 << 63)
-            )
+            torch.default_generator.manual_seed(batch_seed(self.seed, epoch, b))
             yield
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:

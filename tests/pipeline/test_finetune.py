@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 from torch.utils.data import TensorDataset
 
 from nasflow.data import DataBundle
@@ -128,6 +129,31 @@ def test_a_diverging_candidate_is_dropped_and_the_phase_goes_on(
     assert not (tmp_path / "trial-0" / "model.safetensors").exists()
     assert sorted(c.epochs for c in res.ready) == [1, 2, 2]  # 3 left: 2 promoted
     assert json.loads((tmp_path / "trial-0" / PROGRESS_FILE).read_text())["status"] == "diverged"
+
+
+def test_a_candidates_dropout_does_not_depend_on_what_trained_before_it(
+    trained, tmp_path: Path, monkeypatch
+) -> None:
+    """The rungs interleave candidates' epochs: a candidate's dropout draws come from its
+    own seed, so its weights are the same fine-tuned alone or after another candidate's
+    epochs, whatever the process drew before (unseeded, they were not)."""
+    space, data, supernet, finalists = trained
+    extract = supernet.extract
+    monkeypatch.setattr(
+        supernet, "extract", lambda path: torch.nn.Sequential(extract(path), torch.nn.Dropout(0.5))
+    )
+    recipe, cfg = TrainConfig(epochs=9, batch_size=32, lr=1e-3), FineTuning(rungs=(1, 2), keep=1.0)
+
+    def weights(folder: Path, which: list[Finalist], draws: int) -> dict:
+        torch.manual_seed(draws)
+        torch.rand(draws)
+        run_finetuning(which, supernet, space, data, recipe, cfg, 2, folder, seed=0)
+        return load_file(folder / f"trial-{finalists[1].trial}" / "model.safetensors")
+
+    alone = weights(tmp_path / "alone", [finalists[1]], 3)
+    after = weights(tmp_path / "after", [finalists[0], finalists[1]], 17)
+    assert alone.keys() == after.keys()
+    assert all(torch.equal(alone[k], after[k]) for k in alone)
 
 
 def test_promotion_with_two_objectives_uses_fronts() -> None:

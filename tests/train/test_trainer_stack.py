@@ -155,3 +155,57 @@ def test_a_stand_alone_training_reports_the_validation_loss_of_its_weights() -> 
     acc, loss = evaluate(net, val)
     assert (result.val_accuracy, result.val_loss, result.test_accuracy) == (acc, loss, acc)
     assert result.val_loss is not None and result.val_loss > 0
+
+
+def _dropout_net() -> torch.nn.Module:
+    """``_net()`` with a dropout on its logits: every training step draws."""
+    return torch.nn.Sequential(_net(), torch.nn.Dropout(0.5))
+
+
+def _trained_after(draws: int, seed: int | None, stop_at: int | None = None) -> dict:
+    """The weights after 2 epochs of ``_dropout_net()`` where the process drew ``draws``
+    numbers first and draws one more before every epoch (``stop_at``: the trainer is
+    checkpointed at that batch and a fresh one resumes from the state, the global
+    generator moved in between)."""
+    recipe = TrainConfig(epochs=2, batch_size=16, lr=1e-2)
+    make = lambda: EpochTrainer(  # noqa: E731
+        _dropout_net(), Batches(_data(), 16, seed=1, drop_last=True), recipe, seed=seed
+    )
+    tr = make()
+    torch.manual_seed(draws)
+    for _ in range(2):
+        torch.rand(draws)
+        if stop_at is not None and tr.epoch == 1:
+            with pytest.raises(TrainingInterrupted):
+                tr.run_epoch(_stop_after(stop_at))
+            state = copy.deepcopy(tr.state_dict())
+            tr = make()
+            tr.load_state_dict(state)
+            torch.rand(draws)
+        tr.run_epoch()
+    return tr.model.state_dict()
+
+
+def test_seeded_steps_draw_their_dropout_from_the_seed_whatever_ran_before() -> None:
+    """With ``seed`` a step's dropout comes from ``(seed, epoch, batch)``: the same weights
+    whatever the process drew before or between epochs, and across a resume mid-epoch;
+    unseeded, the global generator's history changes them (what the check can tell)."""
+    ref = _trained_after(3, seed=5)
+    _same_tensors(_trained_after(11, seed=5), ref)
+    _same_tensors(_trained_after(11, seed=5, stop_at=2), ref)
+    other = _trained_after(3, seed=6)
+    assert any(not torch.equal(ref[k], other[k]) for k in ref)
+    plain = _trained_after(3, seed=None), _trained_after(11, seed=None)
+    assert any(not torch.equal(plain[0][k], plain[1][k]) for k in ref)
+
+
+def test_a_seeded_step_leaves_the_callers_generator_as_it_was() -> None:
+    tr = EpochTrainer(_dropout_net(), Batches(_data(), 16, drop_last=True), TrainConfig(), seed=0)
+    x, y = next(iter(Batches(_data(), 16, drop_last=True).epoch(0)))
+    torch.manual_seed(42)
+    tr.step(x, y)
+    after = torch.rand(4)
+    torch.manual_seed(42)
+    assert torch.equal(after, torch.rand(4))
+    with pytest.raises(ValueError, match="'0'"):
+        EpochTrainer(_net(), Batches(_data(), 16), TrainConfig(), seed="0")  # type: ignore[arg-type]

@@ -226,11 +226,12 @@ class CandidateTrainer:
         if c.trainer is not None:
             return c.trainer
         net = self.supernet.extract(self.space.path(c.finalist.arch))
-        batches = self.data.batches(
-            "train", self.recipe.batch_size, self.seed * 1_000_003 + c.record.trial
-        )
+        seed = self.seed * 1_000_003 + c.record.trial
+        batches = self.data.batches("train", self.recipe.batch_size, seed)
         recalibrate_bn(net, batches.epoch(0), self.bn_batches, device=self.device)
-        c.trainer = EpochTrainer(net, batches, self.recipe, self.device, self.stack)
+        # Seeded steps: the rungs interleave candidates' epochs, so a candidate's dropout
+        # would otherwise depend on what trained before it in this process.
+        c.trainer = EpochTrainer(net, batches, self.recipe, self.device, self.stack, seed)
         found = load_latest(c.folder, on_bad=lambda e: self.say(f"fine-tuning: {e}"))
         if found is not None and found[1].get("arch") == c.record.arch:
             c.trainer.load_state_dict(found[1]["trainer"])

@@ -345,7 +345,9 @@ class CandidateScorer:
         spec = self.spec
         ft = recipe_for(arch, spec.finetune)  # type: ignore[arg-type]
         ft_batches = self.data.batches("train", ft.batch_size, spec.seed)
-        trainer = EpochTrainer(net, ft_batches, ft, self.device, stack=spec.stack)
+        # Seeded steps: a candidate's dropout does not depend on what the process scored
+        # and trained before it (nor on the worker that trains it).
+        trainer = EpochTrainer(net, ft_batches, ft, self.device, stack=spec.stack, seed=spec.seed)
         history = self._restore(trial, arch, trainer, folder)
         for epoch, values in enumerate(history, 1):  # the pruner judges resumed epochs too
             self.report(trial, values, epoch)
