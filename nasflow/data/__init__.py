@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nasflow.data._base import DataBundle
-from nasflow.data._batches import Batches
+from nasflow.data._batches import Batches, batch_seed
 from nasflow.data._check import DataError, check_bundle
 from nasflow.data._fingerprint import data_fingerprint
 from nasflow.data._images import load_cifar10, load_image_folder
@@ -16,6 +16,7 @@ __all__ = [
     "DataBundle",
     "DataError",
     "MNIST1DVariant",
+    "batch_seed",
     "check_bundle",
     "data_fingerprint",
     "default_cache_dir",

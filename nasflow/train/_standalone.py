@@ -20,8 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nasflow.data import Batches
-from nasflow.data._batches import batch_seed
+from nasflow.data import Batches, batch_seed
 from nasflow.errors import ConfigError, StateError
 from nasflow.train._checkpoint import (
     Progress,
