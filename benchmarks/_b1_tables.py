@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import optuna
@@ -25,6 +27,7 @@ class GroundTruth:
         cpu: ``(n_tables, n_archs)`` training CPU-seconds (``nan`` where not recorded).
         val_curves: ``[table][arch]`` per-epoch validation accuracy (empty if absent).
         cpu_curves: ``[table][arch]`` per-epoch training CPU-seconds (empty if absent).
+        params: ``(n_archs,)`` trainable parameters (``None``: not recorded).
     """
 
     archs: list[str]
@@ -33,6 +36,7 @@ class GroundTruth:
     cpu: np.ndarray
     val_curves: list[list[list[float]]]
     cpu_curves: list[list[list[float]]]
+    params: np.ndarray | None = None
 
     @property
     def best(self) -> float:
@@ -73,6 +77,7 @@ def load_ground_truth(paths: list[Path]) -> GroundTruth:
         col("train_cpu_seconds"),
         curves("val_curve"),
         curves("cpu_curve"),
+        col("params")[0] if all("params" in t[common[0]] for t in tables) else None,
     )
 
 
@@ -270,6 +275,90 @@ def rescore(run: dict, threshold: float) -> dict:
             success = e["cpu"]
             break
     return {**run, "success_cpu": success}
+
+
+def clock_ratio(
+    run: dict, gt: GroundTruth, params_of: Callable[[str], int]
+) -> tuple[float, int, int]:
+    """How many times slower the run's clock was than the table's: the measured CPU-seconds
+    of its trainings from scratch over the table's mean CPU-seconds for the same
+    architectures, exact where the table holds the architecture, else from a log-log fit
+    of the table's CPU-seconds on parameters (``params_of``: an architecture's JSON to its
+    parameter count). Fine-tuned models are left out (their cost is an estimate from their
+    epochs). Returns the ratio (NaN: nothing to compare) and how many trainings were
+    exact and fitted."""
+    mean_cpu = gt.cpu.mean(0)
+    cost = {_key(a): float(c) for a, c in zip(gt.archs, mean_cpu, strict=True)}
+    fit = None
+    if gt.params is not None and (gt.params > 0).all():
+        fit = np.polyfit(np.log(gt.params), np.log(mean_cpu), 1)
+    spent = table_cpu = 0.0
+    exact = fitted = 0
+    for e in run["events"]:
+        if "fine-tuned" in e.get("note", ""):
+            continue
+        key = _key(e["arch"])
+        if key in cost:
+            exact += 1
+            c = cost[key]
+        elif fit is not None:
+            fitted += 1
+            c = float(np.exp(np.polyval(fit, np.log(params_of(e["arch"])))))
+        else:
+            continue
+        spent += e["train_cpu"]
+        table_cpu += c
+    return (spent / table_cpu if table_cpu > 0 else float("nan")), exact, fitted
+
+
+def on_table_clock(run: dict, ratio: float) -> dict:
+    """The run with every CPU-second (its events' times and training costs, its total)
+    divided by ``ratio`` (:func:`clock_ratio`): what it would have read on the table's
+    clock, assuming the whole run was slowed alike."""
+    events = [
+        {**e, "cpu": e["cpu"] / ratio, "train_cpu": e["train_cpu"] / ratio} for e in run["events"]
+    ]
+    out = {**run, "events": events, "clock_ratio": ratio}
+    if "cpu" in run:  # a B1 run's total (paired rows hold none)
+        out["cpu"] = run["cpu"] / ratio
+    return out
+
+
+def table_clock(runs: list[dict], gt: GroundTruth, spec: Any) -> list[dict]:
+    """Each run on the table's clock (``_b1_tables.on_table_clock``), its ratio printed:
+    runs measured on a faster or slower machine than the table's, against the replays."""
+    from nasflow.cost import CostModel
+    from nasflow.space import Arch
+
+    model = CostModel.for_space(
+        spec.space, batch_size=spec.train.batch_size, storage_url="sqlite://", share=False
+    )
+    out = []
+    for r in runs:
+        ratio, exact, fitted = clock_ratio(r, gt, lambda a: model.params(Arch.from_json(a)))
+        if not math.isfinite(ratio):
+            raise SystemExit(f"{r['method']} seed {r['seed']}: no training to set its clock by")
+        print(
+            f"{r['method']} seed {r['seed']}: clock x{ratio:.2f} the table's "
+            f"({exact} trainings in the table, {fitted} costed by parameters)"
+        )
+        out.append(on_table_clock(r, ratio))
+    return out
+
+
+def study_end(run: dict, retrain_top: int) -> float | None:
+    """The CPU-second at which the study itself stopped training: in a B1 run (which
+    retrains on to its budget after the study) the end of its ``retrain_top``-th retrain
+    from scratch, phase 3's count (``None``: fewer); in a paired row, its last trained
+    model's."""
+    retrains = [e for e in run["events"] if "retrain rank" in e.get("note", "")]
+    if "cpu" in run:  # a B1 run
+        return retrains[retrain_top - 1]["cpu"] if len(retrains) >= retrain_top else None
+    return max((e["cpu"] for e in run["events"]), default=None)
+
+
+def _key(arch: str) -> str:
+    return json.dumps(json.loads(arch), sort_keys=True)
 
 
 def replay_summary(

@@ -73,6 +73,8 @@ from _b1_tables import (
     hypervolume_2d,
     load_ground_truth,
     replay_summary,
+    study_end,
+    table_clock,
 )
 
 from nasflow.pipeline import spread_in_log_flops, zero_cost_front
@@ -153,20 +155,18 @@ def envelope(
 
 
 def peer_curves(
-    gt: GroundTruth, threshold: float, budgets: list[float], replays: int, peers: list[Path]
+    gt: GroundTruth, threshold: float, budgets: list[float], replays: int, peers: list[dict]
 ) -> dict[str, list[float]]:
     """Median hypervolume ratio at each budget of every peer: B1's two replays and the
-    methods of the ``peers`` files (nasflow's rows there are left out)."""
+    ``peers`` runs (B1 runs of other methods than nasflow)."""
     _, record = replay_summary(gt, threshold, max(budgets), replays, budgets)
     curves = {
         "random (replayed)": record["random"]["hv_median"],
         "random + Hyperband": record["hyperband"]["hv_median"],
     }
     by: dict[str, list[list[float]]] = {}
-    for path in peers:
-        for run in json.loads(path.read_text())["runs"]:
-            if run["method"] != "nasflow":
-                by.setdefault(run["method"], []).append(hv_curve(run["events"], budgets, gt))
+    for run in peers:
+        by.setdefault(run["method"], []).append(hv_curve(run["events"], budgets, gt))
     for method, hv in by.items():
         curves[f"{method} ({len(hv)} runs)"] = np.median(hv, 0).tolist()
     return curves
@@ -183,8 +183,16 @@ def nasflow_runs(paths: list[Path], study: str, config: str | None) -> list[dict
     rows = [json.loads(line) for p in paths for line in p.read_text().splitlines() if line]
     return [
         {
+            "method": "nasflow",
+            "seed": r["seed"],
             "events": [
-                {"cpu": m["ready_cpu"], "test": m["test"], "train_cpu": m["cost"]}
+                {
+                    "cpu": m["ready_cpu"],
+                    "test": m["test"],
+                    "train_cpu": m["cost"],
+                    "arch": m["arch"],
+                    "note": m["kind"],  # "fine-tuned": clock_ratio leaves its estimate out
+                }
                 for m in r["trained"]
             ],
             "phases": r["phase_seconds"],
@@ -202,22 +210,42 @@ def bound_table(args: argparse.Namespace) -> str:
     ours = nasflow_runs(args.runs, spec.name, args.config)
     if not ours:
         raise SystemExit(f"{[str(p) for p in args.runs]} hold no nasflow run of {spec.name}")
+    others = [
+        r
+        for path in args.peers or []
+        for r in json.loads(path.read_text())["runs"]
+        if r["method"] != "nasflow"
+    ]
+    clock = ""
+    if args.table_clock:
+        ours, others = table_clock(ours, gt, spec), table_clock(others, gt, spec)
+        clock = (
+            "; every run on the table's clock (x"
+            + ", x".join(f"{r['clock_ratio']:.2f}" for r in ours + others)
+            + ")"
+        )
     threshold = args.threshold
     if threshold is None:
         threshold = json.loads(args.runs[0].read_text())["threshold"]
-    supernet = args.supernet_cpu or statistics.median(r["phases"]["supernet"] for r in ours)
+    supernet = args.supernet_cpu or statistics.median(
+        r["phases"]["supernet"] / r.get("clock_ratio", 1.0) for r in ours
+    )
     ref, total = hv_reference(gt)
-    budgets = args.budgets
+    ends = [e for r in ours if (e := study_end(r, spec.retrain_top)) is not None]
+    end = statistics.median(ends) if ends else None
+    budgets = sorted({*args.budgets, *([round(end)] if end is not None else [])})
     room = [max(b - supernet, -1.0) for b in budgets]
     mean = best_hypervolume(gt.test.mean(0), gt.cpu.mean(0), ref, room, args.step)
     luck = best_hypervolume(gt.test.max(0), gt.cpu.min(0), ref, room, args.step)
-    peers = peer_curves(gt, threshold, budgets, args.replays, args.peers or [])
+    peers = peer_curves(gt, threshold, budgets, args.replays, others)
     nasflow = np.median([hv_curve(r["events"], budgets, gt) for r in ours], 0).tolist()
     best_peer = np.max(list(peers.values()), 0)
     head = " | ".join(f"@ {b:.0f}" for b in budgets)
     lines = [
         f"{spec.name}: {len(gt.archs)} architectures x {len(gt.test)} seeds; supernet "
-        f"{supernet:.0f} CPU-s (median of {len(ours)} runs), so 1.5 x = {1.5 * supernet:.0f}",
+        f"{supernet:.0f} CPU-s (median of {len(ours)} runs), so 1.5 x = {1.5 * supernet:.0f}"
+        + ("" if end is None else f"; the study's own end {end:.0f} CPU-s (median)")
+        + clock,
         "",
         f"| hypervolume / the table's | {head} CPU-s |",
         "|---|" + "---:|" * len(budgets),
@@ -275,6 +303,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replays", type=int, default=300, help="replayed runs per peer")
     p.add_argument("--step", type=float, default=0.05, help="cost resolution, CPU-s")
     p.add_argument("--envelope", action="store_true", help="add the zero-cost rule family's rows")
+    p.add_argument(
+        "--table-clock",
+        action="store_true",
+        help="put every measured run (nasflow's, the peers') on the table's clock first",
+    )
     args = p.parse_args(argv)
     if args.step <= 0:
         p.error(f"--step must be > 0, got {args.step}")

@@ -92,7 +92,9 @@ from _b1_tables import (
     replay_summary,
     resampled_random,
     rescore,
+    study_end,
     table,
+    table_clock,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -417,6 +419,11 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         help="run nothing: score the runs of these --json files against --gt again",
     )
+    p.add_argument(
+        "--table-clock",
+        action="store_true",
+        help="with --rescore: put each run on the table's clock first (clock_ratio)",
+    )
     args = p.parse_args(argv)
     if args.merge:
         reports = [json.loads(f.read_text()) for f in args.merge]
@@ -450,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     best, n_gt = gt.best, len(gt.archs)
     threshold = round(best - args.margin, 6)
     mean_test = gt.test.mean(0)
+    if args.rescore:  # the runs' own budget (the header says which)
+        args.budget = max(json.loads(f.read_text())["budget"] for f in args.rescore)
     print(
         f"best test accuracy in the {n_gt}-arch ground truth ({len(args.gt)} table(s), "
         f"per-arch mean): {best:.4f}; median {np.median(mean_test):.4f}; "
@@ -460,13 +469,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.rescore:
         args.methods = []
     data = spec.data() if args.methods else None
-    runs = [
-        rescore(r, threshold)
-        for f in args.rescore or []
-        for r in json.loads(f.read_text())["runs"]
-    ]
-    if runs:
-        args.budget = max(json.loads(f.read_text())["budget"] for f in args.rescore)
+    runs = [r for f in args.rescore or [] for r in json.loads(f.read_text())["runs"]]
+    if args.table_clock:
+        runs = table_clock(runs, gt, spec)
+        if runs:  # the replays go as far as the slowest-clocked run reaches on the table's
+            args.budget = max(args.budget, *(r["cpu"] for r in runs))
+    runs = [rescore(r, threshold) for r in runs]
     for seed in args.seeds:  # methods interleaved seed by seed: drifts in load hit all
         for method in args.methods:
             run = Run(method, seed, threshold, args.budget, full=args.full)
@@ -506,6 +514,15 @@ def main(argv: list[str] | None = None) -> int:
     if runs:
         print()
         print(table(runs, args.budget))
+        ends = [
+            e for r in runs if r["method"] == "nasflow" and (e := study_end(r, spec.retrain_top))
+        ]
+        if ends:
+            print(
+                f"\nthe study's own end (its {spec.retrain_top} retrains from scratch done), "
+                f"CPU-s per nasflow run: {', '.join(f'{e:.0f}' for e in ends)}; "
+                f"median {statistics.median(ends):.0f}"
+            )
     replays: dict = {}
     if gt.has_curves and not np.isnan(gt.cpu).any():
         lines, replays = replay_summary(gt, threshold, args.budget, args.replays, args.hv_budgets)

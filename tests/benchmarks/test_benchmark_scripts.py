@@ -725,3 +725,75 @@ def test_stored_summary_lines_name_no_machine_paths() -> None:
     got = b6.portable(line, "/tmp/tmpab12")
     assert got == "study 's' in sqlite:///RUNS/s/study.db; cost table sqlite:///~/.cache/c.db"
     assert str(home) + "/" not in got and "/tmp/tmpab12" not in got
+
+
+def _clock_table(tables):  # type: ignore[no-untyped-def]
+    """Three architectures whose table cost is 2, 4 and 8 CPU-s, parameters 100, 200, 400
+    (cost exactly proportional to parameters: the log-log fit is exact)."""
+    archs = [f'{{"a": {i}}}' for i in range(3)]
+    return tables.GroundTruth(
+        archs=archs,
+        val=np.array([[0.5, 0.6, 0.7]]),
+        test=np.array([[0.5, 0.6, 0.7]]),
+        cpu=np.array([[2.0, 4.0, 8.0]]),
+        val_curves=[[[0.5], [0.6], [0.7]]],
+        cpu_curves=[[[2.0], [4.0], [8.0]]],
+        params=np.array([100.0, 200.0, 400.0]),
+    )
+
+
+def test_b1_clock_ratio_reads_a_runs_clock_from_its_trainings_from_scratch() -> None:
+    """A run whose trainings cost 1.5 x the table's has ratio 1.5, whether its
+    architectures are in the table or costed by parameters; fine-tuned models (their cost
+    an estimate) do not count; on the table's clock its hypervolume is the table's own."""
+    tables = _load("_b1_tables.py")
+    gt = _clock_table(tables)
+    events = [
+        {"cpu": 3.0, "arch": '{"a": 0}', "test": 0.5, "train_cpu": 3.0, "note": "trial 0"},
+        {"cpu": 9.0, "arch": '{"a": 1}', "test": 0.6, "train_cpu": 6.0, "note": "trial 1"},
+        # not in the table: 300 parameters -> 6 CPU-s on the table's fit, 9 measured
+        {"cpu": 18.0, "arch": '{"a": 9}', "test": 0.65, "train_cpu": 9.0, "note": "x"},
+        # a fine-tuned estimate far off the clock: left out of the ratio
+        {"cpu": 20.0, "arch": '{"a": 2}', "test": 0.7, "train_cpu": 100.0, "note": "fine-tuned"},
+    ]
+    run = {"method": "nasflow", "seed": 0, "cpu": 21.0, "events": events}
+    params = {'{"a": 9}': 300}
+    ratio, exact, fitted = tables.clock_ratio(run, gt, params.__getitem__)
+    assert ratio == pytest.approx(1.5) and (exact, fitted) == (2, 1)
+    moved = tables.on_table_clock(run, ratio)
+    assert [e["cpu"] for e in moved["events"]] == pytest.approx([2.0, 6.0, 12.0, 20.0 / 1.5])
+    assert moved["events"][0]["train_cpu"] == pytest.approx(2.0)
+    assert moved["cpu"] == pytest.approx(14.0) and moved["clock_ratio"] == pytest.approx(1.5)
+    assert run["events"][0]["cpu"] == 3.0  # the stored run is not changed
+    # The two table architectures on the table's clock: the hypervolume the table's own
+    # points give (seen as a run), where on the run's own clock it is lower.
+    both = {"events": moved["events"][:2]}
+    table_run = [{"cpu": 0.0, "test": t, "train_cpu": c} for t, c in ((0.5, 2.0), (0.6, 4.0))]
+    assert tables.hv_curve(both["events"], [10.0], gt) == pytest.approx(
+        tables.hv_curve(table_run, [10.0], gt)
+    )
+    assert tables.hv_curve(events[:2], [10.0], gt)[0] < tables.hv_curve(table_run, [10.0], gt)[0]
+
+
+def test_b1_clock_ratio_is_nan_without_a_training_to_read() -> None:
+    """Only fine-tuned estimates, or architectures neither in the table nor costable (no
+    parameters recorded): nothing sets the clock."""
+    tables = _load("_b1_tables.py")
+    gt = _clock_table(tables)
+    ft = {"cpu": 1.0, "arch": '{"a": 0}', "test": 0.5, "train_cpu": 3.0, "note": "fine-tuned"}
+    assert np.isnan(tables.clock_ratio({"events": [ft]}, gt, lambda a: 1)[0])
+    gt.params = None
+    other = {**ft, "arch": '{"a": 7}', "note": "trial 3"}
+    assert np.isnan(tables.clock_ratio({"events": [other]}, gt, lambda a: 1)[0])
+
+
+def test_b1_study_end_is_phase_3s_last_retrain_not_b1s() -> None:
+    """In a B1 run (retrains on to its budget after the study) the study's own end is its
+    ``retrain_top``-th retrain; in a paired row, its last trained model."""
+    tables = _load("_b1_tables.py")
+    events = [{"cpu": 5.0, "note": "zero-cost anchor 1"}] + [
+        {"cpu": 10.0 * k, "note": f"trial {k}, retrain rank {k}"} for k in range(1, 7)
+    ]
+    assert tables.study_end({"cpu": 61.0, "events": events}, 4) == 40.0
+    assert tables.study_end({"cpu": 61.0, "events": events}, 7) is None
+    assert tables.study_end({"events": events}, 4) == 60.0
