@@ -325,7 +325,7 @@ def on_table_clock(run: dict, ratio: float) -> dict:
 
 
 def table_clock(runs: list[dict], gt: GroundTruth, spec: Any) -> list[dict]:
-    """Each run on the table's clock (``_b1_tables.on_table_clock``), its ratio printed:
+    """Each run on the table's clock (:func:`on_table_clock`), its ratio printed:
     runs measured on a faster or slower machine than the table's, against the replays."""
     from nasflow.cost import CostModel
     from nasflow.space import Arch

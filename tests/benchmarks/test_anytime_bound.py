@@ -54,16 +54,21 @@ def test_costs_round_down_so_the_bound_is_never_below_the_exact_best(ab) -> None
 
 def test_paired_rows_of_one_configuration_become_runs_at_their_ready_times(ab, tmp_path) -> None:
     def row(config: str, name: str) -> dict:
-        trained = [{"ready_cpu": 12.0, "test": 0.7, "cost": 3.0, "kind": "anchor"}]
-        return {"config": config, "name": name, "trained": trained,
+        trained = [
+            {"ready_cpu": 12.0, "test": 0.7, "cost": 3.0, "kind": "anchor", "arch": '{"a": 1}'}
+        ]
+        return {"config": config, "name": name, "seed": 3, "trained": trained,
                 "phase_seconds": {"supernet": 30.0}}  # fmt: skip
 
     path = tmp_path / "paired.jsonl"
     rows = [{"kind": "header"}, row("a", "g"), row("b", "g"), row("b", "other")]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (run,) = ab.nasflow_runs([path], "g", "b")
-    assert run["events"] == [{"cpu": 12.0, "test": 0.7, "train_cpu": 3.0}]
-    assert run["phases"]["supernet"] == 30.0
+    # (the architecture and its kind: what the table's clock is read from)
+    assert run["events"] == [
+        {"cpu": 12.0, "test": 0.7, "train_cpu": 3.0, "arch": '{"a": 1}', "note": "anchor"}
+    ]
+    assert run["phases"]["supernet"] == 30.0 and run["seed"] == 3
     assert ab.nasflow_runs([path], "g", "c") == []
 
 
