@@ -357,6 +357,22 @@ def study_end(run: dict, retrain_top: int) -> float | None:
     return max((e["cpu"] for e in run["events"]), default=None)
 
 
+def without_finetuning(run: dict) -> dict:
+    """A B1 nasflow run replayed as if the study had skipped its fine-tuning phase: its
+    fine-tuned models dropped, its retrains from scratch (B1's, in B1's order) moved earlier
+    by that phase's seconds (``phases["finetune"]``, on the run's clock: apply after
+    :func:`on_table_clock`, which keeps the phases as measured, so they are divided here by
+    the run's ``clock_ratio``). An estimate from a recorded run, not a run: its first
+    retrain is still the one the fine-tuning chose."""
+    shift = run["phases"].get("finetune", 0.0) / run.get("clock_ratio", 1.0)
+    events = [
+        {**e, "cpu": e["cpu"] - shift} if "retrain rank" in e.get("note", "") else e
+        for e in run["events"]
+        if "fine-tuned" not in e.get("note", "")
+    ]
+    return {**run, "events": events}
+
+
 def _key(arch: str) -> str:
     return json.dumps(json.loads(arch), sort_keys=True)
 

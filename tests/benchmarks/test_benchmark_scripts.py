@@ -797,3 +797,27 @@ def test_b1_study_end_is_phase_3s_last_retrain_not_b1s() -> None:
     assert tables.study_end({"cpu": 61.0, "events": events}, 4) == 40.0
     assert tables.study_end({"cpu": 61.0, "events": events}, 7) is None
     assert tables.study_end({"events": events}, 4) == 60.0
+
+
+def test_b1_without_finetuning_drops_the_fine_tuned_and_moves_the_retrains_earlier() -> None:
+    """The replay of a study without its fine-tuning phase: fine-tuned models gone, every
+    retrain earlier by the phase's seconds on the run's clock (divided by its ratio once
+    the run is on the table's), anchors where they were."""
+    tables = _load("_b1_tables.py")
+    events = [
+        {"cpu": 5.0, "note": "trial 0, zero-cost anchor 1, from scratch"},
+        {"cpu": 40.0, "note": "trial 7, ready model fine-tuned 4 epochs (ready)"},
+        {"cpu": 60.0, "note": "trial 7, retrain rank 1"},
+        {"cpu": 70.0, "note": "trial 9, retrain rank 2"},
+    ]
+    run = {"cpu": 80.0, "events": events, "phases": {"finetune": 20.0}}
+    got = tables.without_finetuning(run)
+    assert [(e["cpu"], e["note"][:8]) for e in got["events"]] == [
+        (5.0, "trial 0,"),
+        (40.0, "trial 7,"),
+        (50.0, "trial 9,"),
+    ]
+    assert "fine-tuned" not in " ".join(e["note"] for e in got["events"])
+    on_table = tables.without_finetuning({**run, "clock_ratio": 2.0})
+    assert [e["cpu"] for e in on_table["events"]] == [5.0, 50.0, 60.0]
+    assert run["events"][2]["cpu"] == 60.0  # the recorded run is not changed
