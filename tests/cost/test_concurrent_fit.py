@@ -24,6 +24,12 @@ def _fit(study_db: str, cache: str, start: mp.synchronize.Barrier, out: mp.Queue
     from tests.cost.test_model import ToyMLPSpace
 
     model = CostModel.for_space(ToyMLPSpace(), batch_size=16, storage_url=study_db, rounds=2)
+    # Under the full suite's load the first fit can flag its table loaded and finish before
+    # the second reaches the lock; the second, not having waited, then re-measures by
+    # design (a loaded table is not passed on) and this test failed once in a full run
+    # (2026-11-29). What is tested here is the lock: one measurement, nothing mixed; so
+    # both take the shared table as stored, as a deterministic study does.
+    model.keep_loaded = True
     start.wait(60)
     model.fit(n=3, rounds=1, iters=1)
     out.put((study_db, [model.predict_step_seconds(a) for a in ARCHS]))
