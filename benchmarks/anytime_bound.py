@@ -228,10 +228,6 @@ def bound_table(args: argparse.Namespace) -> str:
     # The study's own end, as it ran (before any replay below moves its retrains).
     ends = [e for r in ours if (e := study_end(r, spec.retrain_top)) is not None]
     if args.without_finetuning:
-        if args.config is not None:
-            raise SystemExit(
-                "--without-finetuning replays B1 runs (their retrains), not paired rows"
-            )
         ours = [without_finetuning(r) for r in ours]
     threshold = args.threshold
     if threshold is None:
@@ -327,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.step <= 0:
         p.error(f"--step must be > 0, got {args.step}")
+    if args.without_finetuning and args.config is not None:
+        p.error(f"--without-finetuning replays B1 runs, not paired rows (--config {args.config})")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     print(bound_table(args))
     return 0

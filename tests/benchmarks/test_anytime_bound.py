@@ -85,3 +85,33 @@ def test_the_envelope_is_never_below_the_shipped_rule_and_grows_with_the_budget(
     assert best == sorted(best) and best[-1] > shipped[-1] > 0
     n, q = which[-1].split("/")
     assert int(n) in ab.ENVELOPE_N and float(q) in ab.ENVELOPE_Q
+
+
+def test_the_table_clock_moves_a_fast_machines_runs_and_says_so(ab, capsys) -> None:
+    """On this session's committed `hard` runs (a machine about twice the table's speed),
+    ``--table-clock`` prints each run's ratio and lowers nasflow's curve from above the
+    table's whole front; ``--without-finetuning`` relabels the row as a replay and keeps
+    the study's own end; paired rows refuse the replay before any work."""
+    common = [
+        "--study", str(ROOT / "benchmarks/suite/hard.py"),
+        "--runs", str(ROOT / "benchmarks/data/b1_front41_hard.json"),
+        "--budgets", "120", "300", "--replays", "3", "--step", "0.5",
+    ]  # fmt: skip
+
+    def nasflow_row() -> tuple[str, list[float]]:
+        out = capsys.readouterr().out
+        row = next(r for r in out.splitlines() if r.startswith("| nasflow"))
+        return out, [float(c) for c in row.strip("|").split("|")[1:]]
+
+    assert ab.main(common) == 0
+    _, own = nasflow_row()
+    assert ab.main([*common, "--table-clock"]) == 0
+    out, table = nasflow_row()
+    assert "nasflow seed 0: clock x0.5" in out and "the study's own end" in out
+    assert own[-1] > 1.0 > table[-1]  # the fast clock had put it above the whole front
+    assert ab.main([*common, "--table-clock", "--without-finetuning"]) == 0
+    out, _ = nasflow_row()
+    assert "without fine-tuning (replayed" in out and "the study's own end 215" in out
+    with pytest.raises(SystemExit):
+        ab.main([*common, "--without-finetuning", "--config", "shipped", "--threshold", "0.7"])
+    assert "not paired rows" in capsys.readouterr().err
