@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "anytime_bound": ("", "the best trainings after the supernet can cover, against the peers"),
     "finalists": ("", "every last-rung finalist of B6 runs retrained: which rule keeps the best"),
     "margins": ("", "one margin for both validates-higher rules, replayed on recorded runs"),
+    "retrain_spread": ("", "phase 3's retrains by score or spread over cost, on the tables"),
     "rung_trust": ("", "the trust verdict read from the fine-tuning rungs against the probe"),
     "split_cost": ("", "the few-shot split's supernet CPU and memory against the shared one"),
     "ground_truth": ("", "stand-alone training of a fixed sample of a study's space"),

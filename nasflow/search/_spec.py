@@ -13,8 +13,8 @@ import optuna
 
 from nasflow._checks import check_fraction, check_int
 from nasflow.data import DataBundle
-from nasflow.errors import NasflowError
 from nasflow.search._budget import Budget
+from nasflow.search._name import MAX_SEED, StudyFileError, check_study_name
 from nasflow.search._phases import Anchors, FineTuning, TrustProbe
 from nasflow.search._rungs import Rungs
 from nasflow.space import SearchSpace
@@ -46,52 +46,6 @@ REMOVED_KEYS = {
     "carries its epochs; finetune_epochs=N fine-tuned with finetune=TrainConfig(epochs=N, "
     "lr=1e-3, warmup_epochs=0) (finetune=None: no fine-tuning)",
 }
-
-
-class StudyFileError(NasflowError, ValueError):
-    """A study file is missing, does not run, or declares no valid ``study``."""
-
-
-#: Largest seed (the samplers' random generators take 32-bit seeds).
-MAX_SEED = 2**32 - 1
-
-
-#: Longest study name, in bytes of UTF-8 (it is a folder name, which file systems limit to
-#: 255 bytes, not characters; an emoji takes 4), and a word of the suggested commands.
-MAX_NAME_LENGTH = 100
-#: Characters a shell reads as syntax: refused in study names, which the summary's hints
-#: put in commands (quoted too).
-SHELL_METACHARACTERS = frozenset(";&|$`<>()'\"*?[]{}!#~\\")
-
-
-def _check_name(name: Any) -> None:
-    """A study name is also a folder name (``OUT/NAME``) and a word of the commands the
-    summary suggests: one plain path component, no shell syntax, at most 100 bytes."""
-    if not isinstance(name, str) or not name.strip():
-        raise StudyFileError(f"study name must be a non-empty string, got {name!r}")
-    size = len(name.encode("utf-8", "surrogatepass"))
-    if size > MAX_NAME_LENGTH:
-        raise StudyFileError(
-            f"study name {name[:40]!r}... is {size} bytes long in UTF-8 ({len(name)} "
-            f"characters); use at most {MAX_NAME_LENGTH} bytes (it names a folder: a "
-            "non-ASCII character takes 2 to 4)"
-        )
-    if (
-        name in (".", "..")
-        or name != name.strip()
-        or any(c in name for c in "/\\")
-        or any(ord(c) < 32 or ord(c) == 127 for c in name)
-    ):
-        raise StudyFileError(
-            f"study name {name!r} must be one plain folder name (no '/', '\\', control "
-            "characters, surrounding blanks, '.' or '..')"
-        )
-    shell = sorted(set(name) & SHELL_METACHARACTERS)
-    if shell:
-        raise StudyFileError(
-            f"study name {name!r} holds shell metacharacters {''.join(shell)!r}; use letters, "
-            "digits, '-', '_', '.' and spaces"
-        )
 
 
 @dataclass(frozen=True)
@@ -160,6 +114,10 @@ class StudySpec:
         retrain_top: How many winners phase 3 retrains from scratch: after a fine-tuning
             phase, the best fine-tuned finalists (those fine-tuned the most epochs first);
             the one whose retrain validates highest is the search's kept choice.
+        retrain_spread: Phase 3 retrains this many more after the ``retrain_top``, chosen
+            to spread the trained models over cost: members of the screened Pareto set,
+            each the farthest in log predicted cost from every model the study trained
+            from scratch (its anchors and retrains). 0 (default): none.
         seed: Seed of the sampler, the supernet and the data order. The supernet trains
             with ``supernet.seed + seed`` (:attr:`supernet_recipe`), so ``--seed`` draws
             another supernet too, and a study of seed 0 trains the one it always did.
@@ -248,6 +206,7 @@ class StudySpec:
     study: optuna.Study | None = None
     budget: Budget = field(default_factory=Budget)
     retrain_top: int = 1
+    retrain_spread: int = 0
     seed: int = 0
     cost: str = "model"
     table: TabularBenchmark | None = None
@@ -265,7 +224,7 @@ class StudySpec:
 
     def __post_init__(self) -> None:
         # One step per group of fields, in this order: the first bad value is the error.
-        _check_name(self.name)
+        check_study_name(self.name)
         self._check_space_and_data()
         objectives = self._normalize_objectives()
         self._check_optuna_objects(objectives)
@@ -339,6 +298,7 @@ class StudySpec:
         for name in ("n_trials", "bn_batches", "retrain_top"):
             check_int(name, getattr(self, name), error=StudyFileError)
         check_int("screen_batch", self.screen_batch, 0, error=StudyFileError)
+        check_int("retrain_spread", self.retrain_spread, 0, error=StudyFileError)
         keep = check_fraction("screen_keep", self.screen_keep, one=True, error=StudyFileError)
         if keep < 1 and self.finetune is None:
             raise StudyFileError(
@@ -443,6 +403,11 @@ class StudySpec:
             raise StudyFileError(
                 f"study {self.name!r}: rungs={self.rungs!r} replaces the fine-tuning phase; "
                 f"set finetuning=None (got {self.finetuning!r})"
+            )
+        if self.rungs is not None and self.retrain_spread:
+            raise StudyFileError(
+                f"study {self.name!r}: rungs={self.rungs!r} replaces phase 3, whose retrains "
+                f"retrain_spread={self.retrain_spread!r} spreads; set retrain_spread=0"
             )
 
     def _check_deterministic(self) -> None:

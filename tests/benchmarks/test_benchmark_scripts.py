@@ -821,3 +821,30 @@ def test_b1_without_finetuning_drops_the_fine_tuned_and_moves_the_retrains_earli
     on_table = tables.without_finetuning({**run, "clock_ratio": 2.0})
     assert [e["cpu"] for e in on_table["events"]] == [5.0, 50.0, 60.0]
     assert run["events"][2]["cpu"] == 60.0  # the recorded run is not changed
+
+
+def test_retrain_spread_prints_every_ground_and_rule(capsys) -> None:
+    """The replay's command prints one row per ground and rule from the committed score
+    files and tables (phase 3's own rule is checked against it in ``tests/pipeline``)."""
+    mod = _load("retrain_spread.py")
+    data = ROOT / "benchmarks" / "data"
+    assert (
+        mod.main(
+            [
+                "--ground",
+                "hard",
+                str(data / "b2_scores" / "hard_fair12_plain.csv"),
+                str(data / "suite" / "hard_seed0.csv"),
+                "--rules",
+                "4:0",
+                "4:2",
+            ]
+        )
+        == 0
+    )
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| hard")]
+    assert [r.split("|")[2].strip() for r in rows] == ["4 : 0", "4 : 2"]
+    hv = [float(r.split("|")[3]) for r in rows]
+    assert all(0 < h <= 1 for h in hv)
+    with pytest.raises(SystemExit):
+        mod.main(["--ground", "hard", "x.csv", "y.csv", "--rules", "0:2"])

@@ -86,6 +86,65 @@ def test_phase_3_retrains_the_finalists_it_is_given_best_first() -> None:
     assert [t.number for t in winner_trials(study, None)] == [2]
 
 
+def test_phase_3_spreads_its_extra_retrains_over_log_cost_from_every_trained_model() -> None:
+    """``retrain_spread``: each extra retrain is the screened Pareto member farthest in log
+    predicted cost from the anchors and the retrains chosen so far; an anchor's
+    architecture is never retrained again."""
+    from nasflow.record import AnchorEntry, AnchorsRecord, TrialRecord, write_record
+
+    costs = [1.0, 2.0, 3.0, 10.0, 20.0, 32.0]  # one Pareto front: dearer is more accurate
+    ops = ["k3", "k5", "k7", "skip", "k3_e2", "k5_e2"]
+    study = make_study(
+        [
+            {"values": [0.5 + 0.05 * i, c], "attrs": {"arch": arch_json([op]), "train_cost": c}}
+            for i, (c, op) in enumerate(zip(costs, ops, strict=True))
+        ]
+    )
+    anchor = AnchorEntry(0, 0, arch_json(["k3"]), 10, 10, "10 params", 0.5, 0.5)
+    write_record(study, AnchorsRecord("by hand", (anchor,)))
+    best = [TrialRecord.from_trial(t) for t in winner_trials(study, None)][:1]
+    assert [t.number for t in best] == [5]  # cost 32
+    # From {1, 32}: cost 10 is farthest in log (ln 3.2 from 32); then from {1, 10, 32}: 3.
+    assert [t.number for t in _retrain.spread_trials(study, best, 2)] == [3, 2]
+    assert [t.number for t in _retrain.spread_trials(study, best, 9)] == [3, 2, 4, 1]
+    assert _retrain.spread_trials(study, best, 0) == []
+    # Without the anchor's record its trial is a candidate like any other: the cheapest.
+    bare = make_study([{"values": t.values, "attrs": t.user_attrs} for t in study.trials])
+    assert [t.number for t in _retrain.spread_trials(bare, best, 1)] == [0]
+
+
+def test_the_benchmarks_replay_of_the_spread_rule_picks_what_phase_3_picks() -> None:
+    """``benchmarks/retrain_spread.py`` replays ``spread_trials`` on arrays: the same picks
+    on the same front."""
+    import importlib.util
+
+    import numpy as np
+
+    from nasflow.record import TrialRecord
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "retrain_spread.py"
+    spec = importlib.util.spec_from_file_location("bench_retrain_spread", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    costs = np.sort(np.random.default_rng(0).uniform(1.0, 50.0, 12))
+    ops = ["k3", "k5", "k7", "skip"]
+    study = make_study(
+        [
+            {
+                "values": [0.3 + 0.05 * i, float(c)],
+                "attrs": {"arch": arch_json([ops[i % 4], ops[i // 4]]), "train_cost": float(c)},
+            }
+            for i, c in enumerate(costs)
+        ]
+    )
+    best = [TrialRecord.from_trial(study.trials[11])]
+    ours = [t.number for t in _retrain.spread_trials(study, best, 5)]
+    rest = list(range(10, -1, -1))  # the rest of the front, most accurate first
+    theirs = mod.spread_pick(rest, [float(np.log(costs[11]))], np.log(costs), 5)
+    assert ours == theirs and len(set(ours)) == 5
+
+
 def _result(tmp_path: Path, kept: KeptDecision | None) -> tuple[RunResult, object]:
     tmp_path.mkdir(exist_ok=True)
     spec = load_study_file(write_study(tmp_path))

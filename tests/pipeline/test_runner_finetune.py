@@ -107,6 +107,29 @@ def test_phase_3_keeps_the_best_retrain_of_several_finalists(tmp_path) -> None:
     assert f"trial {result.winners[0].number}" in line
 
 
+def test_phase_3_retrains_more_to_spread_the_trained_models_over_cost(tmp_path) -> None:
+    """``retrain_spread=1``: after the best fine-tuned finalist, one screened Pareto member
+    chosen by cost is retrained too; the log says which and why; the kept choice is still
+    the best retrained validation."""
+    extra = EXTRA + "study = study.replace(retrain_spread=1)\n"
+    spec = load_study_file(write_study(tmp_path, finetune=0, n_trials=8, extra=extra))
+    lines: list[str] = []
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lines.append)
+    result = runner.run()
+    cands = result.study.user_attrs[FINETUNED_KEY]["candidates"]
+    best = max(cands, key=lambda c: (len(c["val_curve"]), c["val_curve"][-1]))
+    numbers = {w.number for w in result.winners}
+    assert len(numbers) == 2 and best["trial"] in numbers
+    (spread,) = numbers - {best["trial"]}
+    assert any(
+        f"phase 3: trial {spread} retrained to spread the trained models over cost" in line
+        for line in lines
+    )
+    vals = [w.val_accuracy for w in result.winners]
+    assert vals == sorted(vals, reverse=True)
+    assert result.study.user_attrs[KEPT_KEY]["trial"] == result.winners[0].number
+
+
 def test_a_rerun_reuses_the_ready_models(tmp_path, monkeypatch) -> None:
     _, runner = _run(tmp_path)
     first = runner.run().study.user_attrs[FINETUNED_KEY]["candidates"]

@@ -118,6 +118,15 @@ def test_rungs_replace_the_fine_tuning_phase(tmp_path) -> None:
         load_study_file(write_study(tmp_path, finetune=0, extra=extra))
 
 
+def test_rungs_replace_phase_3_whose_retrains_retrain_spread_spreads(tmp_path) -> None:
+    extra = EXTRA + "study = study.replace(retrain_spread=2)\n"
+    with pytest.raises(StudyFileError, match=r"rungs=.*replaces phase 3.*retrain_spread=2"):
+        load_study_file(write_study(tmp_path, finetune=0, extra=extra))
+    bad = "study = study.replace(retrain_spread=-1)\n"
+    with pytest.raises(StudyFileError, match=r"retrain_spread.*-1"):
+        load_study_file(write_study(tmp_path, finetune=0, extra=bad))
+
+
 def test_the_fine_tuning_schedule_spans_the_last_rung_or_the_recipe() -> None:
     assert finetune_settings(Rungs(finetune=(1, 2, 4)), 10).rungs == (1, 2, 4)
     inherited = finetune_settings(Rungs(finetune=(1, 2, 4), top="inherited"), 10)

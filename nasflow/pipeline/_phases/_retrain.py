@@ -3,6 +3,7 @@ measure their training cost (entry point :func:`run_winners`)."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +23,7 @@ from nasflow.record import (
     RetrainRecord,
     TrialRecord,
     WinnerRecord,
+    study_anchors,
     write_record,
 )
 from nasflow.train.stack import Stack
@@ -56,6 +58,44 @@ def winner_trials(
     return [by_number[c.trial] for c in ranked if c.trial in by_number]
 
 
+def spread_trials(study: optuna.Study, chosen: list[TrialRecord], k: int) -> list[TrialRecord]:
+    """``k`` members of the screened Pareto set beside ``chosen``, to spread the study's
+    trained models over cost: each the member farthest in log predicted training cost from
+    every model trained from scratch so far (the study's trained anchors, ``chosen`` and
+    the members picked before it), ties to the more accurate. Members without a predicted
+    cost are not candidates.
+
+    Why: the retrains by score sit at the front's costly end (the finalists are the
+    screening's most accurate), where the anchors already trained a model; a replay on the
+    suite's tables (200 architectures x 3 supernets, ``benchmarks/results/paired.md``, run
+    17) put two such retrains' trained-model hypervolume above two more by score.
+    """
+    if k <= 0:
+        return []
+    trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+    anchors = study_anchors(study)
+    trained = list(chosen)
+    if anchors is not None:
+        trained += [
+            TrialRecord.from_trial(trials[a.trial]) for a in anchors.trained if a.trial in trials
+        ]
+    seen = {t.get_arch() for t in trained}
+    logs = [math.log(t.train_cost) for t in trained if t.train_cost and t.train_cost > 0]
+    # (log predicted cost, member), best accuracy first: max() keeps the first of a tie.
+    candidates = [
+        (math.log(r.train_cost), r)
+        for r in (TrialRecord.from_trial(t) for t in pareto_trials(study))
+        if r.get_arch() not in seen and r.train_cost and r.train_cost > 0
+    ]
+    picked: list[TrialRecord] = []
+    while candidates and len(picked) < k:
+        log, far = max(candidates, key=lambda c: min((abs(c[0] - x) for x in logs), default=0))
+        picked.append(far)
+        logs.append(log)
+        candidates = [c for c in candidates if c[1].get_arch() != far.get_arch()]
+    return picked
+
+
 def run_winners(
     ctx: RunContext, data: DataBundle, stack: Stack | None, finetuned: FineTuneResult | None
 ) -> WinnersPhaseResult:
@@ -75,6 +115,12 @@ def run_winners(
     spec, study = ctx.spec, ctx.study
     chosen = [TrialRecord.from_trial(t) for t in winner_trials(study, finetuned)]
     chosen = chosen[: spec.retrain_top]
+    for trial in spread_trials(study, chosen, spec.retrain_spread):
+        ctx.log(
+            f"phase 3: trial {trial.number} retrained to spread the trained models over "
+            f"cost (predicted {float(trial.train_cost or 0):.1f} s)"
+        )
+        chosen.append(trial)
     slots: list[Winner | None] = []
     tasks = []
     for trial in chosen:

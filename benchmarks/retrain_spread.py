@@ -1,0 +1,179 @@
+"""Phase 3's retrains by score or spread over cost, replayed on the suite's tables.
+
+Which screened candidates should phase 3 retrain from scratch? By score (the most accurate
+members of the screened Pareto set: where the kept model comes from) or some of them
+spread over cost (``StudySpec.retrain_spread``: each the member farthest in log predicted
+cost from every model trained so far, the rule of ``nasflow.pipeline``'s phase 3)? This
+replay asks it of the B2 score files, which hold every table architecture's supernet
+accuracy and predicted cost under three supernets (``benchmarks/data/b2_scores/``), and
+the ground's tables, which hold what each architecture scores trained from scratch:
+
+- the anchors: the shipped zero-cost rule (``Anchors(n=4)``: the non-dominated set by
+  parameters up and training FLOPs down, four spread in log FLOPs) on the table's sample;
+- the screened Pareto set: the table's architectures by (supernet accuracy up, predicted
+  cost down); a rule ``TOP:SPREAD`` retrains its ``TOP`` most accurate members, then
+  ``SPREAD`` more chosen by cost;
+- per supernet and training seed: the trained models' (anchors and retrains) hypervolume
+  over the table's front (test accuracy up, the table's training CPU-seconds down; B1's
+  reference point), the kept model (the best retrained validation; the anchors' margin
+  rule is not replayed) as its share of the table, and the retrains' summed CPU-seconds.
+
+It replays phase 3 without the fine-tuning phase (fine-tuned validation cannot be
+replayed from the tables) and counts every training as done (no clock): a pre-check of
+the rule, not its measurement: paired run 17 (``benchmarks/results/paired.md``) measures
+the study with it.
+
+Usage::
+
+    python benchmarks/retrain_spread.py \\
+        --ground hard benchmarks/data/b2_scores/hard_fair12_plain.csv \\
+            benchmarks/data/suite/hard_seed0.csv benchmarks/data/suite/hard_seed1.csv \\
+        --rules 4:0 8:0 4:2 4:4
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _b1_tables import hypervolume_2d
+
+from nasflow.pipeline import spread_in_log_flops
+
+
+def _key(arch: object) -> str:
+    """An architecture's JSON with sorted keys (the score files and tables write it)."""
+    return json.dumps(json.loads(arch) if isinstance(arch, str) else arch, sort_keys=True)
+
+
+def load_scores(path: Path) -> list[dict]:
+    """A B2 score file's rows (CSV or JSON lines)."""
+    if path.suffix == ".csv":
+        with path.open() as f:
+            return list(csv.DictReader(f))
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def load_table(paths: list[Path]) -> dict[str, list[tuple[float, float, float]]]:
+    """Architecture -> (validation, test, training CPU-s) per training seed's table."""
+    table: dict[str, list[tuple[float, float, float]]] = {}
+    for p in paths:
+        with p.open() as f:
+            for r in csv.DictReader(f):
+                row = (
+                    float(r["val_accuracy"]),
+                    float(r["test_accuracy"]),
+                    float(r["train_cpu_seconds"]),
+                )
+                table.setdefault(_key(r["arch"]), []).append(row)
+    return table
+
+
+def non_dominated(up: np.ndarray, down: np.ndarray) -> list[int]:
+    """Indices of the points no other point beats on ``up`` (higher) and ``down`` (lower)."""
+    out = []
+    for i in range(len(up)):
+        better = (up >= up[i]) & (down <= down[i]) & ((up > up[i]) | (down < down[i]))
+        if not better.any():
+            out.append(i)
+    return out
+
+
+def spread_pick(
+    candidates: list[int], logs: list[float], log_cost: np.ndarray, k: int
+) -> list[int]:
+    """``k`` of ``candidates`` (best first), each the farthest in log cost from ``logs`` and
+    the ones picked before it; ties to the earlier (phase 3's ``spread_trials``)."""
+    pool, logs, picked = list(candidates), list(logs), []
+    while pool and len(picked) < k:
+        far = max(pool, key=lambda i: min((abs(log_cost[i] - x) for x in logs), default=0.0))
+        picked.append(far)
+        logs.append(float(log_cost[far]))
+        pool.remove(far)
+    return picked
+
+
+def replay_ground(
+    scores: list[dict], table: dict, rules: list[tuple[int, int]]
+) -> dict[tuple[int, int], np.ndarray]:
+    """Per rule, rows of (hypervolume / the table's, kept model's share, retrain CPU-s),
+    one per supernet and training seed."""
+    keys = list(table)
+    test_mean = np.array([np.mean([r[1] for r in table[k]]) for k in keys])
+    cpu_mean = np.array([np.mean([r[2] for r in table[k]]) for k in keys])
+    ref = (float(test_mean.min()), float(1.1 * cpu_mean.max()))  # B1's reference point
+    total = hypervolume_2d(np.stack([test_mean, cpu_mean], 1), ref)
+    seeds = min(len(v) for v in table.values())
+    out: dict[tuple[int, int], list[tuple[float, float, float]]] = {r: [] for r in rules}
+    for s in sorted({int(r["supernet_seed"]) for r in scores}):
+        rows = [r for r in scores if int(r["supernet_seed"]) == s]
+        arch = [_key(r["arch"]) for r in rows]
+        acc = np.array([float(r["supernet_accuracy"]) for r in rows])
+        cost = np.array([float(r["predicted_cost"]) for r in rows])
+        params = np.array([float(r["params"]) for r in rows])
+        flops = np.array([float(r["flops"]) for r in rows])
+        front = sorted(non_dominated(params, flops), key=lambda i: flops[i])
+        anchors = [front[i] for i in spread_in_log_flops(np.log(flops[front]), 4)]
+        screened = sorted(non_dominated(acc, cost), key=lambda i: -acc[i])
+        screened = [i for i in screened if i not in anchors]
+        log_cost = np.log(cost)
+        for top, spread in rules:
+            chosen = screened[:top]
+            logs = [float(log_cost[i]) for i in anchors + chosen]
+            chosen = chosen + spread_pick(screened[top:], logs, log_cost, spread)
+            for t in range(seeds):
+                pts = np.array(
+                    [(table[arch[i]][t][1], table[arch[i]][t][2]) for i in anchors + chosen]
+                )
+                kept = max(chosen, key=lambda i: table[arch[i]][t][0])
+                kept_test = np.mean([r[1] for r in table[arch[kept]]])
+                out[(top, spread)].append(
+                    (
+                        hypervolume_2d(pts, ref) / total,
+                        float(np.mean(test_mean < kept_test)),
+                        sum(table[arch[i]][t][2] for i in chosen),
+                    )
+                )
+    return {r: np.array(v) for r, v in out.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--ground",
+        nargs="+",
+        action="append",
+        required=True,
+        metavar="NAME SCORES TABLE",
+        help="a ground's name, its B2 score file and its tables (repeat per ground)",
+    )
+    p.add_argument("--rules", nargs="+", default=["4:0", "8:0", "4:2", "4:4"], help="TOP:SPREAD")
+    args = p.parse_args(argv)
+    rules = []
+    for text in args.rules:
+        top, _, spread = text.partition(":")
+        if not (top.isdigit() and spread.isdigit()) or int(top) < 1:
+            p.error(f"--rules: {text!r} is not TOP:SPREAD with TOP >= 1 (for example 4:2)")
+        rules.append((int(top), int(spread)))
+    print("| ground | rule (by score : spread) | HV / table's | kept share | retrain CPU-s |")
+    print("|---|---|---:|---:|---:|")
+    for ground in args.ground:
+        if len(ground) < 3:
+            p.error(f"--ground {' '.join(ground)}: give NAME SCORES TABLE [TABLE...]")
+        name, scores, tables = ground[0], Path(ground[1]), [Path(t) for t in ground[2:]]
+        result = replay_ground(load_scores(scores), load_table(tables), rules)
+        for (top, spread), rows in result.items():
+            hv, share, cpu = rows.mean(0)
+            print(f"| {name} | {top} : {spread} | {hv:.3f} | {share:.1%} | {cpu:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
