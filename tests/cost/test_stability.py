@@ -199,6 +199,41 @@ def test_remeasure_replaces_the_shared_table(
     assert third.stability["measured_at"] == second.stability["measured_at"]
 
 
+@pytest.mark.slow
+def test_a_table_flagged_loaded_but_measured_while_this_fit_waited_is_reused(
+    tmp_path: Path, shared: Path
+) -> None:
+    """The exception to the rule above: a fit that waited for the shared table's lock
+    (another search, started together under the same load, was measuring) reuses what
+    that one stored, flagged loaded or not, rather than measuring a second time."""
+    import threading
+
+    first = _fit(_model(tmp_path / "a" / "study.db"))
+    assert first.shared is not None
+    record = {**first.stability, "loaded": True, "ratio": 3.0}
+    first.shared.store_stability(first.fingerprint, first.context_key, record)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # the other search, still measuring when this one starts its fit
+        with first.shared.measuring() as waited:  # type: ignore[union-attr]
+            assert not waited
+            held.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(60)
+    threading.Timer(0.5, release.set).start()
+    second = _fit(_model(tmp_path / "b" / "study.db"))
+    holder.join(60)
+    assert second.stats.measured_ops == 0 and second.stats.measured_steps == 0
+    assert second.stability["source"] == "shared table" and second.stability["remeasured"] is None
+    assert second.stability["loaded"]  # reused, and still said to be measured loaded
+    # Not having waited, the same fit measures again (the rule above).
+    third = _fit(_model(tmp_path / "c" / "study.db"))
+    assert third.stats.measured_ops > 0 and "loaded" in third.stability["remeasured"]
+
+
 def test_rows_timed_the_old_way_are_not_reused(tmp_path: Path, shared: Path) -> None:
     model = _model(tmp_path / "a" / "study.db")
     assert model.fingerprint.timer == "thread-cpu/min/v2"
