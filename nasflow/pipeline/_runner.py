@@ -321,11 +321,8 @@ class StudyRunner:
                         tasks.close()
             seconds["total"] = time.perf_counter() - t0
             kept = None
-            if is_rank_zero():  # which model is kept: decided once, here
-                inherited = spec.rungs is not None and spec.rungs.top == "inherited"
-                kept = decide_kept(
-                    winners, study_finetuned(study), study_anchors(study), inherited
-                )
+            if is_rank_zero():  # which model is kept: decided here, from the final records
+                kept = self._decide_kept(study, winners)
             if not worker and kept is not None:
                 self._record(study, seconds, winners, kept)
                 write_record(study, reproducibility_record(study, spec, self.ran_trials, timeout))
@@ -408,7 +405,7 @@ class StudyRunner:
             # to wait for it (paired run 12, benchmarks/results/paired.md: the first
             # search-derived model 36-98 CPU-s sooner on CIFAR-10 and `hard`). The kept
             # model is decided by now: recorded first, so a stop in the probe leaves it.
-            kept = decide_kept(winners, study_finetuned(ctx.study), study_anchors(ctx.study))
+            kept = self._decide_kept(ctx.study, winners)
             if kept.record is not None:
                 write_record(ctx.study, kept.record)
             seconds["trust"] = run_trust(ctx, data, supernet).seconds
@@ -434,6 +431,13 @@ class StudyRunner:
         n = ctx.tasks.serve(handlers)
         _LOG.info(f"worker: {n} trainings after screening run here")
         return time.perf_counter() - t0
+
+    def _decide_kept(self, study: optuna.Study, winners: list[Winner]) -> KeptDecision:
+        """The kept model from phase 3's ``winners`` and the study's records: the same rule
+        before the trust probe (recorded early) and at the run's end."""
+        rungs = self.spec.rungs
+        inherited = rungs is not None and rungs.top == "inherited"
+        return decide_kept(winners, study_finetuned(study), study_anchors(study), inherited)
 
     def _record(
         self,
