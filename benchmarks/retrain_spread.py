@@ -16,7 +16,9 @@ the ground's tables, which hold what each architecture scores trained from scrat
 - per supernet and training seed: the trained models' (anchors and retrains) hypervolume
   over the table's front (test accuracy up, the table's training CPU-seconds down; B1's
   reference point), the kept model (the best retrained validation; the anchors' margin
-  rule is not replayed) as its share of the table, and the retrains' summed CPU-seconds.
+  rule is not replayed) as its share of the table, and the retrains' summed CPU-seconds;
+  a rule with ``TOP`` at least the screened Pareto set's size (its last column, less the
+  anchors) trains all of it: the most any rule drawing from that set can reach.
 
 It replays phase 3 without the fine-tuning phase (fine-tuned validation cannot be
 replayed from the tables) and counts every training as done (no clock): a pre-check of
@@ -103,15 +105,15 @@ def spread_pick(
 def replay_ground(
     scores: list[dict], table: dict, rules: list[tuple[int, int]]
 ) -> dict[tuple[int, int], np.ndarray]:
-    """Per rule, rows of (hypervolume / the table's, kept model's share, retrain CPU-s),
-    one per supernet and training seed."""
+    """Per rule, rows of (hypervolume / the table's, kept model's share, retrain CPU-s,
+    members of the screened Pareto set), one per supernet and training seed."""
     keys = list(table)
     test_mean = np.array([np.mean([r[1] for r in table[k]]) for k in keys])
     cpu_mean = np.array([np.mean([r[2] for r in table[k]]) for k in keys])
     ref = (float(test_mean.min()), float(1.1 * cpu_mean.max()))  # B1's reference point
     total = hypervolume_2d(np.stack([test_mean, cpu_mean], 1), ref)
     seeds = min(len(v) for v in table.values())
-    out: dict[tuple[int, int], list[tuple[float, float, float]]] = {r: [] for r in rules}
+    out: dict[tuple[int, int], list[tuple[float, float, float, int]]] = {r: [] for r in rules}
     for s in sorted({int(r["supernet_seed"]) for r in scores}):
         rows = [r for r in scores if int(r["supernet_seed"]) == s]
         arch = [_key(r["arch"]) for r in rows]
@@ -139,6 +141,7 @@ def replay_ground(
                         hypervolume_2d(pts, ref) / total,
                         float(np.mean(test_mean < kept_test)),
                         sum(table[arch[i]][t][2] for i in chosen),
+                        len(screened),
                     )
                 )
     return {r: np.array(v) for r, v in out.items()}
@@ -162,16 +165,20 @@ def main(argv: list[str] | None = None) -> int:
         if not (top.isdigit() and spread.isdigit()) or int(top) < 1:
             p.error(f"--rules: {text!r} is not TOP:SPREAD with TOP >= 1 (for example 4:2)")
         rules.append((int(top), int(spread)))
-    print("| ground | rule (by score : spread) | HV / table's | kept share | retrain CPU-s |")
-    print("|---|---|---:|---:|---:|")
+    print(
+        "| ground | rule (by score : spread) | HV / table's | kept share | retrain CPU-s "
+        "| screened Pareto set |"
+    )
+    print("|---|---|---:|---:|---:|---:|")
     for ground in args.ground:
         if len(ground) < 3:
             p.error(f"--ground {' '.join(ground)}: give NAME SCORES TABLE [TABLE...]")
         name, scores, tables = ground[0], Path(ground[1]), [Path(t) for t in ground[2:]]
         result = replay_ground(load_scores(scores), load_table(tables), rules)
         for (top, spread), rows in result.items():
-            hv, share, cpu = rows.mean(0)
-            print(f"| {name} | {top} : {spread} | {hv:.3f} | {share:.1%} | {cpu:.1f} |")
+            hv, share, cpu, _ = rows.mean(0)
+            size = f"{rows[:, 3].min():.0f}-{rows[:, 3].max():.0f}"
+            print(f"| {name} | {top} : {spread} | {hv:.3f} | {share:.1%} | {cpu:.1f} | {size} |")
     return 0
 
 
