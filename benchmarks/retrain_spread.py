@@ -8,8 +8,9 @@ replay asks it of the B2 score files, which hold every table architecture's supe
 accuracy and predicted cost under three supernets (``benchmarks/data/b2_scores/``), and
 the ground's tables, which hold what each architecture scores trained from scratch:
 
-- the anchors: the shipped zero-cost rule (``Anchors(n=4)``: the non-dominated set by
-  parameters up and training FLOPs down, four spread in log FLOPs) on the table's sample;
+- the anchors: the shipped zero-cost rule (``Anchors(n=4)``, ``--anchors``: the
+  non-dominated set by parameters up and training FLOPs down, four spread in log FLOPs)
+  on the table's sample;
 - the screened Pareto set: the table's architectures by (supernet accuracy up, predicted
   cost down); a rule ``TOP:SPREAD`` retrains its ``TOP`` most accurate members, then
   ``SPREAD`` more chosen by cost;
@@ -103,7 +104,7 @@ def spread_pick(
 
 
 def replay_ground(
-    scores: list[dict], table: dict, rules: list[tuple[int, int]]
+    scores: list[dict], table: dict, rules: list[tuple[int, int]], anchors_n: int = 4
 ) -> dict[tuple[int, int], np.ndarray]:
     """Per rule, rows of (hypervolume / the table's, kept model's share, retrain CPU-s,
     members of the screened Pareto set), one per supernet and training seed."""
@@ -122,7 +123,7 @@ def replay_ground(
         params = np.array([float(r["params"]) for r in rows])
         flops = np.array([float(r["flops"]) for r in rows])
         front = sorted(non_dominated(params, flops), key=lambda i: flops[i])
-        anchors = [front[i] for i in spread_in_log_flops(np.log(flops[front]), 4)]
+        anchors = [front[i] for i in spread_in_log_flops(np.log(flops[front]), anchors_n)]
         screened = sorted(non_dominated(acc, cost), key=lambda i: -acc[i])
         screened = [i for i in screened if i not in anchors]
         log_cost = np.log(cost)
@@ -158,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         help="a ground's name, its B2 score file and its tables (repeat per ground)",
     )
     p.add_argument("--rules", nargs="+", default=["4:0", "8:0", "4:2", "4:4"], help="TOP:SPREAD")
+    p.add_argument(
+        "--anchors", type=int, default=4, help="zero-cost anchors (the image study ships 6)"
+    )
     args = p.parse_args(argv)
     rules = []
     for text in args.rules:
@@ -165,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         if not (top.isdigit() and spread.isdigit()) or int(top) < 1:
             p.error(f"--rules: {text!r} is not TOP:SPREAD with TOP >= 1 (for example 4:2)")
         rules.append((int(top), int(spread)))
+    if args.anchors < 0:
+        p.error(f"--anchors must be >= 0, got {args.anchors}")
     print(
         "| ground | rule (by score : spread) | HV / table's | kept share | retrain CPU-s "
         "| screened Pareto set |"
@@ -174,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(ground) < 3:
             p.error(f"--ground {' '.join(ground)}: give NAME SCORES TABLE [TABLE...]")
         name, scores, tables = ground[0], Path(ground[1]), [Path(t) for t in ground[2:]]
-        result = replay_ground(load_scores(scores), load_table(tables), rules)
+        result = replay_ground(load_scores(scores), load_table(tables), rules, args.anchors)
         for (top, spread), rows in result.items():
             hv, share, cpu, _ = rows.mean(0)
             size = f"{rows[:, 3].min():.0f}-{rows[:, 3].max():.0f}"

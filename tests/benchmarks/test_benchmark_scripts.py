@@ -848,3 +848,5 @@ def test_retrain_spread_prints_every_ground_and_rule(capsys) -> None:
     assert all(0 < h <= 1 for h in hv)
     with pytest.raises(SystemExit):
         mod.main(["--ground", "hard", "x.csv", "y.csv", "--rules", "0:2"])
+    with pytest.raises(SystemExit):
+        mod.main(["--ground", "hard", "x.csv", "y.csv", "--anchors", "-1"])
