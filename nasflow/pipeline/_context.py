@@ -210,6 +210,9 @@ class Winner:
         weights: The folder holding the retrained weights and their record
             (``OUT/NAME/winners/trial-N``), or ``None`` when they were not saved.
         reused: Taken from an earlier run's saved winner instead of retrained now.
+        spread: Retrained to spread the trained models over cost
+            (``StudySpec.retrain_spread``): on the front, not a candidate for the kept
+            model.
     """
 
     number: int
@@ -221,6 +224,7 @@ class Winner:
     params: int
     weights: Path | None = None
     reused: bool = False
+    spread: bool = False
 
 
 @dataclass(frozen=True)

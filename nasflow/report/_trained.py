@@ -106,7 +106,8 @@ def trained_front(study: optuna.Study, summarize: Summarizer = generic_summary) 
             TrainedModel(
                 number,
                 RETRAINED,
-                "retrained from scratch with the study's recipe (phase 3)",
+                "retrained from scratch with the study's recipe (phase 3"
+                + (", spread over cost: not a candidate for the kept model)" if w.spread else ")"),
                 w.test_accuracy,
                 w.val_accuracy,
                 w.measured_train_cost,

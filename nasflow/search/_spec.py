@@ -117,9 +117,10 @@ class StudySpec:
         retrain_spread: Phase 3 retrains this many more after the ``retrain_top``, chosen
             to spread the trained models over cost: members of the screened Pareto set,
             each the farthest in log predicted cost from every model the study trained
-            from scratch (its anchors and retrains); each is a candidate for the kept
-            model like the others. 0 (default): none (paired run 17 in
-            ``benchmarks/results/paired.md``: a higher front, one kept model of 17 worse).
+            from scratch (its anchors and retrains); they fill the trained models' front
+            and are not candidates for the kept model (paired run 17 in
+            ``benchmarks/results/paired.md``, when they were: a higher front, one kept
+            model of 17 worse). 0 (default): none.
         seed: Seed of the sampler, the supernet and the data order. The supernet trains
             with ``supernet.seed + seed`` (:attr:`supernet_recipe`), so ``--seed`` draws
             another supernet too, and a study of seed 0 trains the one it always did.

@@ -18,6 +18,7 @@ from nasflow.record import (
     SUPERNET_ACCURACY_ATTR,
     SUPERNET_LOSS_ATTR,
     study_ranker,
+    study_retrains,
 )
 from nasflow.search import load_study_file
 from tests._study_template import write_study
@@ -109,8 +110,9 @@ def test_phase_3_keeps_the_best_retrain_of_several_finalists(tmp_path) -> None:
 
 def test_phase_3_retrains_more_to_spread_the_trained_models_over_cost(tmp_path) -> None:
     """``retrain_spread=1``: after the best fine-tuned finalist, one screened Pareto member
-    chosen by cost is retrained too; the log says which and why; the kept choice is still
-    the best retrained validation."""
+    chosen by cost is retrained too; the log, the record and the summary say which and
+    why; it is not a candidate for the kept model, which is the finalist's retrain
+    whichever validates higher."""
     extra = EXTRA + "study = study.replace(retrain_spread=1)\n"
     spec = load_study_file(write_study(tmp_path, finetune=0, n_trials=8, extra=extra))
     lines: list[str] = []
@@ -125,9 +127,15 @@ def test_phase_3_retrains_more_to_spread_the_trained_models_over_cost(tmp_path) 
         f"phase 3: trial {spread} retrained to spread the trained models over cost" in line
         for line in lines
     )
-    vals = [w.val_accuracy for w in result.winners]
-    assert vals == sorted(vals, reverse=True)
-    assert result.study.user_attrs[KEPT_KEY]["trial"] == result.winners[0].number
+    assert [w.number for w in result.winners] == [best["trial"], spread]
+    assert [w.spread for w in result.winners] == [False, True]
+    assert result.study.user_attrs[KEPT_KEY]["trial"] == best["trial"]
+    records = study_retrains(result.study)
+    assert records[spread].spread and not records[best["trial"]].spread
+    text = summary_table(result, spec)
+    assert f"winner: trial {spread} (spread over cost, not a candidate for the kept model)" in (
+        text
+    )
 
 
 def test_a_rerun_reuses_the_ready_models(tmp_path, monkeypatch) -> None:

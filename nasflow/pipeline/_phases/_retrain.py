@@ -66,11 +66,11 @@ def spread_trials(study: optuna.Study, chosen: list[TrialRecord], k: int) -> lis
     cost are not candidates.
 
     Why: the retrains by score sit at the front's costly end (the finalists are the
-    screening's most accurate), where the anchors already trained a model. Measured
-    (``benchmarks/results/paired.md``, run 17: three of them, 17 pairs on three MNIST-1D
-    grounds): the trained models' hypervolume +0.009 pooled (interval above zero), and one
-    kept model worse (a spread retrain that validated highest and tested lower), so the
-    default stays 0.
+    screening's most accurate), where the anchors already trained a model. They fill the
+    front and are not candidates for the kept model: in ``benchmarks/results/paired.md``'s
+    run 17 (three of them, 17 pairs on three MNIST-1D grounds, when they were candidates)
+    the trained models' hypervolume rose +0.009 pooled (interval above zero) and one kept
+    model was worse (a spread retrain that validated highest of seven and tested lower).
     """
     if k <= 0:
         return []
@@ -103,9 +103,10 @@ def run_winners(
 ) -> WinnersPhaseResult:
     """Phase 3: retrain the best ``retrain_top`` trials from scratch on ``data`` through
     ``stack`` (after a fine-tuning phase, ``finetuned``: the best fine-tuned finalists,
-    else the Pareto set by supernet accuracy); test accuracy + real cost. The winners
-    come back best retrained validation accuracy first: the first is the search's kept
-    choice.
+    else the Pareto set by supernet accuracy), then ``retrain_spread`` more spread over
+    cost (:func:`spread_trials`); test accuracy + real cost. The winners come back best
+    retrained validation accuracy first, the spread retrains after the others: the first
+    is the search's kept choice.
 
     Each winner's weights and record (recipe, seed, test and validation accuracy,
     measured training time) are saved in ``OUT/NAME/winners/trial-N/``, atomically and
@@ -117,12 +118,15 @@ def run_winners(
     spec, study = ctx.spec, ctx.study
     chosen = [TrialRecord.from_trial(t) for t in winner_trials(study, finetuned)]
     chosen = chosen[: spec.retrain_top]
-    for trial in spread_trials(study, chosen, spec.retrain_spread):
+    spread = spread_trials(study, chosen, spec.retrain_spread)
+    for trial in spread:
         ctx.log(
             f"phase 3: trial {trial.number} retrained to spread the trained models over "
-            f"cost (predicted {float(trial.train_cost or 0):.1f} s)"
+            f"cost (predicted {float(trial.train_cost or 0):.1f} s; not a candidate for "
+            "the kept model)"
         )
-        chosen.append(trial)
+    chosen += spread
+    spread_numbers = {t.number for t in spread}
     slots: list[Winner | None] = []
     tasks = []
     for trial in chosen:
@@ -139,6 +143,7 @@ def run_winners(
                     rec.measured_train_cost,
                     folder,
                     reused=True,
+                    spread=trial.number in spread_numbers,
                 )
             )
             continue
@@ -153,7 +158,15 @@ def run_winners(
 
     def record(i: int, r: dict[str, Any]) -> None:
         weights = None if r["weights"] is None else ctx.out / r["weights"]
-        w = _winner(queued[i], r["val_accuracy"], r["test_accuracy"], r["seconds"], weights)
+        trial = queued[i]
+        w = _winner(
+            trial,
+            r["val_accuracy"],
+            r["test_accuracy"],
+            r["seconds"],
+            weights,
+            spread=trial.number in spread_numbers,
+        )
         trained[w.number] = w
         ready = time.process_time() - ctx.started_cpu
         write_record(study, retrain_record(w, ctx.out, ready))
@@ -165,9 +178,11 @@ def run_winners(
             write_record(study, retrain_record(slot, ctx.out))
         winners.append(slot if slot is not None else trained[trial.number])
     # Several retrained: the kept choice is the best retrained validation accuracy (all
-    # trained with the same recipe from scratch, so comparable); ties keep the order in
-    # which they were chosen (fine-tuned validation accuracy, or supernet accuracy).
-    winners.sort(key=lambda w: -w.val_accuracy)
+    # trained with the same recipe from scratch, so comparable) among those chosen by
+    # score; the spread retrains come after them (run 17: the best of seven validations
+    # kept a cheap spread retrain that tested lower). Ties keep the order in which they
+    # were chosen (fine-tuned validation accuracy, or supernet accuracy).
+    winners.sort(key=lambda w: (w.spread, -w.val_accuracy))
     return WinnersPhaseResult(tuple(winners), time.perf_counter() - t0)
 
 
@@ -178,9 +193,11 @@ def _winner(
     seconds: float | None,
     folder: Path | None,
     reused: bool = False,
+    spread: bool = False,
 ) -> Winner:
     """Screened ``trial`` retrained: its validation and test accuracy, the training's
-    measured seconds and the folder of its weights."""
+    measured seconds and the folder of its weights (``spread``: retrained to spread the
+    trained models over cost, not a candidate for the kept model)."""
     return Winner(
         trial.number,
         trial.get_arch(),
@@ -191,6 +208,7 @@ def _winner(
         int(trial.params),  # type: ignore[arg-type]
         folder,
         reused=reused,
+        spread=spread,
     )
 
 
@@ -228,6 +246,7 @@ def retrain_record(w: Winner, out: Path, ready_cpu: float | None = None) -> Retr
         w.params,
         weights,
         ready_cpu,
+        w.spread,
     )
 
 

@@ -419,16 +419,25 @@ def _outcome_lines(result: RunResult, spec: StudySpec, export_as: str) -> list[s
     kept, trained, anchor_kept = decision.search, decision.anchors, decision.anchor
     kept_val, what, samples = decision.search_val, decision.what, decision.samples
     several = len(result.winners) > 1
+    spread = sum(w.spread for w in result.winners)
     if several:
         lines.append(
             f"phase 3 retrained {len(result.winners)} trials from scratch; the first validates "
             "highest after retraining and is the search's choice"
+            + (
+                f" ({spread} more retrained to spread the trained models over cost are not "
+                "candidates for it)"
+                if spread
+                else ""
+            )
         )
     for w in result.winners:
         when = " (by an earlier run)" if w.reused else ""
         finalist = finetuned is not None and finetuned.candidate(w.number) is not None
         chosen = (
-            " (a finalist by its fine-tuned validation accuracy)"
+            " (spread over cost, not a candidate for the kept model)"
+            if w.spread
+            else " (a finalist by its fine-tuned validation accuracy)"
             if finalist and several
             else " (chosen by its fine-tuned validation accuracy)"
             if finalist

@@ -415,6 +415,8 @@ class RetrainRecord:
         ready_cpu_seconds: The study process's CPU-seconds into the run when the record
             was written, so when the weights were final (``None``: not recorded, as in
             records before it was kept, or a winner reused from an earlier run).
+        spread: Retrained to spread the trained models over cost
+            (``StudySpec.retrain_spread``), not as a candidate for the kept model.
     """
 
     number: int
@@ -425,6 +427,7 @@ class RetrainRecord:
     params: int | None
     weights: str | None = None
     ready_cpu_seconds: float | None = None
+    spread: bool = False
 
     @property
     def key(self) -> str:
@@ -444,6 +447,7 @@ class RetrainRecord:
             _opt_int(record.get("params")),
             _opt_str(record.get("weights")),
             _opt_float(record.get("ready_cpu_seconds")),
+            bool(record.get("spread", False)),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -451,6 +455,8 @@ class RetrainRecord:
         for key in ("weights", "ready_cpu_seconds"):
             if out[key] is None:
                 del out[key]
+        if not out["spread"]:
+            del out["spread"]
         return out
 
 
