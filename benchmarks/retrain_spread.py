@@ -21,6 +21,15 @@ the ground's tables, which hold what each architecture scores trained from scrat
   a rule with ``TOP`` at least the screened Pareto set's size (its last column, less the
   anchors) trains all of it: the most any rule drawing from that set can reach.
 
+``--layers K`` asks the question under every such rule: is the supernet's choice worth
+more than chance *at the same number of trainings*? It trains the screened set's first
+``K`` non-dominated layers (by supernet accuracy up, predicted cost down; each layer the
+non-dominated set of what the layers before it left) with the anchors, and prints, per
+depth, their hypervolume against the median of ``--draws`` random draws of as many table
+architectures (no anchors: random search's trainings). Where the two are level, no rule
+choosing from the supernet's scores can put a front above random search's at any budget
+that also pays for the supernet.
+
 It replays phase 3 without the fine-tuning phase (fine-tuned validation cannot be
 replayed from the tables) and counts every training as done (no clock): a pre-check of
 the rule, not its measurement: paired run 17 (``benchmarks/results/paired.md``) measures
@@ -148,6 +157,80 @@ def replay_ground(
     return {r: np.array(v) for r, v in out.items()}
 
 
+def layers_vs_random(
+    scores: list[dict], table: dict, depth: int, anchors_n: int = 4, draws: int = 200
+) -> np.ndarray:
+    """Rows of (supernet seed, layer, trained models, their hypervolume / the table's, the
+    median of ``draws`` random draws of as many, their training CPU-s): the anchors and the
+    first ``layer`` non-dominated layers of the screened set, for layer ``1..depth``. Both
+    averaged over the table's training seeds (random draws alternate between them)."""
+    keys = list(table)
+    test_mean = np.array([np.mean([r[1] for r in table[k]]) for k in keys])
+    cpu_mean = np.array([np.mean([r[2] for r in table[k]]) for k in keys])
+    ref = (float(test_mean.min()), float(1.1 * cpu_mean.max()))  # B1's reference point
+    total = hypervolume_2d(np.stack([test_mean, cpu_mean], 1), ref)
+    seeds = min(len(v) for v in table.values())
+    rng = np.random.default_rng(0)
+    out = []
+    for s in sorted({int(r["supernet_seed"]) for r in scores}):
+        rows = [r for r in scores if int(r["supernet_seed"]) == s]
+        arch = [_key(r["arch"]) for r in rows]
+        acc = np.array([float(r["supernet_accuracy"]) for r in rows])
+        cost = np.array([float(r["predicted_cost"]) for r in rows])
+        params = np.array([float(r["params"]) for r in rows])
+        flops = np.array([float(r["flops"]) for r in rows])
+        front = sorted(non_dominated(params, flops), key=lambda i: flops[i])
+        members = {front[i] for i in spread_in_log_flops(np.log(flops[front]), anchors_n)}
+        left = list(range(len(rows)))
+
+        def hv(idx: list[int], t: int, arch: list[str] = arch) -> float:
+            pts = np.array([(table[arch[i]][t][1], table[arch[i]][t][2]) for i in idx])
+            return hypervolume_2d(pts, ref) / total
+
+        for layer in range(1, depth + 1):
+            if not left:
+                break
+            nd = [left[j] for j in non_dominated(acc[left], cost[left])]
+            members |= set(nd)
+            left = [i for i in left if i not in set(nd)]
+            idx = sorted(members)
+            ours = float(np.mean([hv(idx, t) for t in range(seeds)]))
+            chance = [
+                hv(list(rng.choice(len(rows), len(idx), replace=False)), d % seeds)
+                for d in range(draws)
+            ]
+            cpu = float(np.mean([sum(table[arch[i]][t][2] for i in idx) for t in range(seeds)]))
+            out.append((s, layer, len(idx), ours, float(np.median(chance)), cpu))
+    return np.array(out)
+
+
+def _print_layers(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--layers``: the screened set's non-dominated layers against random draws."""
+    print(
+        "| ground | supernet seed | layers | trained (with anchors) | HV / table's "
+        "| random draws of as many (median) | training CPU-s |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, scores, tables in _grounds(p, args):
+        rows = layers_vs_random(scores, tables, args.layers, args.anchors, args.draws)
+        for s, layer, n, ours, chance, cpu in rows:
+            print(
+                f"| {name} | {s:.0f} | {layer:.0f} | {n:.0f} | {ours:.3f} | {chance:.3f} "
+                f"| {cpu:.0f} |"
+            )
+
+
+def _grounds(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[tuple]:
+    """Each ``--ground``'s name, score rows and table."""
+    out = []
+    for ground in args.ground:
+        if len(ground) < 3:
+            p.error(f"--ground {' '.join(ground)}: give NAME SCORES TABLE [TABLE...]")
+        name, scores, tables = ground[0], Path(ground[1]), [Path(t) for t in ground[2:]]
+        out.append((name, load_scores(scores), load_table(tables)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
@@ -162,6 +245,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--anchors", type=int, default=4, help="zero-cost anchors (the image study ships 6)"
     )
+    p.add_argument(
+        "--layers",
+        type=int,
+        default=0,
+        help="instead of --rules: the screened set's first LAYERS non-dominated layers "
+        "trained, against random draws of as many",
+    )
+    p.add_argument("--draws", type=int, default=200, help="random draws per depth (--layers)")
     args = p.parse_args(argv)
     rules = []
     for text in args.rules:
@@ -171,16 +262,18 @@ def main(argv: list[str] | None = None) -> int:
         rules.append((int(top), int(spread)))
     if args.anchors < 0:
         p.error(f"--anchors must be >= 0, got {args.anchors}")
+    if args.layers < 0 or args.draws < 1:
+        p.error(f"--layers must be >= 0 and --draws >= 1, got {args.layers} and {args.draws}")
+    if args.layers:
+        _print_layers(p, args)
+        return 0
     print(
         "| ground | rule (by score : spread) | HV / table's | kept share | retrain CPU-s "
         "| screened Pareto set |"
     )
     print("|---|---|---:|---:|---:|---:|")
-    for ground in args.ground:
-        if len(ground) < 3:
-            p.error(f"--ground {' '.join(ground)}: give NAME SCORES TABLE [TABLE...]")
-        name, scores, tables = ground[0], Path(ground[1]), [Path(t) for t in ground[2:]]
-        result = replay_ground(load_scores(scores), load_table(tables), rules, args.anchors)
+    for name, scores, tables in _grounds(p, args):
+        result = replay_ground(scores, tables, rules, args.anchors)
         for (top, spread), rows in result.items():
             hv, share, cpu, _ = rows.mean(0)
             size = f"{rows[:, 3].min():.0f}-{rows[:, 3].max():.0f}"

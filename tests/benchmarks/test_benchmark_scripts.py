@@ -850,3 +850,24 @@ def test_retrain_spread_prints_every_ground_and_rule(capsys) -> None:
         mod.main(["--ground", "hard", "x.csv", "y.csv", "--rules", "0:2"])
     with pytest.raises(SystemExit):
         mod.main(["--ground", "hard", "x.csv", "y.csv", "--anchors", "-1"])
+
+
+def test_retrain_spread_layers_train_more_each_depth_against_as_many_random_draws() -> None:
+    """``--layers``: each depth adds the next non-dominated layer of the screened set (more
+    trained models, a front at least as high), and the random draws are of as many."""
+    mod = _load("retrain_spread.py")
+    data = ROOT / "benchmarks" / "data"
+    scores = mod.load_scores(data / "b2_scores" / "hard_fair12_plain.csv")
+    table = mod.load_table([data / "suite" / "hard_seed0.csv"])
+    rows = mod.layers_vs_random(scores, table, 3, draws=20)
+    for seed in np.unique(rows[:, 0]):
+        mine = rows[rows[:, 0] == seed]
+        assert list(mine[:, 1]) == [1, 2, 3]
+        assert (np.diff(mine[:, 2]) > 0).all() and (np.diff(mine[:, 3]) >= 0).all()
+        assert (np.diff(mine[:, 5]) > 0).all()  # more trainings, more CPU
+    assert ((rows[:, 4] > 0) & (rows[:, 4] <= 1)).all()
+    # One layer deep, the anchors and the screened Pareto set: the rules' ceiling.
+    top = mod.replay_ground(scores, table, [(400, 0)])[(400, 0)]
+    assert np.allclose(rows[rows[:, 1] == 1][:, 3], top[:, 0])
+    with pytest.raises(SystemExit):
+        mod.main(["--ground", "hard", "x.csv", "y.csv", "--layers", "-1"])
