@@ -49,6 +49,7 @@ import argparse
 import csv
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -112,18 +113,24 @@ def spread_pick(
     return picked
 
 
-def replay_ground(
-    scores: list[dict], table: dict, rules: list[tuple[int, int]], anchors_n: int = 4
-) -> dict[tuple[int, int], np.ndarray]:
-    """Per rule, rows of (hypervolume / the table's, kept model's share, retrain CPU-s,
-    members of the screened Pareto set), one per supernet and training seed."""
-    keys = list(table)
-    test_mean = np.array([np.mean([r[1] for r in table[k]]) for k in keys])
-    cpu_mean = np.array([np.mean([r[2] for r in table[k]]) for k in keys])
-    ref = (float(test_mean.min()), float(1.1 * cpu_mean.max()))  # B1's reference point
-    total = hypervolume_2d(np.stack([test_mean, cpu_mean], 1), ref)
-    seeds = min(len(v) for v in table.values())
-    out: dict[tuple[int, int], list[tuple[float, float, float, int]]] = {r: [] for r in rules}
+class _Front:
+    """A table's front: B1's reference point, the hypervolume of the table's two-seed means
+    and the training seeds every architecture has."""
+
+    def __init__(self, table: dict) -> None:
+        keys = list(table)
+        self.test_mean = np.array([np.mean([r[1] for r in table[k]]) for k in keys])
+        cpu_mean = np.array([np.mean([r[2] for r in table[k]]) for k in keys])
+        self.ref = (float(self.test_mean.min()), float(1.1 * cpu_mean.max()))
+        self.total = hypervolume_2d(np.stack([self.test_mean, cpu_mean], 1), self.ref)
+        self.seeds = min(len(v) for v in table.values())
+
+
+def _supernets(
+    scores: list[dict], anchors_n: int
+) -> Iterator[tuple[int, list[str], np.ndarray, np.ndarray, list[int]]]:
+    """Per supernet seed of a score file: (seed, architecture keys, supernet accuracy,
+    predicted cost, the anchors' indices)."""
     for s in sorted({int(r["supernet_seed"]) for r in scores}):
         rows = [r for r in scores if int(r["supernet_seed"]) == s]
         arch = [_key(r["arch"]) for r in rows]
@@ -133,6 +140,18 @@ def replay_ground(
         flops = np.array([float(r["flops"]) for r in rows])
         front = sorted(non_dominated(params, flops), key=lambda i: flops[i])
         anchors = [front[i] for i in spread_in_log_flops(np.log(flops[front]), anchors_n)]
+        yield s, arch, acc, cost, anchors
+
+
+def replay_ground(
+    scores: list[dict], table: dict, rules: list[tuple[int, int]], anchors_n: int = 4
+) -> dict[tuple[int, int], np.ndarray]:
+    """Per rule, rows of (hypervolume / the table's, kept model's share, retrain CPU-s,
+    members of the screened Pareto set), one per supernet and training seed."""
+    f = _Front(table)
+    test_mean, ref, total, seeds = f.test_mean, f.ref, f.total, f.seeds
+    out: dict[tuple[int, int], list[tuple[float, float, float, int]]] = {r: [] for r in rules}
+    for _, arch, acc, cost, anchors in _supernets(scores, anchors_n):
         screened = sorted(non_dominated(acc, cost), key=lambda i: -acc[i])
         screened = [i for i in screened if i not in anchors]
         log_cost = np.log(cost)
@@ -164,24 +183,13 @@ def layers_vs_random(
     median of ``draws`` random draws of as many, their training CPU-s): the anchors and the
     first ``layer`` non-dominated layers of the screened set, for layer ``1..depth``. Both
     averaged over the table's training seeds (random draws alternate between them)."""
-    keys = list(table)
-    test_mean = np.array([np.mean([r[1] for r in table[k]]) for k in keys])
-    cpu_mean = np.array([np.mean([r[2] for r in table[k]]) for k in keys])
-    ref = (float(test_mean.min()), float(1.1 * cpu_mean.max()))  # B1's reference point
-    total = hypervolume_2d(np.stack([test_mean, cpu_mean], 1), ref)
-    seeds = min(len(v) for v in table.values())
+    f = _Front(table)
+    ref, total, seeds = f.ref, f.total, f.seeds
     rng = np.random.default_rng(0)
     out = []
-    for s in sorted({int(r["supernet_seed"]) for r in scores}):
-        rows = [r for r in scores if int(r["supernet_seed"]) == s]
-        arch = [_key(r["arch"]) for r in rows]
-        acc = np.array([float(r["supernet_accuracy"]) for r in rows])
-        cost = np.array([float(r["predicted_cost"]) for r in rows])
-        params = np.array([float(r["params"]) for r in rows])
-        flops = np.array([float(r["flops"]) for r in rows])
-        front = sorted(non_dominated(params, flops), key=lambda i: flops[i])
-        members = {front[i] for i in spread_in_log_flops(np.log(flops[front]), anchors_n)}
-        left = list(range(len(rows)))
+    for s, arch, acc, cost, anchors in _supernets(scores, anchors_n):
+        members = set(anchors)
+        left = list(range(len(arch)))
 
         def hv(idx: list[int], t: int, arch: list[str] = arch) -> float:
             pts = np.array([(table[arch[i]][t][1], table[arch[i]][t][2]) for i in idx])
@@ -196,7 +204,7 @@ def layers_vs_random(
             idx = sorted(members)
             ours = float(np.mean([hv(idx, t) for t in range(seeds)]))
             chance = [
-                hv(list(rng.choice(len(rows), len(idx), replace=False)), d % seeds)
+                hv(list(rng.choice(len(arch), len(idx), replace=False)), d % seeds)
                 for d in range(draws)
             ]
             cpu = float(np.mean([sum(table[arch[i]][t][2] for i in idx) for t in range(seeds)]))
