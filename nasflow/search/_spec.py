@@ -118,9 +118,10 @@ class StudySpec:
             to spread the trained models over cost: members of the screened Pareto set,
             each the farthest in log predicted cost from every model the study trained
             from scratch (its anchors and retrains); they fill the trained models' front
-            and are not candidates for the kept model (paired run 17 in
-            ``benchmarks/results/paired.md``, when they were: a higher front, one kept
-            model of 17 worse). 0 (default): none.
+            and are not candidates for the kept model. 0 (default): none; the MNIST-1D
+            studies ship 3 (``benchmarks/results/paired.md``, run 18: the front higher,
+            every kept model the same; run 17, when they were candidates: one kept model
+            of 17 worse).
         seed: Seed of the sampler, the supernet and the data order. The supernet trains
             with ``supernet.seed + seed`` (:attr:`supernet_recipe`), so ``--seed`` draws
             another supernet too, and a study of seed 0 trains the one it always did.

@@ -67,10 +67,11 @@ def spread_trials(study: optuna.Study, chosen: list[TrialRecord], k: int) -> lis
 
     Why: the retrains by score sit at the front's costly end (the finalists are the
     screening's most accurate), where the anchors already trained a model. They fill the
-    front and are not candidates for the kept model: in ``benchmarks/results/paired.md``'s
-    run 17 (three of them, 17 pairs on three MNIST-1D grounds, when they were candidates)
-    the trained models' hypervolume rose +0.009 pooled (interval above zero) and one kept
-    model was worse (a spread retrain that validated highest of seven and tested lower).
+    front and are not candidates for the kept model. In ``benchmarks/results/paired.md``'s
+    run 18 (three of them, 18 pairs on three MNIST-1D grounds) the trained models'
+    hypervolume rose +0.008 pooled (interval above zero), every kept model the same; in
+    run 17, when they were candidates, one kept model was worse (a spread retrain that
+    validated highest of seven and tested lower).
     """
     if k <= 0:
         return []
