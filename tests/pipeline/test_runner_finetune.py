@@ -136,6 +136,10 @@ def test_phase_3_retrains_more_to_spread_the_trained_models_over_cost(tmp_path) 
     assert f"winner: trial {spread} (spread over cost, not a candidate for the kept model)" in (
         text
     )
+    assert (
+        "phase 3 retrained 2 trials from scratch; the first validates highest of the 1 "
+        "chosen by score and is the search's choice; the last 1, retrained to spread"
+    ) in " ".join(text.split())
 
 
 def test_a_rerun_reuses_the_ready_models(tmp_path, monkeypatch) -> None:

@@ -420,16 +420,18 @@ def _outcome_lines(result: RunResult, spec: StudySpec, export_as: str) -> list[s
     kept_val, what, samples = decision.search_val, decision.what, decision.samples
     several = len(result.winners) > 1
     spread = sum(w.spread for w in result.winners)
-    if several:
+    if several and spread:
+        # A spread retrain may validate higher than the first: it is not a candidate.
+        lines.append(
+            f"phase 3 retrained {len(result.winners)} trials from scratch; the first validates "
+            f"highest of the {len(result.winners) - spread} chosen by score and is the "
+            f"search's choice; the last {spread}, retrained to spread the trained models "
+            "over cost, are not candidates for it"
+        )
+    elif several:
         lines.append(
             f"phase 3 retrained {len(result.winners)} trials from scratch; the first validates "
             "highest after retraining and is the search's choice"
-            + (
-                f" ({spread} more retrained to spread the trained models over cost are not "
-                "candidates for it)"
-                if spread
-                else ""
-            )
         )
     for w in result.winners:
         when = " (by an earlier run)" if w.reused else ""
