@@ -1,6 +1,8 @@
 """B2's statistics: Kendall tau-b within cells of the architectures (all, each quartile of
 predicted training cost, each width), with intervals over supernets and a bootstrap over
-architectures, and the difference between the study's ranking and the best free baseline.
+architectures, the difference between the study's ranking and the best free baseline, and
+what an exact ranking of the architectures' expected accuracy would reach there (the
+oracle: the ceiling any ranking can be measured against, estimated from the tables' seeds).
 
 Pure functions of arrays; ``benchmarks/ranking.py`` computes the scores they read.
 """
@@ -70,6 +72,38 @@ def tau_b_resampled(
     return out
 
 
+def oracle_tau(between_seeds: float | np.ndarray, seeds: int = 2) -> np.ndarray:
+    """Estimated Kendall tau of the architectures' *expected* stand-alone accuracy (over
+    training seeds) against the mean of ``seeds`` trained tables: what a ranking that knew
+    every architecture's expected accuracy exactly would score against B2's truth.
+
+    One table against another (``between_seeds``, the "retrain vs retrain" ceiling) is
+    not that ceiling: the truth B2 ranks against is the *mean* of the tables, less noisy
+    than either, and a ranking without training noise (parameter count, say) can exceed
+    one table's agreement with another. Under a Gaussian model (each table is the
+    expected accuracy plus independent training noise of one variance within the cell):
+    tau between two tables gives their correlation, the reliability of one table
+    (Greiner's relation, ``r = sin(pi tau / 2)``); Spearman-Brown gives the reliability
+    of the mean of ``seeds`` tables, ``R = k r / (1 + (k - 1) r)``; the expected
+    accuracy's correlation with that mean is ``sqrt(R)``, and Greiner's relation turns it
+    back into a tau. ``tests/benchmarks/test_ranking.py`` checks it on simulated tables
+    with known expected accuracies (noise of different sizes in different cells
+    included): on B2's cell sizes its bias is within about 0.02.
+
+    Args:
+        between_seeds: tau of one table against another (any shape); at or below 0 the
+            tables share no signal and the estimate is 0; ``nan`` stays ``nan``.
+        seeds: How many tables B2's truth is the mean of.
+
+    Returns:
+        The estimated tau, the shape of ``between_seeds``.
+    """
+    t = np.asarray(between_seeds, dtype=np.float64)
+    r = np.sin(np.pi * np.clip(t, 0.0, 1.0) / 2)  # one table's reliability
+    rk = seeds * r / (1 + (seeds - 1) * r)  # the mean of `seeds` tables'
+    return 2 / np.pi * np.arcsin(np.sqrt(rk))
+
+
 def cost_quartiles(cost: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     """``(quartile of each architecture 0..3, the three edges)`` of predicted costs: an
     architecture at an edge belongs to the lower quartile."""
@@ -137,6 +171,10 @@ class Cell:
         ceiling: One table seed's test accuracy against another's (``None``: one table).
         best_free: The free baseline with the highest tau here (``None``: none defined).
         difference: The study's ranking minus ``best_free``, paired resamples.
+        oracle: :func:`oracle_tau` of ``ceiling``: an exact ranking of the expected
+            accuracy against the truth, estimated (``None``: one table).
+        headroom: ``oracle`` minus ``best_free``, paired resamples: the most any ranking
+            can be above the best free baseline here (``None``: either missing).
     """
 
     n: int
@@ -144,6 +182,8 @@ class Cell:
     ceiling: Interval | None
     best_free: str | None
     difference: Interval | None
+    oracle: Interval | None = None
+    headroom: Interval | None = None
 
 
 def _interval(point: float, reps: np.ndarray) -> Interval:
@@ -165,6 +205,7 @@ def cell_taus(
     reps: int = 1000,
     seed: int = 0,
     ties: str = "b",
+    truth_seeds: int | None = None,
 ) -> Cell:
     """Taus of every ranker in one cell, with 90% intervals: each bootstrap replicate draws
     the cell's architectures with replacement and the supernets with replacement (the same
@@ -177,6 +218,8 @@ def cell_taus(
         members: The cell's architecture indices.
         retrains: Two or more tables' ``(n,)`` test accuracies: the ceiling is the first
             against the second.
+        truth_seeds: How many tables ``truth`` is the mean of (the oracle's ``seeds``;
+            default: ``len(retrains)``).
         study: The ranker whose difference to the best free baseline is reported.
         free: The free baselines (the best by point tau is chosen per cell).
         reps: Bootstrap replicates.
@@ -203,19 +246,24 @@ def cell_taus(
         rep = per[0] if mat.shape[0] == 1 else _mean_drawn(per, draw)
         pt = float(np.nanmean(point)) if np.isfinite(point).any() else np.nan
         taus[name], reps_of[name] = _interval(pt, rep), rep
-    ceiling = None
+    ceiling = oracle = None
+    oracle_reps = np.full(reps, np.nan)
     if len(retrains) >= 2 and m:
         sa, sb = sign_matrix(retrains[0]), sign_matrix(retrains[1])
-        ceiling = _interval(
-            tau_b_resampled(sa, sb, members[None, :])[0], tau_b_resampled(sa, sb, idx)
-        )
+        between = tau_b_resampled(sa, sb, idx)
+        ceiling = _interval(tau_b_resampled(sa, sb, members[None, :])[0], between)
+        k = len(retrains) if truth_seeds is None else truth_seeds
+        oracle_reps = oracle_tau(between, k)
+        oracle = _interval(float(oracle_tau(ceiling.point, k)), oracle_reps)
     defined = [f for f in free if f in taus and np.isfinite(taus[f].point)]
     best = max(defined, key=lambda f: taus[f].point) if defined else None
-    difference = None
+    difference = headroom = None
     if study in taus and best is not None:
         point = taus[study].point - taus[best].point
         difference = _interval(point, reps_of[study] - reps_of[best])
-    return Cell(m, taus, ceiling, best, difference)
+    if oracle is not None and best is not None:
+        headroom = _interval(oracle.point - taus[best].point, oracle_reps - reps_of[best])
+    return Cell(m, taus, ceiling, best, difference, oracle, headroom)
 
 
 def _mean_drawn(per: np.ndarray, draw: np.ndarray) -> np.ndarray:

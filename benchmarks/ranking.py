@@ -18,7 +18,11 @@ Each ranker is compared with the tables' mean stand-alone test accuracy by Kenda
 - the free baselines: parameter count, training FLOPs (the cost model's tracer), the
   width choice, and two zero-cost proxies at initialisation, synflow and NWOT
   (``nasflow.proxies``, initialised from the supernet's seed);
-- the ceiling: one table seed's test accuracy against another's.
+- the ceiling: one table seed's test accuracy against another's, and the oracle: what an
+  exact ranking of the architectures' expected accuracy would score against the tables'
+  mean (``_ranking_stats.oracle_tau``, estimated from the ceiling), with the headroom it
+  leaves above the best free baseline (where it is below the target, no ranking can meet
+  the target there).
 
 Cells: all architectures, each quartile of predicted training cost (the cost model's
 prediction of the study's recipe on this machine) and each width (``--width-label``).
@@ -216,15 +220,34 @@ def markdown(found: dict[str, Cell], rankers: Sequence[str]) -> list[str]:
     free baseline is the best)."""
     study = any(c.difference for c in found.values())
     last = f"{STUDY} − best free" if study else "best free"
-    head = ["cell", "archs", *rankers, "retrain vs retrain (ceiling)", last]
+    head = ["cell", "archs", *rankers, "retrain vs retrain", "oracle (est.)", last]
+    head.append("oracle − best free")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, cell in found.items():
         taus = [cell.taus[r].fmt() if r in cell.taus else "" for r in rankers]
         ceiling = cell.ceiling.fmt() if cell.ceiling else ""
+        oracle = cell.oracle.fmt() if cell.oracle else ""
         diff = f"{cell.difference.fmt()} ({cell.best_free})" if cell.difference else ""
         diff = diff if study else cell.best_free or ""
-        lines.append("| " + " | ".join([name, str(cell.n), *taus, ceiling, diff]) + " |")
+        room = cell.headroom.fmt() if cell.headroom else ""
+        row = [name, str(cell.n), *taus, ceiling, oracle, diff, room]
+        lines.append("| " + " | ".join(row) + " |")
     return lines
+
+
+def headroom_line(found: dict[str, Cell]) -> str | None:
+    """In which of the target's cells even the oracle (an exact ranking of the expected
+    accuracy, estimated) is less than ``TARGET`` above the best free baseline: there the
+    target cannot be met by any ranking."""
+    keys = ["all"] + [f"cost Q{q}" for q in range(1, 5)]
+    if any(found[k].headroom is None for k in keys):
+        return None
+    short = [k for k in keys if found[k].headroom.point < TARGET]  # type: ignore[union-attr]
+    return (
+        f"headroom (the oracle above the best free baseline; the target needs {TARGET} and "
+        f"more): below it in {len(short)}/{len(keys)} cells ({', '.join(short) or 'none'}); "
+        + ", ".join(f"{k} {found[k].headroom.point:+.2f}" for k in keys)  # type: ignore[union-attr]
+    )
 
 
 def target_line(found: dict[str, Cell]) -> str | None:
@@ -322,6 +345,12 @@ def _parser(study: Any) -> argparse.ArgumentParser:
         help="b: Kendall tau-b (a ranking's ties left out of its pairs); broken: each "
         "ranking's ties broken at random, as when it must choose (the width choice has "
         "four values)",
+    )
+    p.add_argument(
+        "--depth-op",
+        metavar="OP",
+        help="also: what each ranking prefers in depth, tau against the number of "
+        "searchable layers whose op is not OP (e.g. skip), beside the tables' own",
     )
     p.add_argument("--limit", type=int, help="use only the first N merged architectures")
     p.add_argument("--quick", action="store_true", help="smoke size: 1 seed, 1 epoch, 8 archs")
@@ -442,6 +471,9 @@ def main(argv: list[str] | None = None) -> int:
     result = analyse(rows, label, args.bootstrap, args.ties)
     for line in report_lines(rows, result, args.bootstrap):
         print(line)
+    if args.depth_op:
+        for line in depth_lines(rows, label, args.depth_op, args.bootstrap):
+            print(line)
     if args.json:
         args.json.write_text(
             json.dumps(record(rows, result, label, args.bootstrap, info), indent=1)
@@ -463,19 +495,67 @@ def report_lines(rows: Sequence[Row], result: dict[str, Any], reps: int) -> list
         f"stand-alone test accuracy of {tables} table(s); supernet rankers and proxies: mean "
         f"over seeds {result['seeds']}; 90% intervals: bootstrap over architectures and seeds "
         f"({reps} replicates). Cost quartiles: {result['cost_basis']}, edges {edges}. "
-        "Ceiling: one table's test "
-        "accuracy against another's (the rankers face the tables' mean, which is less noisy)."
+        "Retrain vs retrain: one table's test accuracy against another's (the rankers face "
+        "the tables' mean, which is less noisy, so a ranking without training noise can be "
+        "above it). Oracle: an exact ranking of the expected accuracy against the tables' "
+        "mean, estimated from retrain vs retrain (Gaussian noise model; an estimate, not a "
+        "measurement)."
     ]
     lines.append("columns: " + "; ".join(f"{r}: {RANKERS[r]}" for r in rankers))
     lines += markdown(found, rankers)
-    target = target_line(found)
-    lines += [target] if target else []
+    target, room = target_line(found), headroom_line(found)
+    lines += [line for line in (target, room) if line]
     relation = result["proxy_vs_params"]
     if relation:
         lines.append(
             "the proxies against the parameter count (all architectures, mean over seeds): "
             + ", ".join(f"tau({k}, params) {v:+.2f}" for k, v in relation.items())
         )
+    return lines
+
+
+#: The rankings whose preference for depth ``--depth-op`` reports, with the tables' own.
+DEPTH_RANKERS = ("acc", RANK_SUM, RANKER, "params", "NWOT")
+
+
+def depth(arch: str | dict[str, Any], op: str) -> int:
+    """Searchable layers of ``arch`` (a JSON string or mapping) whose op is not ``op``:
+    the choices whose value is a string (ops; widths and other numbers are not layers)."""
+    choices = json.loads(arch) if isinstance(arch, str) else arch
+    return sum(1 for v in choices.values() if isinstance(v, str) and v != op)
+
+
+def depth_lines(rows: Sequence[Row], width_label: str | None, op: str, reps: int) -> list[str]:
+    """What each ranking prefers in depth: Kendall tau-b of each ranking (mean over
+    supernets) against the architectures' depth (layers whose op is not ``op``), in every
+    cell, beside the tables' mean test accuracy against the same depth. A ranking above
+    the tables' value ranks deep architectures higher than training them does.
+
+    Raises:
+        SystemExit: No architecture of the rows has a layer with ``op``.
+    """
+    scores, seeds = ranker_scores(rows)
+    first = sorted((r for r in rows if r["supernet_seed"] == seeds[0]), key=lambda r: r["index"])
+    d = np.array([depth(r["arch"], op) for r in first], float)
+    if len(set(d.tolist())) < 2:
+        raise SystemExit(f"--depth-op {op!r}: every architecture has the same depth")
+    named = {"tables": np.array([_column(first, "test_mean")], float)}
+    named.update({k: scores[k] for k in DEPTH_RANKERS if k in scores})
+    cost = _column(first, "predicted_cost")
+    cost = _column(first, "flops") if any(c is None for c in cost) else cost
+    widths = _column(first, "width") if width_label else None
+    head = ["cell", "archs", *(f"{k} ~ depth" for k in named)]
+    lines = [
+        f"\nwhat each ranking prefers in depth: Kendall tau-b against the layers whose op is "
+        f"not {op!r} (0-{int(d.max())}); 'tables': the tables' mean test accuracy; a ranking "
+        "above it favours depth more than training does",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for name, members in cells(cost, widths, width_label).items():
+        cell = cell_taus(named, d, members, reps=reps, seed=0)
+        taus = [cell.taus[k].fmt() for k in named]
+        lines.append("| " + " | ".join([name, str(cell.n), *taus]) + " |")
     return lines
 
 
@@ -501,6 +581,8 @@ def record(
                 "ceiling": c.ceiling.to_list() if c.ceiling else None,
                 "best_free": c.best_free,
                 "difference": c.difference.to_list() if c.difference else None,
+                "oracle": c.oracle.to_list() if c.oracle else None,
+                "headroom": c.headroom.to_list() if c.headroom else None,
             }
             for name, c in found.items()
         },

@@ -149,6 +149,70 @@ def test_the_ceiling_is_one_retrain_against_another() -> None:
     assert cell.ceiling.point == -1.0 and cell.difference is None
 
 
+def test_the_oracle_is_1_without_noise_0_without_signal_and_above_one_table() -> None:
+    assert stats.oracle_tau(1.0) == pytest.approx(1.0)
+    assert stats.oracle_tau(0.0) == 0.0 and stats.oracle_tau(-0.3) == 0.0
+    assert np.isnan(stats.oracle_tau(np.nan))
+    between = np.array([0.2, 0.5, 0.8])
+    est = stats.oracle_tau(between)
+    assert (est > between).all() and (np.diff(est) > 0).all()
+    # The mean of more tables is less noisy: the same agreement means a higher oracle.
+    assert (stats.oracle_tau(between, seeds=4) > est).all()
+    assert stats.oracle_tau(between, seeds=1) == pytest.approx(
+        2 / np.pi * np.arcsin(np.sqrt(np.sin(np.pi * between / 2)))
+    )
+
+
+@pytest.mark.parametrize("noise", [(0.5, 0.5, 0.5, 0.5), (1.5, 0.8, 0.3, 0.15)])
+def test_the_oracle_estimate_recovers_an_exact_rankings_tau_on_simulated_tables(noise) -> None:
+    """Known expected accuracies, two tables drawn with training noise (the same size in
+    every cell, or a different size per cell, as the tables' cheap architectures are
+    noisier): the estimate from one table against the other is, on average over draws,
+    the tau of the expected accuracies against the tables' mean, in every cell and over
+    all of them."""
+    rng = np.random.default_rng(1)
+    n, draws = 200, 150
+    cell = np.repeat(np.arange(4), n // 4)
+    mu = cell * 1.0 + rng.normal(size=n)  # the cells differ, as cost quartiles do
+    sd = np.asarray(noise)[cell]
+    members = {"all": np.arange(n), **{f"Q{q}": np.flatnonzero(cell == q) for q in range(4)}}
+    err: dict[str, list[float]] = {k: [] for k in members}
+    for _ in range(draws):
+        a, b = mu + rng.normal(size=n) * sd, mu + rng.normal(size=n) * sd
+        mean = (a + b) / 2
+        for k, m in members.items():
+            exact = kendalltau(mu[m], mean[m]).statistic
+            est = stats.oracle_tau(kendalltau(a[m], b[m]).statistic)
+            err[k].append(float(est) - exact)
+    for k, e in err.items():
+        assert abs(np.mean(e)) < 0.03, (k, np.mean(e))
+    # The statistic this corrects: one table against another is far below the oracle.
+    a, b = mu + rng.normal(size=n) * sd, mu + rng.normal(size=n) * sd
+    assert kendalltau(a, b).statistic < kendalltau(mu, (a + b) / 2).statistic - 0.05
+
+
+def test_the_headroom_is_the_oracle_above_the_best_free_baseline_paired() -> None:
+    rng = np.random.default_rng(2)
+    mu = rng.normal(size=80)
+    a, b = mu + rng.normal(scale=0.5, size=80), mu + rng.normal(scale=0.5, size=80)
+    truth = (a + b) / 2
+    params = mu + rng.normal(scale=0.7, size=80)  # free, noisier than the oracle
+    cell = stats.cell_taus(
+        {"params": params[None, :]}, truth, np.arange(80), retrains=[a, b], free=("params",),
+        reps=300,
+    )  # fmt: skip
+    assert cell.oracle.point == pytest.approx(float(stats.oracle_tau(cell.ceiling.point)))
+    assert cell.headroom.point == pytest.approx(cell.oracle.point - cell.taus["params"].point)
+    assert cell.headroom.low <= cell.headroom.point <= cell.headroom.high
+    assert cell.oracle.point > cell.ceiling.point
+    # The truth as the mean of four tables (two given): a higher oracle from the same two.
+    four = stats.cell_taus(
+        {"params": params[None, :]}, truth, np.arange(80), retrains=[a, b], free=("params",),
+        reps=50, truth_seeds=4,
+    )  # fmt: skip
+    assert four.oracle.point > cell.oracle.point
+
+
 # ---------------------------------------------------------------------------- the study
 def test_the_study_rank_sum_breaks_ties_by_accuracy_and_falls_back_to_accuracy() -> None:
     # acc ranks 1, 2.5, 2.5, 4; loss ranks 3, 2, 4, 1; sums 4, 4.5, 6.5, 5.
@@ -223,6 +287,36 @@ def _rows() -> list[dict]:
     return rows
 
 
+def test_depth_counts_the_layers_whose_op_is_not_the_given_one() -> None:
+    arch = {"a": "skip", "b": "k3", "c": "k5", "width": 0.5}
+    assert b2.depth(arch, "skip") == 2 and b2.depth(json.dumps(arch), "k3") == 2
+    assert b2.depth(arch, "none") == 3  # the width is a number, not a layer
+
+
+def test_depth_lines_set_each_rankings_preference_for_depth_beside_the_tables() -> None:
+    """The supernet's accuracy grows with depth, the tables' accuracy falls with it: the
+    supernet's column reads +1, the tables' close to -1 (tau-b: the tables break the
+    depth's ties, which a ranking with the same ties does not)."""
+    rows = _rows()
+    for r in rows:
+        i = r["index"]
+        layers = {f"l{k}": ("k3" if k < i % 4 else "skip") for k in range(3)}
+        r["arch"] = json.dumps({**layers, "width": r["width"]})
+        r["supernet_accuracy"] = float(i % 4) + r["supernet_seed"] * 0.01
+        r["test_mean"] = -float(i % 4) - i * 1e-3
+    lines = b2.depth_lines(rows, "width", "skip", reps=30)
+    head = next(line for line in lines if line.startswith("| cell"))
+    assert head.split(" | ")[2:4] == ["tables ~ depth", "acc ~ depth"]
+    row = next(line for line in lines if line.startswith("| all |"))
+    cells = row.strip("| ").split(" | ")
+    assert float(cells[2].split()[0]) < -0.85 and cells[3].startswith("+1.00")
+    assert any(line.startswith("| width=0.5 |") for line in lines)
+    for r in rows:
+        r["arch"] = json.dumps({"l0": "k3", "width": r["width"]})
+    with pytest.raises(SystemExit, match="--depth-op 'skip': every architecture has the same"):
+        b2.depth_lines(rows, "width", "skip", reps=30)
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
 def test_feature_rows_round_trip(tmp_path: Path, suffix: str) -> None:
     rows = _rows()
@@ -290,9 +384,15 @@ def test_from_scores_prints_the_cells_and_the_target(tmp_path: Path, capsys) -> 
     assert b2.main(["--from-scores", str(path), "--bootstrap", "50", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "| all | 12 |" in text and "rank sum − best free" in text and "target (" in text
+    assert "oracle − best free" in text and "headroom (the oracle above" in text
     report = json.loads(out.read_text())
     assert report["cells"]["all"]["best_free"] in ("params", "FLOPs", "width", "synflow", "NWOT")
     assert report["retrain_tau"] == [1.0] and report["width_label"] == "width"
+    assert report["cells"]["all"]["oracle"][0] == pytest.approx(1.0)  # the tables agree
+    best = report["cells"]["all"]["best_free"]
+    assert report["cells"]["all"]["headroom"][0] == pytest.approx(
+        1.0 - report["cells"]["all"]["taus"][best][0]
+    )
     assert "| width=0.5 | 6 |" in text and "tau(synflow, params) +0.91" in text
     # synflow = params but for architecture 3 (failed, ranked last): 3 of 66 pairs reversed.
     assert report["proxy_vs_params"]["synflow"] == pytest.approx(60 / 66)
