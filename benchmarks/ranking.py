@@ -246,7 +246,7 @@ def headroom_line(found: dict[str, Cell]) -> str | None:
     return (
         f"headroom (the oracle above the best free baseline; the target needs {TARGET} and "
         f"more): below it in {len(short)}/{len(keys)} cells ({', '.join(short) or 'none'}); "
-        + ", ".join(f"{k} {found[k].headroom.point:+.2f}" for k in keys)  # type: ignore[union-attr]
+        + ", ".join(f"{k} {found[k].headroom.point:+.3f}" for k in keys)  # type: ignore[union-attr]
     )
 
 
