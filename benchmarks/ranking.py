@@ -166,6 +166,15 @@ def ranker_scores(rows: Sequence[Row]) -> tuple[dict[str, np.ndarray], list[int]
     return out, seeds
 
 
+def _cost_axis(first: Sequence[Row]) -> tuple[list[Any], str]:
+    """The cost the quartiles are cut on, and what it is: the predicted training seconds,
+    or the training FLOPs in a space the cost model cannot predict."""
+    cost = _column(first, "predicted_cost")
+    if any(c is None for c in cost):
+        return _column(first, "flops"), "training FLOPs (no predicted cost here)"
+    return cost, "predicted training seconds of the study's recipe on this machine (cost model)"
+
+
 def analyse(
     rows: Sequence[Row], width_label: str | None, reps: int, ties: str = "b"
 ) -> dict[str, Any]:
@@ -178,10 +187,7 @@ def analyse(
         for k in range(2)
         if f"test_seed{k}" in first[0]
     ]
-    cost = _column(first, "predicted_cost")
-    basis = "predicted training seconds of the study's recipe on this machine (cost model)"
-    if any(c is None for c in cost):  # a space the cost model cannot predict
-        cost, basis = _column(first, "flops"), "training FLOPs (no predicted cost here)"
+    cost, basis = _cost_axis(first)
     widths = _column(first, "width") if width_label else None
     found = {
         name: cell_taus(
@@ -532,7 +538,8 @@ def depth_lines(rows: Sequence[Row], width_label: str | None, op: str, reps: int
     the tables' value ranks deep architectures higher than training them does.
 
     Raises:
-        SystemExit: No architecture of the rows has a layer with ``op``.
+        SystemExit: Every architecture has the same depth (``op`` names no op of the
+            space, or every layer has it).
     """
     scores, seeds = ranker_scores(rows)
     first = sorted((r for r in rows if r["supernet_seed"] == seeds[0]), key=lambda r: r["index"])
@@ -541,8 +548,7 @@ def depth_lines(rows: Sequence[Row], width_label: str | None, op: str, reps: int
         raise SystemExit(f"--depth-op {op!r}: every architecture has the same depth")
     named = {"tables": np.array([_column(first, "test_mean")], float)}
     named.update({k: scores[k] for k in DEPTH_RANKERS if k in scores})
-    cost = _column(first, "predicted_cost")
-    cost = _column(first, "flops") if any(c is None for c in cost) else cost
+    cost, _ = _cost_axis(first)
     widths = _column(first, "width") if width_label else None
     head = ["cell", "archs", *(f"{k} ~ depth" for k in named)]
     lines = [
