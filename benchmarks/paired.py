@@ -60,7 +60,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -192,6 +192,28 @@ def load_rows(files: list[Path]) -> tuple[list[dict], list[dict]]:
                 row = json.loads(line)
                 (headers if row.get("kind") == "header" else runs).append(row)
     return headers, runs
+
+
+def aliased(runs: list[dict], aliases: Sequence[str]) -> list[dict]:
+    """``runs`` with each ``OLD=NEW`` of ``aliases`` applied to their configuration names.
+
+    Raises:
+        ValueError: An alias is not ``OLD=NEW`` with two different names, or names a
+            configuration no run has.
+    """
+    rename: dict[str, str] = {}
+    for text in aliases:
+        old, sep, new = text.partition("=")
+        if not sep or not old or not new or old == new:
+            raise ValueError(f"--alias must be OLD=NEW with two different names, got {text!r}")
+        rename[old] = new
+    names = {r["config"] for r in runs}
+    missing = sorted(set(rename) - names)
+    if missing:
+        raise ValueError(
+            f"--alias names configurations {missing} no run has (runs: {sorted(names)})"
+        )
+    return [{**r, "config": rename.get(r["config"], r["config"])} for r in runs]
 
 
 def check_header(path: Path, header: dict, skip_done: bool) -> set[tuple[str, str, int]] | None:
@@ -454,6 +476,15 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rule", help=f"the decision rule, or one of {', '.join(PRESETS)}")
     p.add_argument("--hv-budget", choices=("study", "none"), help="default: study")
     p.add_argument("--from-json", type=Path, nargs="+", help="report these runs only")
+    p.add_argument(
+        "--alias",
+        action="append",
+        default=[],
+        metavar="OLD=NEW",
+        help="with --from-json: read configuration OLD's runs as NEW's (a configuration "
+        "adopted since, now the shipped one); of two runs of one configuration, ground and "
+        "seed, the first file's counts",
+    )
     p.add_argument("--n-resamples", type=int, default=N_RESAMPLES)
     p.add_argument("--quick", action="store_true", help="smoke size: 1 ground, 2 seeds")
     p.add_argument(
@@ -492,6 +523,7 @@ def ground_table(spec: StudySpec) -> GroundTable:
 
 def _report_only(args: argparse.Namespace) -> int:
     headers, runs = load_rows(args.from_json)
+    runs = aliased(runs, args.alias)
     head = headers[0] if headers else {}
     a = parse_config(args.a).name if args.a else (head.get("a") or {}).get("name")
     b = parse_config(args.b).name if args.b else (head.get("b") or {}).get("name")

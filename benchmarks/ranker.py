@@ -22,6 +22,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from collections.abc import Sequence
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _ranking_features import read_rows
 from _ranking_stats import cell_taus, cells
-from ranking import FREE, RANK_SUM, ranker_scores
+from ranking import FREE, RANK_SUM, depth, ranker_scores
 
 from nasflow.ranker._pairwise import Standardiser, fit_pairwise
 
@@ -48,8 +49,22 @@ READERS = {
     "log_synflow": lambda r: _log(r.get("synflow")),
     "nwot": lambda r: r.get("nwot"),
     "log_cost": lambda r: _log(r.get("predicted_cost")),
+    # Layers that are not a skip: the supernet's accuracy favours depth where training at
+    # equal cost favours width (b2-ranking.md, "what stops B2's target"); a weight on depth
+    # learned from other grounds' tables can correct that.
+    "depth": lambda r: _depth(r.get("arch")),
 }
 RANKER = "ranker"
+
+
+def _depth(arch: Any) -> float | None:
+    """Layers of ``arch`` that are not a skip (``None``: no architecture, or no layers)."""
+    if not isinstance(arch, str | dict):
+        return None
+    choices = json.loads(arch) if isinstance(arch, str) else arch
+    if not any(isinstance(v, str) for v in choices.values()):
+        return None
+    return float(depth(choices, "skip"))
 
 
 def _log(v: Any) -> float | None:

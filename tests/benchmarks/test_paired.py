@@ -442,6 +442,32 @@ def test_from_json_reports_with_the_rule_fixed_in_the_files_header(tmp_path, cap
     assert "| mnist1d_front | " in out  # measured against the proving ground's table
 
 
+def test_an_alias_reads_an_adopted_configurations_runs_as_shipped(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rows = [{**r, "name": "mnist1d_front", "study": PROVING} for r in _rows() if r["name"] == "g1"]
+    header = {"kind": "header", "a": {"name": "a"}, "b": {"name": "b"},
+              "rule": "pooled test low > 0", "hv_budget": "study"}  # fmt: skip
+    # The b runs were recorded as "adopted"; an older file holds other "b" runs of the same
+    # seeds, which come second and must not count.
+    adopted = [{**r, "config": "adopted"} for r in rows if r["config"] == "b"]
+    older = [
+        {**r, "kept_model": {**r["kept_model"], "test": 0.0}} for r in rows if r["config"] == "b"
+    ]
+    _write(tmp_path / "a.jsonl", [header, *[r for r in rows if r["config"] == "a"]])
+    _write(tmp_path / "new.jsonl", adopted)
+    _write(tmp_path / "old.jsonl", older)
+    files = [str(tmp_path / f) for f in ("a.jsonl", "new.jsonl", "old.jsonl")]
+    assert paired.main(["--from-json", *files, "--alias", "adopted=b"]) == 0
+    out = capsys.readouterr().out
+    assert "+2.00 [+2.00, +2.00] | 3/0/0" in out  # the adopted runs' test, not the older 0.0
+    assert paired.aliased([{"config": "x"}], ["x=y"]) == [{"config": "y"}]
+    for bad, says in (("x", "OLD=NEW"), ("x=x", "two different"), ("z=y", r"\['z'\] no run")):
+        with pytest.raises(ValueError, match=says):
+            paired.aliased([{"config": "x"}], [bad])
+    with pytest.raises(SystemExit):
+        paired.main(["--from-json", *files, "--alias", "nothing=b"])
+    assert "--alias names configurations ['nothing']" in capsys.readouterr().err
+
+
 def test_a_run_is_refused_before_anything_trains(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "runs.jsonl"
     base = ["--grounds", PROVING, "--json", str(out)]

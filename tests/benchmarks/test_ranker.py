@@ -48,3 +48,17 @@ def test_top_k_reports_the_best_and_mean_share_of_the_chosen_architectures() -> 
     assert "params 95% / 90%" in line
     # The study's rank sum (accuracy and cross-entropy both backwards): 0, 1, 2.
     assert "rank sum 10% / 5%" in line
+
+
+def test_the_depth_feature_counts_the_layers_that_are_not_a_skip() -> None:
+    read = ranker.READERS["depth"]
+    arch = '{"s1/l0": "skip", "s1/l1": "k3_e2", "s2/l0": "k5_e4", "width": 0.5}'
+    assert read({"arch": arch}) == 2.0
+    assert read({"arch": {"a": "k3_e2", "b": "k3_e2", "width": 1.0}}) == 2.0
+    # Missing where a row has no architecture, or none of its choices is a layer.
+    assert read({}) is None
+    assert read({"arch": '{"width": 0.5, "n_layer": 4}'}) is None
+    ground = ranker.Ground("toy", [{**r, "arch": arch} for r in _rows()])
+    assert "depth" in ground.available()
+    assert "depth" not in ranker.Ground("toy", _rows()).available()
+    assert read({"arch": '{"a": "skip", "b": "skip", "width": 0.5}'}) == 0.0  # all skipped
