@@ -36,6 +36,7 @@ from nasflow.report._trials import (
     BudgetData,
     HistoryData,
 )
+from nasflow.sampling import STRICTLY_FAIR
 
 _STATE_COLORS = {COMPLETED: BLUE, PRUNED: "#ff7f0e", SKIPPED: RED, FAILED: DARK}
 
@@ -152,7 +153,7 @@ def plot_fairness(data: FairnessData) -> go.Figure:
                     )
                 )
     fig.update_yaxes(title="paths that trained the op", rangemode="tozero")
-    if data.sampler == "fair":
+    if data.sampler in STRICTLY_FAIR:
         ok = sum(1 for lab in data.labels if lab.within_rule)
         caption = (
             f"Strictly fair sampling: M = {data.paths_per_step} paths per step over "

@@ -27,6 +27,7 @@ from nasflow.record import (
     study_supernet,
 )
 from nasflow.report._study import Summarizer, generic_summary
+from nasflow.sampling import STRICTLY_FAIR
 
 
 # ---------------------------------------------------------------------- fairness
@@ -60,7 +61,8 @@ class FairnessData(NamedTuple):
     """Per-op training counts of the supernet.
 
     Attributes:
-        sampler: ``"fair"`` or ``"uniform"`` (``None`` without a supernet record).
+        sampler: The supernet's path sampler (``"fair"``, ``"fair-depth"``, ``"uniform"``;
+            ``None`` without a supernet record).
         paths_per_step: ``M``, the paths trained per step (``max_l m_l`` when fair).
         steps: Optimizer steps the counts cover (total paths of a label / ``M``).
         labels: One entry per searchable label, in record order.
@@ -101,7 +103,7 @@ def fairness_data(study: optuna.Study) -> FairnessData:
     labels = []
     for label, (vals, counts) in grouped.items():
         low = high = None
-        if sampler == "fair" and steps is not None:
+        if sampler in STRICTLY_FAIR and steps is not None:
             m = len(vals)
             low, high = steps * (m_paths // m), steps * -(-m_paths // m)
         labels.append(LabelCounts(label, vals, counts, low, high))

@@ -90,7 +90,9 @@ class SupernetConfig(Recipe):
     ``seed`` seeds initialisation, data order and path sampling.
 
     Attributes:
-        sampler: ``"fair"`` (FairNAS, default) or ``"uniform"`` (SPOS).
+        sampler: ``"fair"`` (FairNAS, default), ``"fair-depth"`` (strictly fair, each
+            step's skips spread over its paths' depths: ``nasflow.sampling``) or
+            ``"uniform"`` (SPOS).
         batch_size: Samples per step (shared by all paths of the step).
         split: Few-shot splitting: a path choice of the space (``"width"``) on whose values
             the supernet is split into sub-supernets, one per value, each path training in
@@ -117,7 +119,7 @@ class SupernetConfig(Recipe):
 
     def __post_init__(self) -> None:
         if self.sampler not in SAMPLERS:
-            raise RecipeError(f"sampler must be 'fair' or 'uniform', got {self.sampler!r}")
+            raise RecipeError(f"sampler must be one of {sorted(SAMPLERS)}, got {self.sampler!r}")
         super().__post_init__()
         check_int("batch_size", self.batch_size, error=RecipeError)
         if self.split is not None and (not isinstance(self.split, str) or not self.split):

@@ -7,7 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nasflow.sampling import FairSampler, UniformSampler, fair_paths, make_sampler
+from nasflow.sampling import (
+    FairSampler,
+    UniformSampler,
+    fair_depth_paths,
+    fair_paths,
+    make_sampler,
+)
+from nasflow.sampling._fair_depth import spread_counts
 from nasflow.sampling._uniform import uniform_path
 from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.space import SearchSpace, hyper_choice, op_choice, value_choice
@@ -98,3 +105,73 @@ def test_bad_sampler_arguments() -> None:
     with pytest.raises(ValueError, match="no path choices"):
         UniformSampler(only_hypers)
     assert value_choice("w", (0.5, 1.0)).in_path
+
+
+# ------------------------------------------------------------- fair, skips spread in depth
+def _skip_space(layers: int, m: int, widths: int = 4) -> _Space:
+    ops = ["skip", *[f"k{j}" for j in range(m - 1)]]
+    choices = [op_choice(f"l{i}", ops) for i in range(layers)]
+    choices.append(value_choice("width", tuple(range(widths))))
+    return _Space(choices, name="skips")
+
+
+def _depth(path) -> int:  # type: ignore[no-untyped-def]
+    return sum(1 for k, v in path.items() if k != "width" and v != "skip")
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(2, 6), layers=st.integers(1, 7), seed=st.integers(0, 2**32 - 1))
+def test_fair_depth_trains_every_op_exactly_once_per_step(m: int, layers: int, seed: int) -> None:
+    space = _skip_space(layers, m, widths=max(1, m - 1))
+    paths = fair_depth_paths(space, np.random.default_rng(seed))
+    assert len(paths) == m
+    for c in space.path_choices:  # every layer a permutation; the width balanced
+        counts = Counter(p[c.label] for p in paths)
+        assert set(counts) == set(c.values) and max(counts.values()) - min(counts.values()) <= 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(total=st.integers(0, 12), parts=st.integers(1, 6), seed=st.integers(0, 2**32 - 1))
+def test_spread_counts_is_a_composition(total: int, parts: int, seed: int) -> None:
+    counts = spread_counts(total, parts, np.random.default_rng(seed))
+    assert counts.shape == (parts,) and counts.min() >= 0 and counts.sum() == total
+
+
+def test_spread_counts_is_uniform_over_compositions() -> None:
+    # 3 into 3 parts: C(5, 2) = 10 compositions, each drawn with probability 1/10.
+    rng = np.random.default_rng(0)
+    seen = Counter(tuple(spread_counts(3, 3, rng)) for _ in range(20_000))
+    assert len(seen) == 10
+    assert all(abs(n / 20_000 - 0.1) < 0.01 for n in seen.values())
+
+
+def test_fair_depth_spreads_the_depths_and_keeps_each_skip_uniform_over_paths() -> None:
+    """The same mean depth as the fair sampler's, more spread; each layer's skip on each
+    path with probability 1/M."""
+    space = _skip_space(6, 5)
+    depths: dict[str, list[int]] = {"fair": [], "fair-depth": []}
+    skip_at = Counter()
+    for name in depths:
+        sampler = make_sampler(name, space, seed=3)
+        for step in range(3000):
+            paths = sampler.paths(step)
+            depths[name] += [_depth(p) for p in paths]
+            if name == "fair-depth":
+                skip_at.update((lab, i) for i, p in enumerate(paths) for lab, v in p.items()
+                               if v == "skip")  # fmt: skip
+    fair, spread = np.array(depths["fair"]), np.array(depths["fair-depth"])
+    assert abs(fair.mean() - 4.8) < 0.03 and abs(spread.mean() - 4.8) < 0.03
+    # Independent permutations: each path's skips ~ Binomial(6, 1/5), variance 0.96; a
+    # uniform composition of 6 into 5 parts: n(n + k)(k - 1) / (k^2 (k + 1)) = 1.76.
+    assert abs(fair.var() - 0.96) < 0.1 and abs(spread.var() - 1.76) < 0.1
+    assert (spread <= 3).mean() > 1.5 * (fair <= 3).mean()
+    shares = np.array(list(skip_at.values())) / 3000
+    assert len(shares) == 6 * 5 and np.all(np.abs(shares - 0.2) < 0.03)
+
+
+def test_fair_depth_leaves_a_space_without_skips_as_the_fair_sampler_draws_it() -> None:
+    space = _space([4, 4, 4])
+    for seed in range(5):
+        a = fair_depth_paths(space, np.random.default_rng(seed))
+        b = fair_paths(space, np.random.default_rng(seed))
+        assert [dict(p) for p in a] == [dict(p) for p in b]

@@ -44,7 +44,10 @@ def test_the_supernet_record_keeps_its_keys() -> None:
         (lambda: TrainConfig(epochs=0), "epochs must be an int >= 1, got 0"),
         (lambda: TrainConfig(batch_size=True), "batch_size must be an int >= 1, got True"),
         (lambda: SupernetConfig(epochs=1.5), "epochs must be an int >= 1, got 1.5"),
-        (lambda: SupernetConfig(sampler="greedy"), "sampler must be 'fair' or 'uniform'"),
+        (
+            lambda: SupernetConfig(sampler="greedy"),
+            r"sampler must be one of \['fair', 'fair-depth', 'uniform'\], got 'greedy'",
+        ),
         (lambda: RunConfig(epochs=0), "epochs must be an int >= 1, got 0"),
         (lambda: RunConfig(chunk=0), "chunk must be an int >= 1, got 0"),
     ],

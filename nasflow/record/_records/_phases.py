@@ -209,7 +209,7 @@ class SupernetRecord:
     """Phase 1's record (``nasflow:supernet``): how the supernet trained.
 
     Attributes:
-        sampler: ``"fair"`` or ``"uniform"``.
+        sampler: ``"fair"``, ``"fair-depth"`` or ``"uniform"``.
         epochs: Epochs trained.
         paths_per_step: Paths trained per optimizer step.
         seconds: Measured training seconds.
