@@ -13,6 +13,7 @@ import csv
 import functools
 import json
 import math
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -28,6 +29,7 @@ from nasflow.search import StudySpec
 from nasflow.space import Arch
 from nasflow.supernet import recalibrate_bn
 from nasflow.train import SupernetConfig, SupernetTrainer, evaluate
+from nasflow.train._checkpoint import list_checkpoints, load_checkpoint
 from nasflow.train.stack import Stack
 
 Row = dict[str, Any]
@@ -199,18 +201,26 @@ def supernet_features(
     bn_batches: int,
     stack: Stack | None = None,
     frozen_bn_affine: bool = False,
+    average_last: int = 0,
 ) -> tuple[list[float], list[float], float]:
     """Train one supernet and score every arch as search does: its path extracted, BN
     re-estimated on the same ``bn_batches`` training batches for every path, validation
-    accuracy and cross-entropy. Returns ``(accuracies, losses, training seconds)``."""
+    accuracy and cross-entropy. With ``average_last`` > 0 the scores are the supernet's
+    weights averaged over its last ``average_last`` epoch-end checkpoints (late-checkpoint
+    averaging; strict fairness is untouched: no op trains differently). Returns
+    ``(accuracies, losses, training seconds)``."""
     space = study.space
     if frozen_bn_affine:
         space = copy.copy(space)
         space.supernet = functools.partial(_frozen_bn_supernet, study.space)  # type: ignore[method-assign]
-    trainer = SupernetTrainer(space, data.train, cfg, stack=stack)
-    t0 = time.perf_counter()
-    supernet = trainer.fit().supernet
-    seconds = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) if average_last else None
+        trainer = SupernetTrainer(space, data.train, cfg, stack=stack, checkpoint_dir=folder)
+        t0 = time.perf_counter()
+        supernet = trainer.fit().supernet
+        seconds = time.perf_counter() - t0
+        if folder is not None:
+            supernet = averaged_supernet(supernet, folder, average_last)
     bn = data.batches("train", study.train.batch_size, study.seed).fixed(bn_batches)
     val = data.batches("val")
     accs, losses = [], []
@@ -222,6 +232,26 @@ def supernet_features(
         accs.append(acc)
         losses.append(loss)
     return accs, losses, seconds
+
+
+def averaged_supernet(supernet: torch.nn.Module, folder: Path, last: int) -> torch.nn.Module:
+    """``supernet`` with its parameters replaced by their mean over the last ``last``
+    epoch-end checkpoints in ``folder`` (``torch.optim.swa_utils.AveragedModel``'s equal
+    average; buffers are the newest checkpoint's, the final epoch's: screening re-estimates
+    batch norm per path).
+
+    Raises:
+        SystemExit: ``folder`` holds fewer than ``last`` epoch checkpoints.
+    """
+    epochs = [p for at, p in list_checkpoints(folder) if not at.batch][:last]
+    if len(epochs) < last:
+        raise SystemExit(f"--average-last {last}: only {len(epochs)} epoch checkpoints")
+    scratch = copy.deepcopy(supernet)
+    averaged = torch.optim.swa_utils.AveragedModel(supernet, use_buffers=False)
+    for path in reversed(epochs):  # oldest first
+        scratch.load_state_dict(load_checkpoint(path)["model"])
+        averaged.update_parameters(scratch)
+    return averaged.module
 
 
 # ---------------------------------------------------------------------------- free features

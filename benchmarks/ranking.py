@@ -359,6 +359,13 @@ def _parser(study: Any) -> argparse.ArgumentParser:
         "searchable layers whose op is not OP (e.g. skip), beside the tables' own",
     )
     p.add_argument("--limit", type=int, help="use only the first N merged architectures")
+    p.add_argument(
+        "--average-last",
+        type=int,
+        default=0,
+        metavar="K",
+        help="score the supernet's weights averaged over its last K epoch checkpoints",
+    )
     p.add_argument("--quick", action="store_true", help="smoke size: 1 seed, 1 epoch, 8 archs")
     p.add_argument(
         "--scores-out", type=Path, help="save the per-architecture features (.jsonl or .csv)"
@@ -401,8 +408,17 @@ def _rows(
         for seed in seeds:
             cfg = supernet_config(study, overrides, seed)
             recipe[seed] = {"overrides": overrides, **cfg.identity()}
+            if args.average_last:
+                recipe[seed]["average_last"] = args.average_last
             acc, loss, seconds = supernet_features(
-                study, cfg, table.archs, data, args.bn_batches[0], stack, args.frozen_bn_affine
+                study,
+                cfg,
+                table.archs,
+                data,
+                args.bn_batches[0],
+                stack,
+                args.frozen_bn_affine,
+                args.average_last,
             )
             supernet[seed] = (acc, loss)
             info["train_seconds"][seed] = seconds
@@ -438,6 +454,8 @@ def _check(args: argparse.Namespace, p: argparse.ArgumentParser, study: Any) -> 
         p.error(f"--bootstrap must be >= 1, got {args.bootstrap}")
     if args.proxy_batch < 2:
         p.error(f"--proxy-batch must be >= 2 (NWOT compares inputs), got {args.proxy_batch}")
+    if args.average_last < 0:
+        p.error(f"--average-last must be >= 0 epochs, got {args.average_last}")
     if args.limit is not None and args.limit < 2:
         p.error(f"--limit must be >= 2 architectures, got {args.limit}")
     labels = study.space.labels

@@ -491,3 +491,24 @@ def test_a_space_the_cost_model_cannot_predict_gets_flops_and_flops_quartiles() 
         "all",
         *(f"cost Q{q}" for q in range(1, 5)),
     ]
+
+
+def test_late_checkpoint_averaging_is_the_mean_of_the_last_epochs_parameters(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from nasflow.train._checkpoint import save_checkpoint
+
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2))
+    for epoch, value in ((1, 0.0), (2, 1.0), (3, 2.0), (4, 6.0)):
+        state = {k: torch.full_like(v, value) if v.is_floating_point() else v
+                 for k, v in net.state_dict().items()}  # fmt: skip
+        save_checkpoint(tmp_path / f"epoch-{epoch}.pt", {"model": state})
+    # A mid-epoch file is not an epoch's end: it is left out.
+    save_checkpoint(tmp_path / "epoch-4-batch-3.pt", {"model": net.state_dict()})
+    final = {k: v.clone() for k, v in net.state_dict().items()}
+    out = feats.averaged_supernet(net, tmp_path, last=3)
+    assert torch.allclose(out[0].weight, torch.full((2, 2), 3.0))  # (1 + 2 + 6) / 3
+    assert torch.allclose(out[1].weight, torch.full((2,), 3.0))
+    # Buffers are the newest epoch's, not averaged (screening re-estimates batch norm).
+    assert torch.equal(out[1].running_mean, torch.full((2,), 6.0))
+    assert torch.equal(net[1].running_mean, final["1.running_mean"])  # the input untouched
+    with pytest.raises(SystemExit, match="--average-last 5: only 4 epoch checkpoints"):
+        feats.averaged_supernet(net, tmp_path, last=5)
