@@ -180,6 +180,10 @@ def run_one(
         "split_from": spec.supernet.split_from,
         "table_archs": len(archs),
         "table_median": statistics.median(gt_test),
+        # "kept_*": the search's choice (its retrained finalist, ``result.winners[0]``),
+        # before the kept-weights and anchor rules; the model the run keeps is
+        # ``kept_model`` below (a share read from "kept_beats" misreads a run that kept
+        # an anchor or fine-tuned weights; the names stay for the recorded files).
         "kept_trial": kept.number,
         "kept_test": kept.test_accuracy,
         "kept_val": kept.val_accuracy,
