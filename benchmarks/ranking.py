@@ -39,6 +39,8 @@ Usage::
     python benchmarks/ranking.py --study benchmarks/suite/hard.py \\
         --gt benchmarks/data/suite/hard_seed0.csv benchmarks/data/suite/hard_seed1.csv \\
         --supernet '{"epochs": 6}' --seeds 0 1 2
+    # another supernet recipe: a sampler, weights averaged over the last epochs' checkpoints
+    python benchmarks/ranking.py ... --supernet '{"sampler": "fair-depth"}' --average-last 4
     python benchmarks/ranking.py --study studies/shakespeare_cpu.py --no-supernet \\
         --gt benchmarks/data/shakespeare_cpu_ground_truth*.csv   # the free rankers alone
     python benchmarks/ranking.py --from-scores b2_front.jsonl     # the tables again
