@@ -54,7 +54,7 @@ study = StudySpec(
     # (benchmarks/results/split.md), so it does not split.
     supernet=SupernetConfig(sampler="fair", epochs=10, batch_size=64, lr=3e-3),
     n_trials=300,
-    finetuning=FineTuning(finalists=10, rungs=(1, 2, 4), keep=0.5),
+    finetuning=FineTuning(finalists=10, rungs=(1, 2, 4)),
     trust=TrustProbe(),
     # Phase 0: 6 zero-cost anchors trained from scratch before the supernet, so the front
     # has trained models from the first minutes (four adopted by paired run 10, six by

@@ -59,7 +59,7 @@ study = StudySpec(
     objectives=("accuracy", "train_cost"),
     supernet=SupernetConfig(sampler="fair", epochs=4, batch_size=64, lr=3e-3),
     n_trials=100,
-    finetuning=FineTuning(finalists=4, rungs=(1, 2), keep=0.5),
+    finetuning=FineTuning(finalists=4, rungs=(1, 2)),
     bn_batches=4,
     train=TrainConfig(epochs=6, batch_size=64, lr=3e-3, weight_decay=1e-2),
     retrain_top=1,

@@ -40,14 +40,15 @@ study = StudySpec(
     supernet=SupernetConfig(sampler="fair", epochs=12, batch_size=64, lr=3e-3),
     # 300 candidates scored from the supernet (milliseconds each); 10 finalists fine-tuned
     # from their inherited weights into ready models: the 5 best scores for all 4 epochs,
-    # 5 of the screened front under successive halving (1/2/4 epochs); the 4 that
+    # 5 of the screened front under successive halving (1/2/4 epochs, half of a rung
+    # promoted: the rungs' ratio, FineTuning's default share); the 4 that
     # validate best after 4 epochs are retrained from scratch (retrain_top below) and the
     # best retrained validation is kept (fine-tuned 4 epochs tests several points below a
     # 12-epoch training from scratch on the generalisation suite:
     # benchmarks/results/b5-suite-ranking.md; retraining 4 finalists instead of 1:
     # benchmarks/results/finalists.md).
     n_trials=300,
-    finetuning=FineTuning(finalists=10, rungs=(1, 2, 4), keep=0.5),
+    finetuning=FineTuning(finalists=10, rungs=(1, 2, 4)),
     # The calibrated trust check: TrustProbe's defaults, architectures spread over the
     # ranking, each fine-tuned from its inherited weights (benchmarks/results/b5-suite-ranking.md).
     trust=TrustProbe(),

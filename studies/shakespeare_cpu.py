@@ -55,7 +55,7 @@ study = StudySpec(
     objectives=("accuracy", "train_cost"),
     supernet=SupernetConfig(sampler="fair", epochs=4, batch_size=32, lr=1e-2),
     n_trials=100,
-    finetuning=FineTuning(finalists=8, rungs=(1, 2), keep=0.5),
+    finetuning=FineTuning(finalists=8, rungs=(1, 2)),
     trust=TrustProbe(epochs=1, schedule_epochs=2),
     bn_batches=1,  # no batch norm in this space: one pass is enough
     # The cost model's op table splits networks at their LayerChoice layers; this space's

@@ -85,22 +85,28 @@ class FineTuning:
             accuracy and keeps the best retrained validation), so it never depends on a
             one-epoch cut. The rest, mostly the cheaper end of the Pareto set, are halved
             and become ready models along the front. ``None`` (the default): the share a
-            rung promotes, ``ceil(finalists * keep)`` (5 of 10 at ``keep=0.5``, the value
-            the suite chose: ``benchmarks/results/constants.md``), so it is not a constant
-            of its own; :attr:`protected` is the count either way. Choosing
+            rung promotes, ``ceil(finalists * share)`` (5 of 10 at the first rung's share of
+            1/2, the value the suite chose: ``benchmarks/results/constants.md``), so it is
+            not a constant of its own; :attr:`protected` is the count either way. Choosing
             among the best scores rather than the Pareto set first under Pareto halving
             (``top=0``) is measured on the generalisation suite's tables
             (``benchmarks/generalisation.py``; ``benchmarks/results/b5-suite-ranking.md``).
         rungs: Cumulative epochs at each rung, increasing (``(1, 2, 4)``: one epoch for
             every finalist, a second for the survivors, two more for the last ones).
-        keep: Share of a rung's candidates promoted to the next (at least one).
+        keep: Share of a rung's candidates promoted to the next (at least one). ``None``
+            (the default): successive halving's own coupling of promotion to resource, the
+            ratio of the rung's epochs to the next one's (``rungs[r] / rungs[r + 1]``: 1/2 at
+            every rung of ``(1, 2, 4)``, the share B5 chose, ``benchmarks/results/
+            b5-suite-ranking.md``), so it is not a tuned constant of its own
+            (:meth:`share`). With one rung nothing is promoted, and the share that splits
+            the finalists into best scores and the front (:attr:`protected`) is 1/2.
         lr: Peak learning rate of the fine-tuning schedule; ``None`` is the study recipe's.
         warmup_epochs: Linear warm-up before the cosine decay.
     """
 
     finalists: int = 10
     rungs: tuple[int, ...] = (1, 2, 4)
-    keep: float = 0.5
+    keep: float | None = None
     lr: float | None = None
     warmup_epochs: float = 0.5
     top: int | None = None
@@ -108,7 +114,8 @@ class FineTuning:
 
     def __post_init__(self) -> None:
         check_int("FineTuning.finalists", self.finalists, 1)
-        check_fraction("FineTuning.keep", self.keep, one=True)
+        if self.keep is not None:
+            check_fraction("FineTuning.keep", self.keep, one=True)
         if self.top is not None:
             check_int("FineTuning.top", self.top, 0)
             if self.top > self.finalists:
@@ -138,15 +145,27 @@ class FineTuning:
                 f"FineTuning.warmup_epochs must be in [0, {rungs[-1]}], got {self.warmup_epochs!r}"
             )
 
+    def share(self, rung: int = 0) -> float:
+        """The share of rung ``rung``'s candidates promoted to the next: ``keep``, or where
+        it is ``None`` the ratio of the two rungs' epochs (successive halving with
+        reduction factor ``rungs[rung + 1] / rungs[rung]``); 1/2 after the last rung or
+        with one rung, where nothing is promoted (the share then only sizes
+        :attr:`protected`)."""
+        if self.keep is not None:
+            return float(self.keep)
+        if rung + 1 >= len(self.rungs):
+            return 0.5
+        return self.rungs[rung] / self.rungs[rung + 1]
+
     @property
     def protected(self) -> int:
         """How many finalists are protected from halving: ``top``, or where it is ``None``
-        ``ceil(finalists * keep)`` (kept unresolved, so a copy with other ``finalists`` or
-        ``keep`` follows them)."""
+        ``ceil(finalists * share)`` with the first rung's :meth:`share` (kept unresolved,
+        so a copy with other ``finalists``, ``rungs`` or ``keep`` follows them)."""
         if self.top is not None:
             return self.top
         # (the product is rounded first: 10 * 0.3 is 3.0000000000000004 in floats)
-        return math.ceil(round(self.finalists * self.keep, 9))
+        return math.ceil(round(self.finalists * self.share(0), 9))
 
     def recipe(self, base: TrainConfig) -> TrainConfig:
         """The fine-tuning recipe: ``base`` with the last rung's epochs, this lr and warm-up."""

@@ -212,6 +212,32 @@ def test_top_defaults_to_the_share_a_rung_promotes_and_is_checked() -> None:
         FineTuning(finalists=3, top=4)
 
 
+def test_the_promoted_share_is_the_rungs_ratio_unless_given() -> None:
+    """Successive halving's coupling: a rung promotes the share its epochs are of the next
+    rung's; ``keep`` overrides it; the shipped studies' shares are the 1/2 they had."""
+    from nasflow.search import load_study_file
+
+    assert FineTuning().keep is None
+    assert [FineTuning().share(r) for r in (0, 1)] == [0.5, 0.5]  # rungs (1, 2, 4)
+    assert [FineTuning(rungs=(1, 3, 9)).share(r) for r in (0, 1)] == [1 / 3, 1 / 3]
+    assert [FineTuning(rungs=(1, 2, 3)).share(r) for r in (0, 1)] == [0.5, 2 / 3]
+    assert FineTuning(rungs=(4,)).share(0) == 0.5  # one rung: nothing promoted
+    assert [FineTuning(rungs=(1, 3, 9), keep=0.25).share(r) for r in (0, 1)] == [0.25, 0.25]
+    assert FineTuning(finalists=9, rungs=(1, 3, 9)).protected == 3  # ceil(9 / 3)
+    root = Path(__file__).resolve().parents[2]
+    for name, protected in (("mnist1d_front", 5), ("cifar10_cpu", 5), ("shakespeare_cpu", 4)):
+        ft = load_study_file(root / "studies" / f"{name}.py").finetuning
+        assert ft is not None and ft.keep is None
+        assert [ft.share(r) for r in range(len(ft.rungs) - 1)] == [0.5] * (len(ft.rungs) - 1)
+        assert ft.protected == protected
+
+
+def test_a_rung_promotes_its_share_of_the_next_rungs_epochs(trained, tmp_path: Path) -> None:
+    # Rungs 1, 2, 3: 1/2 of four go on to 2 epochs, then 2/3 of two (ceil: both) to 3.
+    res = _run(trained, tmp_path, FineTuning(rungs=(1, 2, 3)), multi_objective=False)
+    assert sorted(c.epochs for c in res.candidates) == [1, 1, 3, 3]
+
+
 def test_kept_weights_are_the_ones_that_validate_higher() -> None:
     result = FineTuneResult(
         [

@@ -371,7 +371,7 @@ def run_finetuning(
         if r + 1 < len(config.rungs):
             halved = [c.record for c in survivors if not c.finalist.protected]
             promoted = (
-                promote(halved, config.keep, multi_objective, epochs, costs) if halved else []
+                promote(halved, config.share(r), multi_objective, epochs, costs) if halved else []
             )
             kept = {rec.trial for rec in promoted}
             kept |= {c.record.trial for c in survivors if c.finalist.protected}
