@@ -33,7 +33,7 @@ from nasflow.report._trials import (
     PRUNED,
     SKIPPED,
 )
-from nasflow.sampling import FairSampler, UniformSampler
+from nasflow.sampling import FairDepthSampler, FairSampler, UniformSampler
 from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.space import Arch
 from nasflow.train._supernet import OpCounter
@@ -122,6 +122,16 @@ def test_fairness_bounds_hold_for_the_real_fair_sampler_with_unequal_choice_coun
     assert by["s1/l0"].counts == [6] * 5 and (by["s1/l0"].low, by["s1/l0"].high) == (6, 6)
     assert (by["width"].low, by["width"].high) == (6, 12)
     assert sum(by["width"].counts) == 30
+    assert all(lab.within_rule for lab in data.labels)
+
+
+def test_the_depth_spread_fair_sampler_is_held_to_the_same_rule() -> None:
+    space = MNIST1DSpace(base_channels=4, layers_per_stage=2)
+    record = _fair_counts(space, FairDepthSampler, steps=6)
+    data = fairness_data(make_study([], user_attrs={"nasflow:supernet": record}))
+    assert data.sampler == "fair-depth" and data.paths_per_step == 5 and data.steps == 6
+    by = {lab.label: lab for lab in data.labels}
+    assert by["s1/l0"].counts == [6] * 5 and (by["s1/l0"].low, by["s1/l0"].high) == (6, 6)
     assert all(lab.within_rule for lab in data.labels)
 
 
