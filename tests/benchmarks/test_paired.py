@@ -77,7 +77,8 @@ def test_overrides_set_nested_fields_by_dotted_path(spec) -> None:  # type: igno
     )
     assert out.supernet.epochs == 6 and out.supernet.lr == spec.supernet.lr
     assert out.finetuning.finalists == 8 and out.finetuning.rungs == (1, 3)
-    assert out.finetuning.protected == 4  # half of the 8 finalists: it follows them
+    # The rungs' share (1 of 3 epochs) of the 8 finalists, ceil(8 / 3): it follows both.
+    assert out.finetuning.protected == 3
     assert out.retrain_top == 2 and out.trust is None
     assert out.anchors == Anchors(n=2) and out.stack == Stack(amp="bf16")
     assert spec.supernet.epochs == 12  # the study itself is unchanged (frozen)
