@@ -112,26 +112,20 @@ def _fair_counts(space: MNIST1DSpace, sampler_cls: type, steps: int) -> dict:
     }
 
 
-def test_fairness_bounds_hold_for_the_real_fair_sampler_with_unequal_choice_counts() -> None:
-    # 5 ops per layer against 3 widths: M = 5, widths get floor(5/3)=1 or ceil(5/3)=2.
-    space = MNIST1DSpace(base_channels=4, layers_per_stage=1)
-    record = _fair_counts(space, FairSampler, steps=6)
+@pytest.mark.parametrize(("sampler", "layers"), [(FairSampler, 1), (FairDepthSampler, 2)])
+def test_fairness_bounds_hold_for_the_real_fair_samplers_with_unequal_choice_counts(
+    sampler: type, layers: int
+) -> None:
+    # 5 ops per layer against 3 widths: M = 5, widths get floor(5/3)=1 or ceil(5/3)=2. The
+    # depth-spread sampler (its skips coupled over two layers a stage) keeps the same rule.
+    space = MNIST1DSpace(base_channels=4, layers_per_stage=layers)
+    record = _fair_counts(space, sampler, steps=6)
     data = fairness_data(make_study([], user_attrs={"nasflow:supernet": record}))
-    assert data.sampler == "fair" and data.paths_per_step == 5 and data.steps == 6
+    assert data.sampler == sampler.name and data.paths_per_step == 5 and data.steps == 6
     by = {lab.label: lab for lab in data.labels}
     assert by["s1/l0"].counts == [6] * 5 and (by["s1/l0"].low, by["s1/l0"].high) == (6, 6)
     assert (by["width"].low, by["width"].high) == (6, 12)
     assert sum(by["width"].counts) == 30
-    assert all(lab.within_rule for lab in data.labels)
-
-
-def test_the_depth_spread_fair_sampler_is_held_to_the_same_rule() -> None:
-    space = MNIST1DSpace(base_channels=4, layers_per_stage=2)
-    record = _fair_counts(space, FairDepthSampler, steps=6)
-    data = fairness_data(make_study([], user_attrs={"nasflow:supernet": record}))
-    assert data.sampler == "fair-depth" and data.paths_per_step == 5 and data.steps == 6
-    by = {lab.label: lab for lab in data.labels}
-    assert by["s1/l0"].counts == [6] * 5 and (by["s1/l0"].low, by["s1/l0"].high) == (6, 6)
     assert all(lab.within_rule for lab in data.labels)
 
 
