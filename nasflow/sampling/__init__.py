@@ -15,8 +15,9 @@ SAMPLERS: dict[str, type[PathSampler]] = {
     "uniform": UniformSampler,
 }
 
-#: The samplers that train every choice of a layer equally often within each step.
-STRICTLY_FAIR = ("fair", "fair-depth")
+#: The samplers that train every choice of a layer equally often within each step: the fair
+#: sampler and its variants.
+STRICTLY_FAIR = tuple(n for n, cls in SAMPLERS.items() if issubclass(cls, FairSampler))
 
 
 def make_sampler(name: str, space, seed: int = 0) -> PathSampler:

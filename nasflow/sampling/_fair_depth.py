@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nasflow.sampling._base import PathSampler
-from nasflow.sampling._fair import fair_sequence
+from nasflow.sampling._fair import FairSampler, fair_sequence
 from nasflow.space import Arch, SearchSpace
 
 #: The op value read as "no layer": a path's depth is its layers whose op is not this.
@@ -62,9 +61,10 @@ def fair_depth_paths(space: SearchSpace, rng: np.random.Generator) -> list[Arch]
     ]
 
 
-class FairDepthSampler(PathSampler):
+class FairDepthSampler(FairSampler):
     """``M`` complementary paths per step that train every op equally (FairNAS), their
-    skips spread so that one step's paths range from shallow to full depth."""
+    skips spread so that one step's paths range from shallow to full depth: a fair sampler
+    (the report holds its counts to the same rule), with another joint law."""
 
     name = "fair-depth"
 

@@ -175,3 +175,9 @@ def test_fair_depth_leaves_a_space_without_skips_as_the_fair_sampler_draws_it() 
         a = fair_depth_paths(space, np.random.default_rng(seed))
         b = fair_paths(space, np.random.default_rng(seed))
         assert [dict(p) for p in a] == [dict(p) for p in b]
+
+
+def test_the_strictly_fair_samplers_are_the_fair_sampler_and_its_variants() -> None:
+    from nasflow.sampling import SAMPLERS, STRICTLY_FAIR
+
+    assert STRICTLY_FAIR == ("fair", "fair-depth") and "uniform" in SAMPLERS
