@@ -16,10 +16,16 @@ Rows left out, and counted: baselines, configurations with another anchor rule
 without a fine-tuning record or without the kept finalist in it, and rows whose recorded
 kept model (``kept_record``) the shipped margins replayed do not reproduce.
 
+``--rules ANCHOR/KEPT`` replays two margins of one's own (``inf``: that rule never
+replaces the retrain; ``1/inf`` keeps the best training from scratch, the fine-tuned
+weights never).
+
 Usage::
 
     python benchmarks/margins.py --runs benchmarks/data/paired_*.jsonl \
         benchmarks/data/b6_*.jsonl --margins 1 1.5 2
+    python benchmarks/margins.py --runs benchmarks/data/paired_*.jsonl \
+        benchmarks/data/b6_*.jsonl --margins --rules 1/inf
 """
 
 from __future__ import annotations
@@ -101,12 +107,38 @@ def agrees(row: dict, kept: Kept) -> bool:
     return kept.weights == record["weights"]
 
 
+#: A candidate rule: the anchor's and the kept weights' margins, in standard errors.
+Rule = tuple[float, float]
+
+
+def rule_name(rule: Rule) -> str:
+    """``m = 1`` for one margin of both rules, else ``anchor 1 / kept inf``."""
+    anchor_se, kept_se = rule
+    if anchor_se == kept_se:
+        return f"m = {anchor_se:g}"
+    return f"anchor {anchor_se:g} / kept {kept_se:g}"
+
+
+def parse_rule(text: str) -> Rule:
+    """``ANCHOR/KEPT`` (standard errors, ``inf`` allowed) as a rule."""
+    parts = text.split("/")
+    if len(parts) != 2:
+        raise ValueError(f"a rule is ANCHOR/KEPT in standard errors, got {text!r}")
+    try:
+        anchor_se, kept_se = (float(x) for x in parts)
+    except ValueError:
+        raise ValueError(f"a rule's margins are numbers (or inf), got {text!r}") from None
+    if any(math.isnan(v) or v < 0 for v in (anchor_se, kept_se)):
+        raise ValueError(f"a rule's margins must be >= 0 (or inf), got {text!r}")
+    return anchor_se, kept_se
+
+
 def replay(
-    rows: Sequence[dict], margins: Sequence[float]
-) -> tuple[dict[float, dict[str, list[tuple[float, float]]]], dict[str, int], dict]:
-    """Per margin, per measure key ``"share:GROUND"`` / ``"test:GROUND"``: the (shipped,
-    one margin) value pairs, one per (ground, search seed); the count of rows left out
-    by reason; and how often each rule kept which weights."""
+    rows: Sequence[dict], rules: Sequence[Rule]
+) -> tuple[dict[Rule, dict[str, list[tuple[float, float]]]], dict[str, int], dict]:
+    """Per candidate rule, per measure key ``"share:GROUND"`` / ``"test:GROUND"``: the
+    (shipped, candidate) value pairs, one per (ground, search seed); the count of rows
+    left out by reason; and how often each rule kept which weights."""
     skipped: collections.Counter[str] = collections.Counter()
     used: list[dict] = []
     for row in rows:
@@ -118,17 +150,19 @@ def replay(
         else:
             used.append(row)
     kinds: dict = {}
-    out: dict[float, dict[str, list[tuple[float, float]]]] = {}
-    rules = [("shipped", ANCHOR_MARGIN_SE, KEPT_MARGIN_SE)] + [(m, m, m) for m in margins]
-    for label, anchor_se, kept_se in rules:
-        kinds[label] = collections.Counter(decide(r, anchor_se, kept_se).weights for r in used)
-    for m in margins:
+    out: dict[Rule, dict[str, list[tuple[float, float]]]] = {}
+    kinds["shipped"] = collections.Counter(
+        decide(r, ANCHOR_MARGIN_SE, KEPT_MARGIN_SE).weights for r in used
+    )
+    for rule in rules:
+        kinds[rule_name(rule)] = collections.Counter(decide(r, *rule).weights for r in used)
+    for rule in rules:
         cells: dict[tuple[str, int], list[tuple[float, float, float, float]]] = (
             collections.defaultdict(list)
         )
         for r in used:
             a = decide(r, ANCHOR_MARGIN_SE, KEPT_MARGIN_SE)
-            b = decide(r, m, m)
+            b = decide(r, *rule)
             table = table_test(r["study"])
             cells[(r["name"], int(r["seed"]))].append(
                 (beats(a.test, table), beats(b.test, table), a.test, b.test)
@@ -139,7 +173,7 @@ def replay(
             share_a, share_b, test_a, test_b = means
             pairs[f"share:{ground}"].append((share_a, share_b))
             pairs[f"test:{ground}"].append((test_a, test_b))
-        out[m] = dict(pairs)
+        out[rule] = dict(pairs)
     skipped["used"] = len(used)
     return out, dict(skipped), kinds
 
@@ -148,14 +182,14 @@ def _cell(s: Summary | None) -> str:
     return "—" if s is None else s.points()
 
 
-def report(pairs: dict[str, list[tuple[float, float]]], m: float) -> tuple[str, bool]:
-    """The table for margin ``m`` and whether it passes the registered rule."""
+def report(pairs: dict[str, list[tuple[float, float]]], rule: Rule) -> tuple[str, bool]:
+    """The table for candidate ``rule`` and whether it passes the registered rule."""
     share = {k.split(":", 1)[1]: v for k, v in pairs.items() if k.startswith("share:")}
     test = {k.split(":", 1)[1]: v for k, v in pairs.items() if k.startswith("test:")}
     per_s, pooled_s = summarise(share)
     per_t, pooled_t = summarise(test)
     lines = [
-        f"one margin m = {m:g} (both rules) − shipped (anchor {ANCHOR_MARGIN_SE:g}, "
+        f"{rule_name(rule)} − shipped (anchor {ANCHOR_MARGIN_SE:g}, "
         f"kept {KEPT_MARGIN_SE:g}); points, 90% interval, (+/=/−) over search seeds",
         "| ground | seeds | share b−a | test b−a |",
         "|---|---:|---|---|",
@@ -178,33 +212,41 @@ def report(pairs: dict[str, list[tuple[float, float]]], m: float) -> tuple[str, 
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--runs", type=Path, nargs="+", required=True, help="JSON-lines rows")
-    p.add_argument("--margins", type=float, nargs="+", default=[1.0, 1.5, 2.0])
+    p.add_argument(
+        "--margins", type=float, nargs="*", default=[1.0, 1.5, 2.0], help="one margin for both"
+    )
+    p.add_argument("--rules", nargs="*", default=[], help="ANCHOR/KEPT margins (inf allowed)")
     args = p.parse_args(argv)
     for m in args.margins:
         if not (math.isfinite(m) and m >= 0):
             p.error(f"--margins must be standard errors >= 0, got {m!r}")
+    try:
+        rules = [(m, m) for m in args.margins] + [parse_rule(t) for t in args.rules]
+    except ValueError as exc:
+        p.error(str(exc))
+    if not rules:
+        p.error("give --margins or --rules")
     rows = load_rows(args.runs)
-    per_margin, skipped, kinds = replay(rows, args.margins)
+    per_margin, skipped, kinds = replay(rows, rules)
     print(f"{len(rows)} rows read from {len(args.runs)} files; replayed {skipped.pop('used')}")
     for why, count in sorted(skipped.items()):
         print(f"  left out: {count} ({why})")
-    for label, counts in kinds.items():
-        name = "shipped" if label == "shipped" else f"m = {label:g}"
+    for name, counts in kinds.items():
         print(f"  {name}: kept " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     passing = []
-    for m in args.margins:
-        text, ok = report(per_margin[m], m)
+    for rule in rules:
+        text, ok = report(per_margin[rule], rule)
         print()
         print(text)
         print(f"rule: {'passes' if ok else 'does not pass'}")
         if ok:
-            share = {k: v for k, v in per_margin[m].items() if k.startswith("share:")}
+            share = {k: v for k, v in per_margin[rule].items() if k.startswith("share:")}
             pooled = summarise(share)[1]
-            passing.append((pooled.mean if pooled else -math.inf, m))
+            passing.append((pooled.mean if pooled else -math.inf, rule))
     print()
     if passing:
         best = max(passing)
-        print(f"adopted by the registered rule: one margin m = {best[1]:g}")
+        print(f"adopted by the registered rule: {rule_name(best[1])}")
     else:
         print("adopted by the registered rule: none (both margins stay)")
 

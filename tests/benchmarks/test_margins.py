@@ -71,23 +71,51 @@ def test_the_registered_rule_needs_no_ground_worse_and_the_pooled_means_not_belo
     same = [(0.5, 0.5), (0.6, 0.6), (0.7, 0.7)]
     up = [(0.5, 0.6), (0.6, 0.6), (0.7, 0.7)]
     down = [(0.5, 0.4), (0.6, 0.5), (0.7, 0.6)]
-    _, ok = margins.report({"share:a": same, "share:b": up, "test:a": same, "test:b": up}, 1.0)
+    _, ok = margins.report(
+        {"share:a": same, "share:b": up, "test:a": same, "test:b": up}, (1.0, 1.0)
+    )
     assert ok
-    text, ok = margins.report({"share:a": down, "share:b": up, "test:a": same, "test:b": up}, 1.5)
+    text, ok = margins.report(
+        {"share:a": down, "share:b": up, "test:a": same, "test:b": up}, (1.5, 1.5)
+    )
     assert not ok  # ground a is worse in every pair: its interval lies below zero
     assert "| a | 3 | -10.0 [-10.0, -10.0] (0/0/3) |" in text
-    _, ok = margins.report({"share:a": same, "share:b": same, "test:a": down, "test:b": same}, 2)
+    _, ok = margins.report(
+        {"share:a": same, "share:b": same, "test:a": down, "test:b": same}, (2.0, 2.0)
+    )
     assert not ok  # the test accuracy's pooled mean is below zero
 
 
 def test_the_replay_pairs_each_ground_and_seed_once(margins, monkeypatch) -> None:
     monkeypatch.setattr(margins, "table_test", lambda study: [0.80, 0.87, 0.89, 0.92])
     rows = [_row(0.90, None), _row(0.90, None), _row(0.90, None, seed=1), {"kind": "header"}]
-    pairs, skipped, kinds = margins.replay(rows, [1.0])
+    pairs, skipped, kinds = margins.replay(rows, [(1.0, 1.0)])
     assert skipped == {"used": 3, "not a study run": 1}
     # Shipped keeps the retrain (0.86 beats 1 of 4), a margin of 1 the fine-tuned weights
     # (0.90 beats 3 of 4); the two runs of seed 0 are one pair.
-    assert pairs[1.0]["share:g"] == [(0.25, 0.75), (0.25, 0.75)]
-    assert pairs[1.0]["test:g"] == [(0.86, 0.90), (0.86, 0.90)]
-    assert kinds["shipped"] == {"retrained": 3} and kinds[1.0] == {"fine-tuned": 3}
-    assert margins.report(pairs[1.0], 1.0)[1] is True  # better in both pairs, worse in none
+    one = pairs[(1.0, 1.0)]
+    assert one["share:g"] == [(0.25, 0.75), (0.25, 0.75)]
+    assert one["test:g"] == [(0.86, 0.90), (0.86, 0.90)]
+    assert kinds["shipped"] == {"retrained": 3} and kinds["m = 1"] == {"fine-tuned": 3}
+    assert margins.report(one, (1.0, 1.0))[1] is True  # better in both pairs, worse in none
+
+
+def test_a_rule_of_two_margins_never_keeping_the_fine_tuned_weights(margins, monkeypatch) -> None:
+    """``--rules 1/inf``: the anchor rule as shipped, the fine-tuned weights never kept
+    (the kept model is the best training from scratch)."""
+    assert margins.parse_rule("1/inf") == (1.0, float("inf"))
+    for bad in ("1", "1/2/3", "-1/2", "nan/1", "a/1"):
+        with pytest.raises(ValueError, match="rule"):
+            margins.parse_rule(bad)
+    assert margins.rule_name((1.0, float("inf"))) == "anchor 1 / kept inf"
+    # A fine-tuned lead of 10 standard errors is still not kept; the anchor rule acts.
+    assert margins.decide(_row(0.99, None), 1.0, float("inf")) == margins.Kept("retrained", 0.86)
+    assert margins.decide(_row(0.99, 0.925), 1.0, float("inf")) == margins.Kept("anchor", 0.95)
+    monkeypatch.setattr(margins, "table_test", lambda study: [0.80, 0.87, 0.89, 0.92])
+    rows = [_row(0.95, None), _row(0.95, None, seed=1)]
+    pairs, _, kinds = margins.replay(rows, [(1.0, float("inf"))])
+    # Shipped keeps the fine-tuned weights (a lead of 3.2 standard errors): the rule that
+    # never does is worse in both pairs and fails the registered rule.
+    assert kinds["shipped"] == {"fine-tuned": 2}
+    assert kinds["anchor 1 / kept inf"] == {"retrained": 2}
+    assert margins.report(pairs[(1.0, float("inf"))], (1.0, float("inf")))[1] is False
