@@ -26,8 +26,9 @@ the ground's random-architecture table:
 Every rule's pick then keeps its fine-tuned weights where they validate above its retrain
 by the study's margin (``kept_weights``), and goes through B8's anchor rule (the best
 zero-cost anchor replaces it when the anchor validates higher than the kept weights by
-more than ``ANCHOR_MARGIN_SE`` standard errors). The retrain of the row's own kept finalist
-is checked against the test accuracy the run recorded (the replay's fidelity).
+more than ``RECORDED_ANCHOR_MARGIN_SE`` standard errors, the rule the runs were recorded
+under). The retrain of the row's own kept finalist is checked against the test accuracy
+the run recorded (the replay's fidelity).
 
 Usage::
 
@@ -59,10 +60,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _paired_stats import summarise
 from scipy.stats import rankdata
-from suite_runs import beats, kept, table_test, val_samples
+from suite_runs import RECORDED_ANCHOR_MARGIN_SE, beats, kept, table_test, val_samples
 
 from nasflow.cost._analytic import count_params
-from nasflow.pipeline import ANCHOR_MARGIN_SE, retrain_arch, standard_error, validation_margin
+from nasflow.pipeline import retrain_arch, standard_error, validation_margin
 from nasflow.record import FineTuneResult
 from nasflow.search import load_study_file
 from nasflow.space import Arch
@@ -237,7 +238,7 @@ def kept_test(run: dict, pick: dict) -> float:
     anchors = run["anchors"]
     if anchors:
         best = max(anchors, key=lambda a: a["val_accuracy"])
-        margin = ANCHOR_MARGIN_SE * standard_error(best["val_accuracy"], val, n)
+        margin = RECORDED_ANCHOR_MARGIN_SE * standard_error(best["val_accuracy"], val, n)
         if best["val_accuracy"] > val + margin:
             return best["test_accuracy"]
     return test

@@ -1,20 +1,21 @@
 """One margin for both "validates higher" rules: a replay on recorded study runs.
 
 The pipeline decides two things by a margin in binomial standard errors of a validation
-accuracy (``nasflow.pipeline``): whether the kept finalist's fine-tuned weights are
-kept over its retrain (``KEPT_MARGIN_SE``) and whether the best zero-cost anchor replaces
-the search's choice (``ANCHOR_MARGIN_SE``). This script replays both decisions on every
-recorded run whose row holds them (the kept finalist's retrain, its fine-tuned record,
-the anchors), under the shipped margins and under one margin ``m`` for both, and prints,
-per ground and pooled, the paired difference (one margin − shipped) of the kept model's
-share of the ground's table and of its test accuracy with a 90% bootstrap interval over
-search seeds (``_paired_stats.summarise``: runs of one ground and seed, from several
-files, are averaged into one pair first).
+accuracy (``nasflow.pipeline``): whether the kept finalist's fine-tuned weights are kept
+over its retrain (``KEPT_MARGIN_SE``) and whether the best zero-cost anchor replaces the
+search's choice (one standard error until 2026-12-02, none since). This script replays
+both decisions on every recorded run whose row holds them (the kept finalist's retrain,
+its fine-tuned record, the anchors), under the margins the rows were recorded under
+(anchor 1, kept 2: the shipped ones until 2026-12-02) and under one margin ``m`` for
+both, and prints, per ground and pooled, the paired difference (candidate − recorded) of
+the kept model's share of the ground's table and of its test accuracy with a 90%
+bootstrap interval over search seeds (``_paired_stats.summarise``: runs of one ground and
+seed, from several files, are averaged into one pair first).
 
 Rows left out, and counted: baselines, configurations with another anchor rule
 (``anchors.fallback``) or without the fine-tuning phase (``finetuning: null``), rows
 without a fine-tuning record or without the kept finalist in it, and rows whose recorded
-kept model (``kept_record``) the shipped margins replayed do not reproduce.
+kept model (``kept_record``) the recorded margins replayed do not reproduce.
 
 ``--rules ANCHOR/KEPT`` replays two margins of one's own (``inf``: that rule never
 replaces the retrain; ``1/inf`` keeps the best training from scratch, the fine-tuned
@@ -42,10 +43,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _paired_stats import Summary, summarise
-from suite_runs import beats, load_rows, table_test, val_samples
+from suite_runs import RECORDED_ANCHOR_MARGIN_SE, beats, load_rows, table_test, val_samples
 
-from nasflow.pipeline import ANCHOR_MARGIN_SE, KEPT_MARGIN_SE, standard_error
+from nasflow.pipeline import KEPT_MARGIN_SE, standard_error
 from nasflow.record import FineTuneResult
+
+#: The rule the replayed rows were recorded under (the base of every comparison).
+RECORDED = (RECORDED_ANCHOR_MARGIN_SE, KEPT_MARGIN_SE)
 
 #: Overrides that change what the two rules decide between, or replace the fine-tuning
 #: phase: the anchors' rule (``anchors.fallback`` or the whole ``anchors``), no fine-tuning
@@ -137,23 +141,21 @@ def replay(
     rows: Sequence[dict], rules: Sequence[Rule]
 ) -> tuple[dict[Rule, dict[str, list[tuple[float, float]]]], dict[str, int], dict]:
     """Per candidate rule, per measure key ``"share:GROUND"`` / ``"test:GROUND"``: the
-    (shipped, candidate) value pairs, one per (ground, search seed); the count of rows
+    (recorded, candidate) value pairs, one per (ground, search seed); the count of rows
     left out by reason; and how often each rule kept which weights."""
     skipped: collections.Counter[str] = collections.Counter()
     used: list[dict] = []
     for row in rows:
         why = replayable(row)
-        if why is None and not agrees(row, decide(row, ANCHOR_MARGIN_SE, KEPT_MARGIN_SE)):
-            why = "the shipped margins do not reproduce the recorded kept model"
+        if why is None and not agrees(row, decide(row, *RECORDED)):
+            why = "the recorded margins do not reproduce the recorded kept model"
         if why is not None:
             skipped[why] += 1
         else:
             used.append(row)
     kinds: dict = {}
     out: dict[Rule, dict[str, list[tuple[float, float]]]] = {}
-    kinds["shipped"] = collections.Counter(
-        decide(r, ANCHOR_MARGIN_SE, KEPT_MARGIN_SE).weights for r in used
-    )
+    kinds["recorded"] = collections.Counter(decide(r, *RECORDED).weights for r in used)
     for rule in rules:
         kinds[rule_name(rule)] = collections.Counter(decide(r, *rule).weights for r in used)
     for rule in rules:
@@ -161,7 +163,7 @@ def replay(
             collections.defaultdict(list)
         )
         for r in used:
-            a = decide(r, ANCHOR_MARGIN_SE, KEPT_MARGIN_SE)
+            a = decide(r, *RECORDED)
             b = decide(r, *rule)
             table = table_test(r["study"])
             cells[(r["name"], int(r["seed"]))].append(
@@ -189,7 +191,7 @@ def report(pairs: dict[str, list[tuple[float, float]]], rule: Rule) -> tuple[str
     per_s, pooled_s = summarise(share)
     per_t, pooled_t = summarise(test)
     lines = [
-        f"{rule_name(rule)} − shipped (anchor {ANCHOR_MARGIN_SE:g}, "
+        f"{rule_name(rule)} − recorded (anchor {RECORDED[0]:g}, "
         f"kept {KEPT_MARGIN_SE:g}); points, 90% interval, (+/=/−) over search seeds",
         "| ground | seeds | share b−a | test b−a |",
         "|---|---:|---|---|",

@@ -26,7 +26,7 @@ from nasflow.pipeline._arch._winners import RECORD_FILE as WINNER_RECORD_FILE
 from nasflow.pipeline._arch._winners import WinnerError, load_winner_weights, read_winner
 from nasflow.pipeline._baseline import read_baseline
 from nasflow.pipeline._kept import (
-    ANCHOR_MARGIN_SE,
+    FALLBACK_MARGIN_SE,
     KEPT_MARGIN_SE,
     KeptWeights,
     kept_anchor,
@@ -53,7 +53,7 @@ from nasflow.pipeline._runner import RunResult, StudyRunner, Winner, pareto_tria
 from nasflow.pipeline._schedule._tasks import SUFFIX as TASKS_SUFFIX
 
 __all__ = [
-    "ANCHOR_MARGIN_SE",
+    "FALLBACK_MARGIN_SE",
     "KEPT_MARGIN_SE",
     "Anchor",
     "CandidateError",

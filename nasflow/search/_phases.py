@@ -33,11 +33,12 @@ class Anchors:
             FLOPs down) among them, evenly in log FLOPs from its cheapest member to its
             largest.
         fallback: ``None`` (the default): the best-validating anchor replaces the
-            search's choice where it validates higher by ``ANCHOR_MARGIN_SE`` standard
-            errors. ``"largest"``: the space's largest architecture
-            (:func:`nasflow.space.largest_arch`) joins the random draws, so it is the
-            largest anchor, and it is the model kept unless the search's choice (or
-            another anchor) validates above it by that margin: the search has to beat
+            search's choice where it validates higher (both are full trainings with the
+            recipe; no margin since 2026-12-02). ``"largest"``: the space's largest
+            architecture (:func:`nasflow.space.largest_arch`) joins the random draws, so
+            it is the largest anchor, and it is the model kept unless the search's choice
+            (or another anchor) validates above it by ``FALLBACK_MARGIN_SE`` standard
+            errors (``nasflow.pipeline``): the search has to beat
             the trivial baseline on evidence, not merely match it. Not the default:
             paired run 6 (``benchmarks/results/paired.md``) measured no gain (−1.4 points
             of the table pooled, interval −7.1 to +4.0, on three suite grounds).

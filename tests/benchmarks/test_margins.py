@@ -96,7 +96,7 @@ def test_the_replay_pairs_each_ground_and_seed_once(margins, monkeypatch) -> Non
     one = pairs[(1.0, 1.0)]
     assert one["share:g"] == [(0.25, 0.75), (0.25, 0.75)]
     assert one["test:g"] == [(0.86, 0.90), (0.86, 0.90)]
-    assert kinds["shipped"] == {"retrained": 3} and kinds["m = 1"] == {"fine-tuned": 3}
+    assert kinds["recorded"] == {"retrained": 3} and kinds["m = 1"] == {"fine-tuned": 3}
     assert margins.report(one, (1.0, 1.0))[1] is True  # better in both pairs, worse in none
 
 
@@ -116,6 +116,6 @@ def test_a_rule_of_two_margins_never_keeping_the_fine_tuned_weights(margins, mon
     pairs, _, kinds = margins.replay(rows, [(1.0, float("inf"))])
     # Shipped keeps the fine-tuned weights (a lead of 3.2 standard errors): the rule that
     # never does is worse in both pairs and fails the registered rule.
-    assert kinds["shipped"] == {"fine-tuned": 2}
+    assert kinds["recorded"] == {"fine-tuned": 2}
     assert kinds["anchor 1 / kept inf"] == {"retrained": 2}
     assert margins.report(pairs[(1.0, float("inf"))], (1.0, float("inf")))[1] is False

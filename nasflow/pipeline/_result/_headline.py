@@ -16,7 +16,7 @@ import optuna
 
 from nasflow import names
 from nasflow.errors import StudyRecordError
-from nasflow.pipeline._kept import ANCHOR_MARGIN_SE, anchor_call, kept_weights
+from nasflow.pipeline._kept import FALLBACK_MARGIN_SE, anchor_call, kept_weights
 from nasflow.pipeline._phases._retrain import pareto_trials
 from nasflow.record import (
     AnchorEntry,
@@ -186,7 +186,7 @@ def anchors_words(
     call = anchor_call(val, anchors, None if tuned is None else tuned.val_samples, fallback)
     against = call.against
     against_val = against.val_accuracy or 0.0
-    se = _standard_errors(ANCHOR_MARGIN_SE)
+    se = _standard_errors(FALLBACK_MARGIN_SE)
     anchor = (
         f"the fallback, the space's largest architecture (trial {against.trial}, from scratch)"
         if call.fallback
@@ -207,16 +207,19 @@ def anchors_words(
     if kept.source == "anchor":
         return (
             f"an anchor is kept: {anchor} validates {against_val:.4f} against "
-            f"{val:.4f} for the search's {what}, ahead by {100 * -call.lead:.2f} points, more "
-            f"than {se}"
+            f"{val:.4f} for the search's {what}, higher by {100 * -call.lead:.2f} points "
+            "(both full trainings: the best validation is kept)"
         )
     head = f"the search's {what} validates {val:.4f}, {anchor} {against_val:.4f}"
     if call.lead > call.margin:
-        return f"{head}: the search is ahead by {100 * call.lead:.2f} points, more than {se}"
-    return (
-        f"{head}: within {se} ({100 * call.margin:.2f} points), no difference; the search's "
-        "choice stays"
-    )
+        more = f", more than {se}" if call.fallback else ""
+        return f"{head}: the search is ahead by {100 * call.lead:.2f} points{more}"
+    if call.fallback:
+        return (
+            f"{head}: within {se} ({100 * call.margin:.2f} points), no difference; the "
+            "search's choice stays"
+        )
+    return f"{head}: tied; the search's choice stays"
 
 
 def trust_words(probe: TrustRecord | None) -> str:

@@ -17,7 +17,7 @@ from nasflow.pipeline._arch._winners import WEIGHTS_FILE as WINNER_WEIGHTS
 from nasflow.pipeline._baseline import baseline_record
 from nasflow.pipeline._budget import budget_excludes
 from nasflow.pipeline._costtable import format_cost_table
-from nasflow.pipeline._kept import ANCHOR_MARGIN_SE, KeptDecision, anchor_call
+from nasflow.pipeline._kept import FALLBACK_MARGIN_SE, KeptDecision, anchor_call
 from nasflow.pipeline._multipliers import format_multipliers, format_stack
 from nasflow.pipeline._phases._anchors import anchor_line
 from nasflow.pipeline._phases._trust import format_trust
@@ -105,10 +105,10 @@ def anchors_verdict(
     """The search's kept model against the zero-cost anchors, on validation accuracy (both
     trained from scratch with the study's recipe, or the kept model fine-tuned): the
     "kept model" line when an anchor is kept (``nasflow.pipeline._kept.anchor_call``: one
-    ahead by more than :data:`ANCHOR_MARGIN_SE` standard errors, or the ``fallback`` the
-    search did not beat by as much), else how the two compare."""
+    that validates higher, or the ``fallback`` the search did not beat by
+    :data:`FALLBACK_MARGIN_SE` standard errors), else how the two compare."""
     call = anchor_call(kept_val, anchors, samples, fallback)
-    se = _standard_errors(ANCHOR_MARGIN_SE)
+    se = _standard_errors(FALLBACK_MARGIN_SE)
     if call.kept is not None:
         kept = call.kept
         kept_score = kept.val_accuracy or 0.0
@@ -122,7 +122,8 @@ def anchors_verdict(
         else:
             why = (
                 f"validation {kept_score:.4f} against {kept_val:.4f} for the search's {what}, "
-                f"ahead by {100 * (kept_score - kept_val):.2f} points, more than {se}"
+                f"higher by {100 * (kept_score - kept_val):.2f} points (both full trainings "
+                "with the recipe: the best validation is kept)"
             )
         return (
             f"kept model: trial {kept.trial}, a zero-cost anchor trained from scratch "
@@ -143,10 +144,12 @@ def anchors_verdict(
     )
     if call.lead > call.margin:
         return f"{head}: the search's choice is ahead by {100 * call.lead:.2f} points"
-    return (
-        f"{head}: within {se} of a validation accuracy ({100 * call.margin:.2f} points), no "
-        "difference on this evidence: the search's choice stays"
-    )
+    if call.fallback:
+        return (
+            f"{head}: within {se} of a validation accuracy ({100 * call.margin:.2f} points), "
+            "no difference on this evidence: the search's choice stays"
+        )
+    return f"{head}: tied, the search's choice stays"
 
 
 def _standard_errors(k: float) -> str:
