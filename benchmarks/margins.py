@@ -138,11 +138,12 @@ def parse_rule(text: str) -> Rule:
 
 
 def replay(
-    rows: Sequence[dict], rules: Sequence[Rule]
+    rows: Sequence[dict], rules: Sequence[Rule], base: Rule = RECORDED
 ) -> tuple[dict[Rule, dict[str, list[tuple[float, float]]]], dict[str, int], dict]:
     """Per candidate rule, per measure key ``"share:GROUND"`` / ``"test:GROUND"``: the
-    (recorded, candidate) value pairs, one per (ground, search seed); the count of rows
-    left out by reason; and how often each rule kept which weights."""
+    (``base``, candidate) value pairs, one per (ground, search seed); the count of rows
+    left out by reason; and how often each rule kept which weights. Rows are checked
+    against the margins they were recorded under (:data:`RECORDED`) whatever ``base``."""
     skipped: collections.Counter[str] = collections.Counter()
     used: list[dict] = []
     for row in rows:
@@ -156,6 +157,10 @@ def replay(
     kinds: dict = {}
     out: dict[Rule, dict[str, list[tuple[float, float]]]] = {}
     kinds["recorded"] = collections.Counter(decide(r, *RECORDED).weights for r in used)
+    if base != RECORDED:
+        kinds[f"base ({rule_name(base)})"] = collections.Counter(
+            decide(r, *base).weights for r in used
+        )
     for rule in rules:
         kinds[rule_name(rule)] = collections.Counter(decide(r, *rule).weights for r in used)
     for rule in rules:
@@ -163,7 +168,7 @@ def replay(
             collections.defaultdict(list)
         )
         for r in used:
-            a = decide(r, *RECORDED)
+            a = decide(r, *base)
             b = decide(r, *rule)
             table = table_test(r["study"])
             cells[(r["name"], int(r["seed"]))].append(
@@ -184,15 +189,19 @@ def _cell(s: Summary | None) -> str:
     return "—" if s is None else s.points()
 
 
-def report(pairs: dict[str, list[tuple[float, float]]], rule: Rule) -> tuple[str, bool]:
-    """The table for candidate ``rule`` and whether it passes the registered rule."""
+def report(
+    pairs: dict[str, list[tuple[float, float]]], rule: Rule, base: Rule = RECORDED
+) -> tuple[str, bool]:
+    """The table for candidate ``rule`` against ``base`` and whether it passes the
+    registered rule."""
     share = {k.split(":", 1)[1]: v for k, v in pairs.items() if k.startswith("share:")}
     test = {k.split(":", 1)[1]: v for k, v in pairs.items() if k.startswith("test:")}
     per_s, pooled_s = summarise(share)
     per_t, pooled_t = summarise(test)
     lines = [
-        f"{rule_name(rule)} − recorded (anchor {RECORDED[0]:g}, "
-        f"kept {KEPT_MARGIN_SE:g}); points, 90% interval, (+/=/−) over search seeds",
+        f"{rule_name(rule)} − {'recorded' if base == RECORDED else 'base'} "
+        f"(anchor {base[0]:g}, kept {base[1]:g}); points, 90% interval, (+/=/−) over "
+        "search seeds",
         "| ground | seeds | share b−a | test b−a |",
         "|---|---:|---|---|",
     ]
@@ -218,18 +227,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--margins", type=float, nargs="*", default=[1.0, 1.5, 2.0], help="one margin for both"
     )
     p.add_argument("--rules", nargs="*", default=[], help="ANCHOR/KEPT margins (inf allowed)")
+    p.add_argument(
+        "--base", default=None, help="ANCHOR/KEPT to compare with (default: as recorded)"
+    )
     args = p.parse_args(argv)
     for m in args.margins:
         if not (math.isfinite(m) and m >= 0):
             p.error(f"--margins must be standard errors >= 0, got {m!r}")
     try:
         rules = [(m, m) for m in args.margins] + [parse_rule(t) for t in args.rules]
+        base = RECORDED if args.base is None else parse_rule(args.base)
     except ValueError as exc:
         p.error(str(exc))
     if not rules:
         p.error("give --margins or --rules")
     rows = load_rows(args.runs)
-    per_margin, skipped, kinds = replay(rows, rules)
+    per_margin, skipped, kinds = replay(rows, rules, base)
     print(f"{len(rows)} rows read from {len(args.runs)} files; replayed {skipped.pop('used')}")
     for why, count in sorted(skipped.items()):
         print(f"  left out: {count} ({why})")
@@ -237,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"  {name}: kept " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     passing = []
     for rule in rules:
-        text, ok = report(per_margin[rule], rule)
+        text, ok = report(per_margin[rule], rule, base)
         print()
         print(text)
         print(f"rule: {'passes' if ok else 'does not pass'}")
@@ -250,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         best = max(passing)
         print(f"adopted by the registered rule: {rule_name(best[1])}")
     else:
-        print("adopted by the registered rule: none (both margins stay)")
+        print("adopted by the registered rule: none (the base stays)")
 
 
 if __name__ == "__main__":

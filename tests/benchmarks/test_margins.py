@@ -119,3 +119,21 @@ def test_a_rule_of_two_margins_never_keeping_the_fine_tuned_weights(margins, mon
     assert kinds["recorded"] == {"fine-tuned": 2}
     assert kinds["anchor 1 / kept inf"] == {"retrained": 2}
     assert margins.report(pairs[(1.0, float("inf"))], (1.0, float("inf")))[1] is False
+
+
+def test_a_base_other_than_the_recorded_rule_is_what_the_candidates_are_paired_with(
+    margins, monkeypatch
+) -> None:
+    """``--base 0/2``: candidates are paired with today's rule, the rows still checked
+    against the rule they were recorded under."""
+    monkeypatch.setattr(margins, "table_test", lambda study: [0.80, 0.87, 0.89, 0.92])
+    # Fine-tuned 0.88 against the retrain's 0.85 on 100 samples: under one standard error
+    # (~3.3 points), so the recorded rule and the base keep the retrain; 0/0 keeps the
+    # fine-tuned weights (test 0.90).
+    rows = [_row(0.88, None), _row(0.88, None, seed=1)]
+    base = (0.0, 2.0)
+    pairs, _, kinds = margins.replay(rows, [(0.0, 0.0)], base)
+    assert kinds["recorded"] == {"retrained": 2} and kinds["base (anchor 0 / kept 2)"]
+    assert pairs[(0.0, 0.0)]["test:g"] == [(0.86, 0.90), (0.86, 0.90)]
+    text, ok = margins.report(pairs[(0.0, 0.0)], (0.0, 0.0), base)
+    assert ok and text.startswith("m = 0 − base (anchor 0, kept 2)")
