@@ -39,9 +39,7 @@ def shares(rows: Sequence[dict], rule: margins.Rule) -> dict[str, list[tuple[int
     for row in rows:
         if row.get("kind", "run") != "run" or row.get("config_kind", "study") != "study":
             continue
-        why = margins.replayable(row)
-        if why is None and not margins.agrees(row, margins.decide(row, *margins.RECORDED)):
-            why = "the recorded rule does not reproduce its kept model"
+        why = margins.why_not(row)
         if why is not None:
             raise ValueError(f"{row.get('name')} seed {row.get('seed')}: {why}")
         table = table_test(row["study"])

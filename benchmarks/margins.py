@@ -137,6 +137,15 @@ def parse_rule(text: str) -> Rule:
     return anchor_se, kept_se
 
 
+def why_not(row: dict) -> str | None:
+    """Why ``row`` cannot be replayed exactly (:func:`replayable`, or the recorded rule does
+    not reproduce its kept model); ``None``: it can."""
+    why = replayable(row)
+    if why is None and not agrees(row, decide(row, *RECORDED)):
+        why = "the recorded margins do not reproduce the recorded kept model"
+    return why
+
+
 def replay(
     rows: Sequence[dict], rules: Sequence[Rule], base: Rule = RECORDED
 ) -> tuple[dict[Rule, dict[str, list[tuple[float, float]]]], dict[str, int], dict]:
@@ -147,9 +156,7 @@ def replay(
     skipped: collections.Counter[str] = collections.Counter()
     used: list[dict] = []
     for row in rows:
-        why = replayable(row)
-        if why is None and not agrees(row, decide(row, *RECORDED)):
-            why = "the recorded margins do not reproduce the recorded kept model"
+        why = why_not(row)
         if why is not None:
             skipped[why] += 1
         else:

@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 # The best anchor replaces the search's choice where it validates higher, by any margin:
 # anchors and retrains are the same fidelity (the recipe's full training from scratch), so
 # the kept model is the best of that rung (issue 43.3). Until 2026-12-02 the anchor had to
-# lead by one standard error (B8's choice on 24 runs, row 2 of the tuned constants); the
-# replay of every recorded run (76 ground-seed pairs, ten grounds) found no margin worse on
-# no ground and level pooled (+0.1 points of the table, interval -0.5 to +0.7), and the
-# row went as a simplification
+# lead by one standard error (B8's choice on 24 runs, row 2 of the tuned constants). In the
+# replay of every recorded run (76 ground-seed pairs, ten grounds) keeping the anchor with
+# no margin was worse on none of the grounds and level pooled (+0.1 points of the table,
+# interval -0.5 to +0.7), and the row went as a simplification, not a gain
 # (``benchmarks/results/constants.md``, "The anchors at the top rung on equal terms").
 
 #: With ``Anchors(fallback="largest")`` (opt-in), how many standard errors of a validation

@@ -47,7 +47,7 @@ def test_each_seed_is_read_as_recorded_and_under_the_replayed_rule(ks, monkeypat
 def test_a_row_the_replay_cannot_reproduce_stops_it_naming_the_row(ks, monkeypatch) -> None:
     monkeypatch.setattr(ks, "table_test", lambda study: [0.8])
     record = {"source": "anchor", "weights": "retrained", "trial": 0}
-    with pytest.raises(ValueError, match="g seed 3: the recorded rule does not reproduce"):
+    with pytest.raises(ValueError, match="g seed 3: the recorded margins do not reproduce"):
         ks.shares([_row(3, 0.80, kept_record=record)], (0.0, 2.0))
     with pytest.raises(ValueError, match="g seed 4: no fine-tuning record"):
         ks.shares([_row(4, 0.80, finetuned=None)], (0.0, 2.0))

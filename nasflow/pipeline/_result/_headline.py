@@ -208,7 +208,7 @@ def anchors_words(
         return (
             f"an anchor is kept: {anchor} validates {against_val:.4f} against "
             f"{val:.4f} for the search's {what}, higher by {100 * -call.lead:.2f} points "
-            "(both full trainings: the best validation is kept)"
+            "(no margin: the best validation is kept)"
         )
     head = f"the search's {what} validates {val:.4f}, {anchor} {against_val:.4f}"
     if call.lead > call.margin:

@@ -122,8 +122,8 @@ def anchors_verdict(
         else:
             why = (
                 f"validation {kept_score:.4f} against {kept_val:.4f} for the search's {what}, "
-                f"higher by {100 * (kept_score - kept_val):.2f} points (both full trainings "
-                "with the recipe: the best validation is kept)"
+                f"higher by {100 * (kept_score - kept_val):.2f} points (no margin: the best "
+                "validation is kept)"
             )
         return (
             f"kept model: trial {kept.trial}, a zero-cost anchor trained from scratch "
