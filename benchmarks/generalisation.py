@@ -78,6 +78,7 @@ def measure(
 ):
     """Train one supernet, score and fine-tune every table architecture; the raw rows."""
     study = load_study_file(study_path)
+    ft_epochs = ft_epochs or study.train.epochs  # 0: the recipe's own epochs
     tables = [load_ground_truth(Path(p), limit) for p in study.baseline]
     archs, gt_val, gt_test = merge_ground_truth(tables)
     data = study.data()
@@ -166,6 +167,8 @@ def replay(run: dict, k: int, top: int, proxy_epochs: int, lr: str, boot: int = 
     """Trust coverage and winner choice from one run's measured rows (fine-tuned at ``lr``)."""
     if "fine_tuned" not in run:  # runs measured before several fine-tuning lrs
         run["fine_tuned"] = {"0.003": {k: run[k] for k in ("ft_val", "ft_test", "ft_cpu")}}
+    if lr not in run["fine_tuned"] and len(run["fine_tuned"]) == 1:
+        lr = next(iter(run["fine_tuned"]))  # the study's own recipe lr (no --ft-lr)
     run = {**run, **run["fine_tuned"][lr]}
     gt = run["gt_test"]
     epochs = sorted(int(e) for e in run["scores_by_epoch"])
@@ -193,6 +196,7 @@ def replay(run: dict, k: int, top: int, proxy_epochs: int, lr: str, boot: int = 
         "tau_ft_test": tau(run["ft_test"], gt),
         "tau_val_test_table": tau(run["gt_val"], gt),
         "ft_minus_scratch": float(np.mean(np.subtract(run["ft_test"], gt))),
+        "ft_minus_scratch_each": np.subtract(run["ft_test"], gt).tolist(),
         "ft_cpu_per_epoch": float(np.mean(run["ft_cpu"])),
         "scratch_cpu": float(np.mean(run["gt_cpu"])),
         "probe_tau": t,
@@ -210,7 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--studies", type=Path, nargs="+", default=[])
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
-    p.add_argument("--ft-epochs", type=int, default=4)
+    p.add_argument(
+        "--ft-epochs",
+        type=int,
+        default=4,
+        help="fine-tuning epochs (0: each study's recipe epochs, the top rung from inherited "
+        "weights against the table's trainings from scratch)",
+    )
     p.add_argument(
         "--ft-lr", type=float, nargs="+", help="fine-tuning peak lrs (default: the recipe's)"
     )
@@ -259,7 +269,37 @@ def main(argv: list[str] | None = None) -> int:
         )
     for lr in lrs:
         summarize(runs, args, lr)
+        top_rung(runs, lr)
     return 0
+
+
+def top_rung(runs: list[dict], lr: str) -> None:
+    """Per ground, the fine-tuned test accuracy minus the same architecture's from-scratch
+    test accuracy (the table's mean over its training seeds): the mean over the runs'
+    architectures with a 90% bootstrap interval (architectures resampled within each run),
+    and how many architectures are higher / lower. With ``--ft-epochs 0`` this is issue 43's
+    choice of the top rung per ground type: the recipe from the inherited weights, or from
+    scratch."""
+    from _paired_stats import interval
+
+    print(f"\nfine-tuned - from scratch, test accuracy (points; lr {lr}; per ground):")
+    by_ground: dict[str, list[dict]] = {}
+    for run in runs:
+        by_ground.setdefault(Path(run["study"]).stem, []).append(run)
+    for ground, rs in sorted(by_ground.items()):
+        diffs = [replay(run, 4, 1, 1, lr)["ft_minus_scratch_each"] for run in rs]
+        flat = [d for ds in diffs for d in ds]
+        mean, low, high = interval(diffs)
+        tuned = [run["fine_tuned"].get(lr) or next(iter(run["fine_tuned"].values())) for run in rs]
+        epochs = {len(t["ft_val"][0]) for t in tuned}
+        cpu = np.mean([np.sum(c) for t in tuned for c in t["ft_cpu"]])
+        scratch = np.mean([c for run in rs for c in run["gt_cpu"]])
+        print(
+            f"  {ground:<16} {len(rs)} run(s), {len(flat)} archs, {sorted(epochs)} epochs: "
+            f"{100 * mean:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}], "
+            f"higher {sum(d > 0 for d in flat)} / lower {sum(d < 0 for d in flat)}; "
+            f"CPU-s per training {cpu:.1f} inherited vs {scratch:.1f} scratch (the table's)"
+        )
 
 
 def _front(scores: list[float], cost: list[float]) -> list[int]:
