@@ -150,10 +150,12 @@ def decide_kept(
     above it (:func:`kept_anchor`). ``finetuned`` and
     ``anchors`` are the fine-tuning phase's and the anchors' records (``None``: the phase
     did not run). ``full_from_inherited``: the study's full trainings go on from the
-    inherited weights (``Rungs(top="inherited")``): with no retrain the search's choice is
-    the best ready model that trained the whole recipe."""
+    inherited weights (``StudySpec.top_rung_inherited``): with no retrain by score (the
+    retrains spread over cost are never candidates) the search's choice is the best ready
+    model that trained the whole recipe."""
     search = None
     samples = None if finetuned is None else finetuned.val_samples
+    winners = [w for w in winners if not w.spread]  # (they come last: the order stays)
     if finetuned is not None and winners:
         w0 = winners[0]
         search = kept_weights(w0.number, w0.val_accuracy, w0.test_accuracy, finetuned)

@@ -435,8 +435,7 @@ class StudyRunner:
     def _decide_kept(self, study: optuna.Study, winners: list[Winner]) -> KeptDecision:
         """The kept model from phase 3's ``winners`` and the study's records: the same rule
         before the trust probe (recorded early) and at the run's end."""
-        rungs = self.spec.rungs
-        inherited = rungs is not None and rungs.top == "inherited"
+        inherited = self.spec.top_rung_inherited
         return decide_kept(winners, study_finetuned(study), study_anchors(study), inherited)
 
     def _record(

@@ -113,7 +113,10 @@ class StudySpec:
         budget: Limits on candidates.
         retrain_top: How many winners phase 3 retrains from scratch: after a fine-tuning
             phase, the best fine-tuned finalists (those fine-tuned the most epochs first);
-            the one whose retrain validates highest is the search's kept choice.
+            the one whose retrain validates highest is the search's kept choice. 0: none;
+            the fine-tuning's last rung is then the recipe's epochs from the inherited
+            weights (``FineTuning(rungs=(..., train.epochs))``: :attr:`top_rung_inherited`)
+            and the best-validating finalist that reached it is the search's choice.
         retrain_spread: Phase 3 retrains this many more after the ``retrain_top``, chosen
             to spread the trained models over cost: members of the screened Pareto set,
             each the farthest in log predicted cost from every model the study trained
@@ -299,8 +302,9 @@ class StudySpec:
 
     def _check_counts(self) -> None:
         """The counts, ``screen_keep`` (which needs a ``finetune``) and the seed."""
-        for name in ("n_trials", "bn_batches", "retrain_top"):
+        for name in ("n_trials", "bn_batches"):
             check_int(name, getattr(self, name), error=StudyFileError)
+        check_int("retrain_top", self.retrain_top, 0, error=StudyFileError)
         check_int("screen_batch", self.screen_batch, 0, error=StudyFileError)
         check_int("retrain_spread", self.retrain_spread, 0, error=StudyFileError)
         keep = check_fraction("screen_keep", self.screen_keep, one=True, error=StudyFileError)
@@ -407,6 +411,15 @@ class StudySpec:
             raise StudyFileError(
                 f"study {self.name!r}: rungs={self.rungs!r} replaces the fine-tuning phase; "
                 f"set finetuning=None (got {self.finetuning!r})"
+            )
+        if self.retrain_top == 0 and not self.top_rung_inherited:
+            last = None if self.finetuning is None else self.finetuning.rungs[-1]
+            raise StudyFileError(
+                f"study {self.name!r}: retrain_top=0 keeps the best fine-tuned finalist "
+                "that trained the recipe's epochs from its inherited weights, so the "
+                f"fine-tuning's last rung must reach them (train.epochs={self.train.epochs}"
+                f", FineTuning's last rung {last!r}); set retrain_top >= 1 or "
+                f"FineTuning(rungs=(..., {self.train.epochs}))"
             )
         if self.rungs is not None and self.retrain_spread:
             raise StudyFileError(
@@ -537,6 +550,22 @@ class StudySpec:
     def finetune_epochs(self) -> int:
         """Epochs each candidate is fine-tuned (``finetune.epochs``; 0 without ``finetune``)."""
         return self.finetune.epochs if self.finetune is not None else 0
+
+    @property
+    def top_rung_inherited(self) -> bool:
+        """Whether the study's full trainings of the search's candidates go on from their
+        inherited weights instead of starting from scratch: ``Rungs(top="inherited")``, or
+        a fine-tuning phase whose last rung is the recipe's epochs with ``retrain_top=0``
+        (phase 3 then retrains only the ``retrain_spread`` front members). Where it holds,
+        the search's kept choice is the best-validating candidate that trained the whole
+        recipe that way."""
+        if self.rungs is not None:
+            return self.rungs.top == "inherited"
+        return (
+            self.retrain_top == 0
+            and self.finetuning is not None
+            and self.finetuning.rungs[-1] >= self.train.epochs
+        )
 
     @property
     def directions(self) -> list[str]:

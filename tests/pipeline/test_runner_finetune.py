@@ -195,3 +195,31 @@ def test_finalists_chosen_by_the_ranker_are_recorded_and_shown(tmp_path) -> None
 
     cell = html.escape(record.line(), quote=False)
     assert f"<th>finalists chosen by</th><td>{cell}</td>" in _headline_html(h, str)
+
+
+def test_retrain_top_0_keeps_the_best_finalist_that_trained_the_recipe_from_inherited_weights(
+    tmp_path,
+) -> None:
+    """The top rung from inherited weights inside the fine-tuning phase: its last rung is
+    the recipe's epochs (2 here) and ``retrain_top=0``, so phase 3 retrains only the spread
+    member; the kept model is the best-validating finalist that reached the last rung, with
+    its fine-tuned weights, never the spread retrain; the summary says so."""
+    extra = (
+        "from nasflow.search import FineTuning\n"
+        "study = study.replace(finetuning=FineTuning(finalists=4, rungs=(1, 2)),"
+        " retrain_top=0, retrain_spread=1)\n"
+    )
+    spec = load_study_file(write_study(tmp_path, finetune=0, n_trials=8, extra=extra))
+    assert spec.top_rung_inherited
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=lambda _: None)
+    result = runner.run()
+    cands = result.study.user_attrs[FINETUNED_KEY]["candidates"]
+    full = [c for c in cands if len(c["val_curve"]) == spec.train.epochs]
+    best = max(full, key=lambda c: (c["val_curve"][-1], -c["trial"]))
+    assert [w.spread for w in result.winners] == [True]  # the spread retrain alone
+    kept = result.study.user_attrs[KEPT_KEY]  # (the template trains no anchors)
+    assert kept == {"trial": best["trial"], "weights": "fine-tuned", "source": "search"}
+    text = " ".join(summary_table(result, spec).split())
+    assert f"trial {best['trial']}'s fine-tuned weights (" in text
+    assert "the full recipe): validation" in text
+    assert "then validation after each fine-tuning rung, the last the recipe's epochs" in text

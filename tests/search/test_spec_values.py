@@ -133,3 +133,21 @@ def test_the_study_seed_reseeds_the_supernet_and_seed_0_keeps_its_old_one(tmp_pa
     assert other.supernet_recipe.seed == spec.supernet.seed + 3
     assert other.supernet_recipe.identity() != spec.supernet_recipe.identity()
     assert other.supernet_recipe.epochs == spec.supernet.epochs
+
+
+def test_retrain_top_0_needs_a_last_fine_tuning_rung_at_the_recipes_epochs(tmp_path) -> None:
+    """``retrain_top=0`` keeps a fine-tuned finalist as the search's choice, so it must have
+    trained the recipe's epochs from its inherited weights: otherwise one error naming the
+    recipe's epochs and the last rung."""
+    from nasflow.search import FineTuning
+
+    base = load_study_file(write_study(tmp_path)).replace(train=TrainConfig(epochs=12))
+    ok = base.replace(finetuning=FineTuning(rungs=(1, 2, 4, 12)), retrain_top=0)
+    assert ok.top_rung_inherited
+    assert not base.replace(finetuning=FineTuning(rungs=(1, 2, 4, 12))).top_rung_inherited
+    with pytest.raises(StudyFileError, match=r"train.epochs=12, FineTuning's last rung 4\)"):
+        base.replace(finetuning=FineTuning(rungs=(1, 2, 4)), retrain_top=0)
+    with pytest.raises(StudyFileError, match=r"FineTuning's last rung None\)"):
+        base.replace(finetuning=None, retrain_top=0)
+    with pytest.raises(StudyFileError, match=r"retrain_top must be .*got -1"):
+        base.replace(retrain_top=-1)

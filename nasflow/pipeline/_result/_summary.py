@@ -379,6 +379,11 @@ def ranking_line(spec: StudySpec, decision: KeptDecision) -> str:
             f"{first} (the rungs' queue), then validation after each fine-tuning rung and "
             "after the full training (promotion)"
         )
+    elif spec.finetuning is not None and spec.top_rung_inherited:
+        how = (
+            f"{first} (finalists), then validation after each fine-tuning rung, the last "
+            "the recipe's epochs from the inherited weights"
+        )
     elif spec.finetuning is not None:
         how = f"{first} (finalists), fine-tuned validation (retrains), then their validation"
     else:
