@@ -163,13 +163,19 @@ def table_params(run: dict) -> list[float]:
     return _PARAMS[run["study"]]
 
 
-def replay(run: dict, k: int, top: int, proxy_epochs: int, lr: str, boot: int = 1000) -> dict:
-    """Trust coverage and winner choice from one run's measured rows (fine-tuned at ``lr``)."""
+def tuned_at(run: dict, lr: str) -> dict:
+    """A run's fine-tuned rows at peak lr ``lr`` (``ft_val``, ``ft_test``, ``ft_cpu``); a run
+    fine-tuned at one lr only (the study's own, no ``--ft-lr``) gives that one."""
     if "fine_tuned" not in run:  # runs measured before several fine-tuning lrs
         run["fine_tuned"] = {"0.003": {k: run[k] for k in ("ft_val", "ft_test", "ft_cpu")}}
     if lr not in run["fine_tuned"] and len(run["fine_tuned"]) == 1:
-        lr = next(iter(run["fine_tuned"]))  # the study's own recipe lr (no --ft-lr)
-    run = {**run, **run["fine_tuned"][lr]}
+        lr = next(iter(run["fine_tuned"]))
+    return run["fine_tuned"][lr]
+
+
+def replay(run: dict, k: int, top: int, proxy_epochs: int, lr: str, boot: int = 1000) -> dict:
+    """Trust coverage and winner choice from one run's measured rows (fine-tuned at ``lr``)."""
+    run = {**run, **tuned_at(run, lr)}
     gt = run["gt_test"]
     epochs = sorted(int(e) for e in run["scores_by_epoch"])
     scores = run["scores_by_epoch"][str(epochs[-1])]
@@ -268,7 +274,15 @@ def main(argv: list[str] | None = None) -> int:
             f" ft {r['ft_cpu_per_epoch']:.2f} CPU-s/epoch vs scratch {r['scratch_cpu']:.1f}"
         )
     for lr in lrs:
-        summarize(runs, args, lr)
+        # The replays' rungs reach 4 epochs: runs fine-tuned fewer (the recipe's own epochs
+        # on a short recipe, --ft-epochs 0) are read by the top rung's lines only.
+        long = [r for r in runs if len(tuned_at(r, lr)["ft_val"][0]) >= max(4, *args.proxy_epochs)]
+        if len(long) < len(runs):
+            print(
+                f"\n(the replays below leave out {len(runs) - len(long)} runs fine-tuned < 4 epochs)"
+            )
+        if long:
+            summarize(long, args, lr)
         top_rung(runs, lr)
     return 0
 
@@ -290,7 +304,7 @@ def top_rung(runs: list[dict], lr: str) -> None:
         diffs = [replay(run, 4, 1, 1, lr)["ft_minus_scratch_each"] for run in rs]
         flat = [d for ds in diffs for d in ds]
         mean, low, high = interval(diffs)
-        tuned = [run["fine_tuned"].get(lr) or next(iter(run["fine_tuned"].values())) for run in rs]
+        tuned = [tuned_at(run, lr) for run in rs]
         epochs = {len(t["ft_val"][0]) for t in tuned}
         cpu = np.mean([np.sum(c) for t in tuned for c in t["ft_cpu"]])
         scratch = np.mean([c for run in rs for c in run["gt_cpu"]])
@@ -328,9 +342,7 @@ def replay_rule(run: dict, lr: str, n: int, top: int, rungs=(1, 2, 4), keep=0.5)
     ``top=0`` is the rule the study shipped with. Returns the index of the kept
     architecture: the best fine-tuned validation among those trained the most epochs.
     """
-    if "fine_tuned" not in run:  # runs measured before several fine-tuning lrs
-        run["fine_tuned"] = {"0.003": {k: run[k] for k in ("ft_val", "ft_test", "ft_cpu")}}
-    ft = run["fine_tuned"][lr]
+    ft = tuned_at(run, lr)
     scores = run["scores_by_epoch"][str(max(int(e) for e in run["scores_by_epoch"]))]
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
     protected = order[:top]
