@@ -179,7 +179,8 @@ def replay(run: dict, k: int, top: int, proxy_epochs: int, lr: str, boot: int = 
     gt = run["gt_test"]
     epochs = sorted(int(e) for e in run["scores_by_epoch"])
     scores = run["scores_by_epoch"][str(epochs[-1])]
-    proxy = [v[proxy_epochs - 1] for v in run["ft_val"]]
+    # (a run fine-tuned fewer epochs than asked reads its last: the per-run lines only)
+    proxy = [v[min(proxy_epochs, len(v)) - 1] for v in run["ft_val"]]
     scored = list(zip(range(len(scores)), scores, strict=True))
     picks = spread_over_ranking(scored, k)
     t, lo, hi = bootstrap_tau([scores[i] for i in picks], [proxy[i] for i in picks], boot, 0)
@@ -261,8 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     for run, lr in [(run, lr) for run in runs for lr in lrs]:
         r = replay(run, args.k[0], args.top[0], args.proxy_epochs[-1], lr)
         name = Path(run["study"]).stem
+        used = lr if lr in run["fine_tuned"] else next(iter(run["fine_tuned"]))
         print(
-            f"{name:<14} seed {run['seed']} lr {lr} n={run['n_archs']} "
+            f"{name:<14} seed {run['seed']} lr {used} n={run['n_archs']} "
             f"tau supernet {r['tau_supernet']:+.2f} by epoch "
             + " ".join(f"{e}:{t:+.2f}" for e, t in r["tau_by_epoch"].items())
             + " | ckpt-vs-ckpt "
@@ -279,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         long = [r for r in runs if len(tuned_at(r, lr)["ft_val"][0]) >= max(4, *args.proxy_epochs)]
         if len(long) < len(runs):
             print(
-                f"\n(the replays below leave out {len(runs) - len(long)} runs fine-tuned < 4 epochs)"
+                f"\n(the replays below leave out {len(runs) - len(long)} runs fine-tuned "
+                "fewer than 4 epochs)"
             )
         if long:
             summarize(long, args, lr)
@@ -296,7 +299,10 @@ def top_rung(runs: list[dict], lr: str) -> None:
     scratch."""
     from _paired_stats import interval
 
-    print(f"\nfine-tuned - from scratch, test accuracy (points; lr {lr}; per ground):")
+    print(
+        f"\nfine-tuned - from scratch, test accuracy (points; lr {lr}, or a run's only lr; "
+        "per ground):"
+    )
     by_ground: dict[str, list[dict]] = {}
     for run in runs:
         by_ground.setdefault(Path(run["study"]).stem, []).append(run)
