@@ -225,10 +225,15 @@ def test_the_promoted_share_is_the_rungs_ratio_unless_given() -> None:
     assert [FineTuning(rungs=(1, 3, 9), keep=0.25).share(r) for r in (0, 1)] == [0.25, 0.25]
     assert FineTuning(finalists=9, rungs=(1, 3, 9)).protected == 3  # ceil(9 / 3)
     root = Path(__file__).resolve().parents[2]
-    for name, protected in (("mnist1d_front", 5), ("cifar10_cpu", 5), ("shakespeare_cpu", 4)):
+    for name, protected, shares in (
+        ("mnist1d_front", 5, [0.5, 0.5]),
+        # Rungs 1, 2, 4, 6: the last the recipe's epochs (the top rung, inherited weights).
+        ("cifar10_cpu", 5, [0.5, 0.5, 4 / 6]),
+        ("shakespeare_cpu", 4, [0.5]),
+    ):
         ft = load_study_file(root / "studies" / f"{name}.py").finetuning
         assert ft is not None and ft.keep is None
-        assert [ft.share(r) for r in range(len(ft.rungs) - 1)] == [0.5] * (len(ft.rungs) - 1)
+        assert [ft.share(r) for r in range(len(ft.rungs) - 1)] == shares
         assert ft.protected == protected
 
 
