@@ -213,3 +213,34 @@ def test_the_baseline_record_counts_ties_as_not_beaten_and_reads_back() -> None:
     assert record.beaten(0.7) == 0.25 and record.beaten(0.95) == 1.0 and record.median == 0.7
     assert BaselineRecord.from_dict(record.to_dict()) == record
     assert BaselineRecord().beaten(0.9) == 0.0 and BaselineRecord().median is None
+
+
+def test_with_the_top_rung_from_inherited_weights_the_anchors_meet_the_fine_tuned_choice() -> None:
+    """``retrain_top=0``: the search's choice is a fine-tuned finalist with no retrain; the
+    anchors are compared with its fine-tuned validation, never with a spread retrain (not a
+    candidate), whether the search's choice or an anchor is kept."""
+    tuned = {
+        "candidates": [_candidate(1, [0.5, 0.92], 0.91), _candidate(2, [0.4], 0.40)],
+        "rungs": [1, 2],
+        "val_samples": 100,
+    }
+    spread = _retrain(0.97, 0.96, 2.0) | {"spread": True}
+
+    def study(kept: dict[str, Any], anchor_val: float):
+        s = _study(kept, anchor_val=anchor_val, **{FINETUNED_KEY: tuned})
+        s.set_user_attr(retrain_key(1), None)
+        s.set_user_attr(retrain_key(2), spread)
+        return s
+
+    fine_tuned = {"trial": 1, "weights": "fine-tuned", "source": "search"}
+    h = headline(study(fine_tuned, 0.80))
+    assert h.anchors == (
+        "the search's choice (fine-tuned, the full recipe) validates 0.9200, the best "
+        "zero-cost anchor (trial 0, from scratch) 0.8000: the search is ahead by 12.00 points"
+    )
+    anchor = {"trial": 0, "weights": "retrained", "source": "anchor"}
+    h = headline(study(anchor, 0.95))
+    assert h.anchors.startswith(
+        "an anchor is kept: the best zero-cost anchor (trial 0, from scratch) validates "
+        "0.9500 against 0.9200 for the search's choice (fine-tuned, the full recipe)"
+    )

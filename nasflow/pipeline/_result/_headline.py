@@ -148,19 +148,42 @@ def _search_choice(
     weights :func:`kept_weights` keeps."""
     number = kept.trial if kept.source == "search" else None
     if number is None:
-        done = [(n, w) for n, w in retrained.items() if w.val_accuracy is not None]
+        done = [
+            (n, w)
+            for n, w in retrained.items()
+            if w.val_accuracy is not None and not w.spread  # (spread: never a candidate)
+        ]
         if not done:
-            return None
+            return _full_recipe_choice(None, tuned)
         number = max(done, key=lambda nw: nw[1].val_accuracy or 0.0)[0]
     w = retrained.get(number)
     if w is None or w.val_accuracy is None:
-        return None
+        # No retrain: the top rung trained on from the inherited weights
+        # (``StudySpec.top_rung_inherited``), its fine-tuned weights are the choice.
+        return _full_recipe_choice(number, tuned)
     chosen = (
         None if tuned is None else kept_weights(number, w.val_accuracy, w.test_accuracy, tuned)
     )
     if chosen is not None:
         return chosen.val_accuracy, f"choice ({chosen.kind})"
     return w.val_accuracy, "choice (retrained)"
+
+
+def _full_recipe_choice(
+    number: int | None, tuned: FineTuneResult | None
+) -> tuple[float, str] | None:
+    """Where nothing was retrained by score (the top rung from inherited weights): trial
+    ``number``'s fine-tuned weights, or (``None``, an anchor kept) the best-validating
+    ready model that trained the last rung; ``None`` without one."""
+    if tuned is None:
+        return None
+    full = [c for c in tuned.ready if c.epochs >= tuned.full_epochs]
+    if number is not None:
+        full = [c for c in full if c.trial == number]
+    if not full:
+        return None
+    best = max(full, key=lambda c: (c.val_accuracy, -c.trial))
+    return best.val_accuracy, "choice (fine-tuned, the full recipe)"
 
 
 def _standard_errors(k: float) -> str:
