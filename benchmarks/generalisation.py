@@ -163,14 +163,19 @@ def table_params(run: dict) -> list[float]:
     return _PARAMS[run["study"]]
 
 
-def tuned_at(run: dict, lr: str) -> dict:
-    """A run's fine-tuned rows at peak lr ``lr`` (``ft_val``, ``ft_test``, ``ft_cpu``); a run
-    fine-tuned at one lr only (the study's own, no ``--ft-lr``) gives that one."""
+def tuned_lr(run: dict, lr: str) -> str:
+    """The peak lr whose fine-tuned rows a run is read at: ``lr``, or where the run was
+    fine-tuned at one other lr only (the study's own, no ``--ft-lr``) that one."""
     if "fine_tuned" not in run:  # runs measured before several fine-tuning lrs
         run["fine_tuned"] = {"0.003": {k: run[k] for k in ("ft_val", "ft_test", "ft_cpu")}}
     if lr not in run["fine_tuned"] and len(run["fine_tuned"]) == 1:
-        lr = next(iter(run["fine_tuned"]))
-    return run["fine_tuned"][lr]
+        return next(iter(run["fine_tuned"]))
+    return lr
+
+
+def tuned_at(run: dict, lr: str) -> dict:
+    """A run's fine-tuned rows (``ft_val``, ``ft_test``, ``ft_cpu``) at :func:`tuned_lr`."""
+    return run["fine_tuned"][tuned_lr(run, lr)]
 
 
 def replay(run: dict, k: int, top: int, proxy_epochs: int, lr: str, boot: int = 1000) -> dict:
@@ -203,7 +208,6 @@ def replay(run: dict, k: int, top: int, proxy_epochs: int, lr: str, boot: int = 
         "tau_ft_test": tau(run["ft_test"], gt),
         "tau_val_test_table": tau(run["gt_val"], gt),
         "ft_minus_scratch": float(np.mean(np.subtract(run["ft_test"], gt))),
-        "ft_minus_scratch_each": np.subtract(run["ft_test"], gt).tolist(),
         "ft_cpu_per_epoch": float(np.mean(run["ft_cpu"])),
         "scratch_cpu": float(np.mean(run["gt_cpu"])),
         "probe_tau": t,
@@ -262,9 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     for run, lr in [(run, lr) for run in runs for lr in lrs]:
         r = replay(run, args.k[0], args.top[0], args.proxy_epochs[-1], lr)
         name = Path(run["study"]).stem
-        used = lr if lr in run["fine_tuned"] else next(iter(run["fine_tuned"]))
         print(
-            f"{name:<14} seed {run['seed']} lr {used} n={run['n_archs']} "
+            f"{name:<14} seed {run['seed']} lr {tuned_lr(run, lr)} n={run['n_archs']} "
             f"tau supernet {r['tau_supernet']:+.2f} by epoch "
             + " ".join(f"{e}:{t:+.2f}" for e, t in r["tau_by_epoch"].items())
             + " | ckpt-vs-ckpt "
@@ -278,11 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     for lr in lrs:
         # The replays' rungs reach 4 epochs: runs fine-tuned fewer (the recipe's own epochs
         # on a short recipe, --ft-epochs 0) are read by the top rung's lines only.
-        long = [r for r in runs if len(tuned_at(r, lr)["ft_val"][0]) >= max(4, *args.proxy_epochs)]
+        need = max(4, *args.proxy_epochs)
+        long = [r for r in runs if len(tuned_at(r, lr)["ft_val"][0]) >= need]
         if len(long) < len(runs):
             print(
                 f"\n(the replays below leave out {len(runs) - len(long)} runs fine-tuned "
-                "fewer than 4 epochs)"
+                f"fewer than {need} epochs)"
             )
         if long:
             summarize(long, args, lr)
@@ -307,10 +311,12 @@ def top_rung(runs: list[dict], lr: str) -> None:
     for run in runs:
         by_ground.setdefault(Path(run["study"]).stem, []).append(run)
     for ground, rs in sorted(by_ground.items()):
-        diffs = [replay(run, 4, 1, 1, lr)["ft_minus_scratch_each"] for run in rs]
-        flat = [d for ds in diffs for d in ds]
-        mean, low, high = interval(diffs)
         tuned = [tuned_at(run, lr) for run in rs]
+        diffs = [
+            np.subtract(t["ft_test"], run["gt_test"]) for t, run in zip(tuned, rs, strict=True)
+        ]
+        flat = [float(d) for ds in diffs for d in ds]
+        mean, low, high = interval(diffs)
         epochs = {len(t["ft_val"][0]) for t in tuned}
         cpu = np.mean([np.sum(c) for t in tuned for c in t["ft_cpu"]])
         scratch = np.mean([c for run in rs for c in run["gt_cpu"]])

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nasflow import names
-from nasflow.record import AnchorEntry, AnchorsRecord, FineTuneResult, KeptRecord
+from nasflow.record import AnchorEntry, AnchorsRecord, FineTuned, FineTuneResult, KeptRecord
 
 if TYPE_CHECKING:
     from nasflow.pipeline._context import Winner
@@ -138,6 +138,16 @@ class KeptDecision:
         return KeptRecord(self.trial, self.weights, source)
 
 
+def full_recipe_choice(finetuned: FineTuneResult, trial: int | None = None) -> FineTuned | None:
+    """With the top rung from inherited weights (``StudySpec.top_rung_inherited``): the
+    best-validating ready model that trained the last rung (ties: the lower trial), or
+    ``trial``'s where given; ``None`` without one."""
+    full = [c for c in finetuned.ready if c.epochs >= finetuned.full_epochs]
+    if trial is not None:
+        full = [c for c in full if c.trial == trial]
+    return max(full, key=lambda c: (c.val_accuracy, -c.trial), default=None)
+
+
 def decide_kept(
     winners: Sequence[Winner],
     finetuned: FineTuneResult | None,
@@ -162,9 +172,8 @@ def decide_kept(
     trained = [] if anchors is None else anchors.trained
     fallback = None if anchors is None else anchors.fallback
     if not winners and full_from_inherited and finetuned is not None:
-        full = [c for c in finetuned.ready if c.epochs >= finetuned.full_epochs]
-        if full:
-            top = max(full, key=lambda c: (c.val_accuracy, -c.trial))
+        top = full_recipe_choice(finetuned)
+        if top is not None:
             search = KeptWeights(
                 top.trial, "fine-tuned", top.val_accuracy, math.nan, top.test_accuracy,
                 top.epochs, 0.0,

@@ -55,5 +55,9 @@ def test_the_top_rung_reads_the_paired_difference_per_ground(gen, capsys) -> Non
 def test_a_run_without_the_requested_lr_reads_its_own(gen) -> None:  # type: ignore[no-untyped-def]
     run = _run(0, [0.82, 0.86, 0.93, 0.96], [0.80, 0.85, 0.90, 0.95])
     run["fine_tuned"] = {"0.01": run["fine_tuned"]["0.003"]}
+    assert gen.tuned_lr(run, "0.003") == "0.01"
+    assert gen.tuned_at(run, "0.003")["ft_test"] == [0.82, 0.86, 0.93, 0.96]
     got = gen.replay(run, 2, 1, 1, "0.003")
-    assert got["ft_minus_scratch_each"] == pytest.approx([0.02, 0.01, 0.03, 0.01])
+    assert got["ft_minus_scratch"] == pytest.approx(0.0175)
+    run["fine_tuned"]["0.003"] = run["fine_tuned"]["0.01"]  # two lrs: the one asked for
+    assert gen.tuned_lr(run, "0.003") == "0.003"

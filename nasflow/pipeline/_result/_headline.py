@@ -16,7 +16,12 @@ import optuna
 
 from nasflow import names
 from nasflow.errors import StudyRecordError
-from nasflow.pipeline._kept import FALLBACK_MARGIN_SE, anchor_call, kept_weights
+from nasflow.pipeline._kept import (
+    FALLBACK_MARGIN_SE,
+    anchor_call,
+    full_recipe_choice,
+    kept_weights,
+)
 from nasflow.pipeline._phases._retrain import pareto_trials
 from nasflow.record import (
     AnchorEntry,
@@ -172,17 +177,12 @@ def _search_choice(
 def _full_recipe_choice(
     number: int | None, tuned: FineTuneResult | None
 ) -> tuple[float, str] | None:
-    """Where nothing was retrained by score (the top rung from inherited weights): trial
-    ``number``'s fine-tuned weights, or (``None``, an anchor kept) the best-validating
-    ready model that trained the last rung; ``None`` without one."""
-    if tuned is None:
+    """Where nothing was retrained by score (the top rung from inherited weights): the
+    validation of trial ``number``'s fine-tuned weights, or (``None``: an anchor is kept)
+    of the ready model the kept rule would have chosen (:func:`full_recipe_choice`)."""
+    best = None if tuned is None else full_recipe_choice(tuned, number)
+    if best is None:
         return None
-    full = [c for c in tuned.ready if c.epochs >= tuned.full_epochs]
-    if number is not None:
-        full = [c for c in full if c.trial == number]
-    if not full:
-        return None
-    best = max(full, key=lambda c: (c.val_accuracy, -c.trial))
     return best.val_accuracy, "choice (fine-tuned, the full recipe)"
 
 
