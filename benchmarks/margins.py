@@ -17,6 +17,9 @@ Rows left out, and counted: baselines, configurations with another anchor rule
 without a fine-tuning record or without the kept finalist in it, and rows whose recorded
 kept model (``kept_record``) the recorded margins replayed do not reproduce.
 
+``--recorded ANCHOR/KEPT``: the margins the runs were recorded under (default 1/2, the
+rule until 2026-12-02; 0/2 since). ``--config NAME``: replay that configuration's rows only.
+
 ``--rules ANCHOR/KEPT`` replays two margins of one's own (``inf``: that rule never
 replaces the retrain; ``1/inf`` keeps the best training from scratch, the fine-tuned
 weights never).
@@ -137,34 +140,38 @@ def parse_rule(text: str) -> Rule:
     return anchor_se, kept_se
 
 
-def why_not(row: dict) -> str | None:
-    """Why ``row`` cannot be replayed exactly (:func:`replayable`, or the recorded rule does
-    not reproduce its kept model); ``None``: it can."""
+def why_not(row: dict, recorded: Rule = RECORDED) -> str | None:
+    """Why ``row`` cannot be replayed exactly (:func:`replayable`, or the margins it was
+    recorded under, ``recorded``, do not reproduce its kept model); ``None``: it can."""
     why = replayable(row)
-    if why is None and not agrees(row, decide(row, *RECORDED)):
+    if why is None and not agrees(row, decide(row, *recorded)):
         why = "the recorded margins do not reproduce the recorded kept model"
     return why
 
 
 def replay(
-    rows: Sequence[dict], rules: Sequence[Rule], base: Rule = RECORDED
+    rows: Sequence[dict],
+    rules: Sequence[Rule],
+    base: Rule = RECORDED,
+    recorded: Rule = RECORDED,
 ) -> tuple[dict[Rule, dict[str, list[tuple[float, float]]]], dict[str, int], dict]:
     """Per candidate rule, per measure key ``"share:GROUND"`` / ``"test:GROUND"``: the
     (``base``, candidate) value pairs, one per (ground, search seed); the count of rows
     left out by reason; and how often each rule kept which weights. Rows are checked
-    against the margins they were recorded under (:data:`RECORDED`) whatever ``base``."""
+    against the margins they were recorded under (``recorded``: :data:`RECORDED` for the
+    runs before 2026-12-02's anchor change, ``(0, 2)`` after it) whatever ``base``."""
     skipped: collections.Counter[str] = collections.Counter()
     used: list[dict] = []
     for row in rows:
-        why = why_not(row)
+        why = why_not(row, recorded)
         if why is not None:
             skipped[why] += 1
         else:
             used.append(row)
     kinds: dict = {}
     out: dict[Rule, dict[str, list[tuple[float, float]]]] = {}
-    kinds["recorded"] = collections.Counter(decide(r, *RECORDED).weights for r in used)
-    if base != RECORDED:
+    kinds["recorded"] = collections.Counter(decide(r, *recorded).weights for r in used)
+    if base != recorded:
         kinds[f"base ({rule_name(base)})"] = collections.Counter(
             decide(r, *base).weights for r in used
         )
@@ -237,19 +244,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument(
         "--base", default=None, help="ANCHOR/KEPT to compare with (default: as recorded)"
     )
+    p.add_argument(
+        "--recorded",
+        default=None,
+        help="ANCHOR/KEPT the runs were recorded under (default 1/2: before 2026-12-02)",
+    )
+    p.add_argument("--config", default=None, help="replay this configuration's rows only")
     args = p.parse_args(argv)
     for m in args.margins:
         if not (math.isfinite(m) and m >= 0):
             p.error(f"--margins must be standard errors >= 0, got {m!r}")
     try:
         rules = [(m, m) for m in args.margins] + [parse_rule(t) for t in args.rules]
-        base = RECORDED if args.base is None else parse_rule(args.base)
+        recorded = RECORDED if args.recorded is None else parse_rule(args.recorded)
+        base = recorded if args.base is None else parse_rule(args.base)
     except ValueError as exc:
         p.error(str(exc))
     if not rules:
         p.error("give --margins or --rules")
     rows = load_rows(args.runs)
-    per_margin, skipped, kinds = replay(rows, rules, base)
+    if args.config is not None:
+        rows = [r for r in rows if r.get("config", args.config) == args.config]
+        if not any(r.get("kind", "run") == "run" for r in rows):
+            p.error(f"--config {args.config!r}: no run of that configuration in --runs")
+    per_margin, skipped, kinds = replay(rows, rules, base, recorded)
     print(f"{len(rows)} rows read from {len(args.runs)} files; replayed {skipped.pop('used')}")
     for why, count in sorted(skipped.items()):
         print(f"  left out: {count} ({why})")

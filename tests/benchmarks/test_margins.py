@@ -137,3 +137,35 @@ def test_a_base_other_than_the_recorded_rule_is_what_the_candidates_are_paired_w
     assert pairs[(0.0, 0.0)]["test:g"] == [(0.86, 0.90), (0.86, 0.90)]
     text, ok = margins.report(pairs[(0.0, 0.0)], (0.0, 0.0), base)
     assert ok and text.startswith("m = 0 − base (anchor 0, kept 2)")
+
+
+def test_rows_recorded_under_todays_rule_are_checked_against_it(margins, monkeypatch) -> None:
+    """``--recorded 0/2``: a run recorded after the anchor margin went (an anchor kept by
+    a lead under one standard error) replays; checked against 1/2 it is left out."""
+    monkeypatch.setattr(margins, "table_test", lambda study: [0.80, 0.87, 0.89, 0.92])
+    # The anchor validates 0.86 against the retrain's 0.85: ahead, by less than 1 SE.
+    record = {"source": "anchor", "weights": "retrained"}
+    rows = [_row(0.80, 0.86, kept_record=record), _row(0.80, 0.86, kept_record=record, seed=1)]
+    _, skipped, _ = margins.replay(rows, [(0.0, 0.0)])
+    assert skipped == {
+        "used": 0,
+        "the recorded margins do not reproduce the recorded kept model": 2,
+    }
+    pairs, skipped, kinds = margins.replay(rows, [(0.0, 0.0)], (0.0, 2.0), (0.0, 2.0))
+    assert skipped == {"used": 2} and kinds["recorded"] == {"anchor": 2}
+    assert pairs[(0.0, 0.0)]["test:g"] == [(0.95, 0.95), (0.95, 0.95)]
+
+
+def test_config_keeps_one_configurations_rows(margins, tmp_path, monkeypatch, capsys) -> None:
+    import json
+
+    monkeypatch.setattr(margins, "table_test", lambda study: [0.80, 0.87, 0.89, 0.92])
+    path = tmp_path / "runs.jsonl"
+    rows = [_row(0.95, None, config="a"), _row(0.80, None, config="b")]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    margins.main(["--runs", str(path), "--config", "b", "--margins", "--rules", "0/0"])
+    out = capsys.readouterr().out
+    assert "replayed 1" in out and "recorded: kept retrained 1" in out
+    with pytest.raises(SystemExit):
+        margins.main(["--runs", str(path), "--config", "c", "--margins", "--rules", "0/0"])
+    assert "--config 'c': no run of that configuration" in capsys.readouterr().err
