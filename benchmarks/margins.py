@@ -87,17 +87,13 @@ def replayable(row: dict) -> str | None:
 
 def decide(row: dict, anchor_se: float, kept_se: float) -> Kept:
     """The kept model of ``row`` under the two margins (standard errors): the fine-tuned
-    weights where they validate above the retrain by more than ``kept_se`` (by any lead
-    where the record says they trained the recipe's epochs: the pipeline's rule since
-    2026-12-02), then the best-validating anchor where it validates above that by more
-    than ``anchor_se``."""
+    weights where they validate above the retrain by more than ``kept_se``, then the
+    best-validating anchor where it validates above that by more than ``anchor_se``."""
     result = FineTuneResult.from_dict(row["finetuned"])
     n = result.val_samples or val_samples(row["study"])
     rec = next(c for c in result.ready if c.trial == row["kept_trial"])
     weights, val, test = "retrained", float(row["kept_val"]), float(row["kept_test"])
     ft_val = float(rec.val_accuracy)
-    if result.recipe_epochs is not None and rec.epochs >= result.recipe_epochs:
-        kept_se = 0.0  # the whole recipe: no margin, as the pipeline (``kept_weights``)
     if ft_val > val + kept_se * standard_error(ft_val, val, n):
         weights, val, test = "fine-tuned", ft_val, float(rec.test_accuracy)
     trained = [a for a in row.get("anchors") or [] if a.get("val_accuracy") is not None]

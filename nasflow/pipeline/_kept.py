@@ -271,11 +271,9 @@ class KeptWeights:
 
 
 #: How many standard errors of a validation accuracy the kept finalist's fine-tuned weights
-#: must validate above its retrain to be kept instead of it, where they trained fewer
-#: epochs than the recipe (at the recipe's epochs or more: no margin, :func:`kept_weights`).
-#: Their figure chose the trial (the best of five to ten fine-tuned finalists: the expected
-#: maximum of ten draws of noise is about 1.5 standard errors), so it is biased upwards; a
-#: retrain's is not.
+#: must validate above its retrain to be kept instead of it. Their figure chose the trial
+#: (the best of five to ten fine-tuned finalists: the expected maximum of ten draws of
+#: noise is about 1.5 standard errors), so it is biased upwards; a retrain's is not.
 #: Replayed on B6's 81 end-to-end runs (nine grounds), 2 gave the highest mean share of
 #: the random architectures beaten and the highest minimum: below it a proving-ground run
 #: kept fine-tuned weights testing 97.3% against its retrain's 98.3% (a 1.56-standard-error
@@ -293,11 +291,9 @@ def kept_weights(
 
     The fine-tuned weights are kept when they validate above the retrain by more than
     :data:`KEPT_MARGIN_SE` standard errors of a validation accuracy (binomial, on
-    ``result.val_samples`` samples; no margin for a record that lacks the count), or by any
-    margin where they trained at least the recipe's epochs (``result.recipe_epochs``: the
-    same fidelity as the retrain); otherwise, ties included, the retrain. The fine-tuned
-    figure also chose the trial among the finalists, so it is optimistic: the margin stands
-    for that. Measured on the suite
+    ``result.val_samples`` samples; no margin for a record that lacks the count); otherwise,
+    ties included, the retrain. The fine-tuned figure also chose the trial among the
+    finalists, so it is optimistic: the margin stands for that. Measured on the suite
     (``benchmarks/RESULTS.md``, B6): on MNIST-1D the 12-epoch retrain validates several
     points above 4 fine-tuning epochs; on the CIFAR-10 proving ground the fine-tuned weights
     validate (and test) above a 6-epoch retrain. The choice never looks at test accuracy.
@@ -306,11 +302,6 @@ def kept_weights(
     if rec is None:
         return None
     margin = validation_margin(rec.val_accuracy, retrained_val, result.val_samples)
-    if result.recipe_epochs is not None and rec.epochs >= result.recipe_epochs:
-        # The whole recipe from inherited weights: the retrain's fidelity, so the better
-        # validation is kept with no margin, as between anchors and retrains (replayed on
-        # Shakespeare's six shipped runs: shares level, +0.4 test points; paired.md, 21b).
-        margin = 0.0
     if rec.val_accuracy > retrained_val + margin:
         return KeptWeights(
             trial,

@@ -169,14 +169,3 @@ def test_config_keeps_one_configurations_rows(margins, tmp_path, monkeypatch, ca
     with pytest.raises(SystemExit):
         margins.main(["--runs", str(path), "--config", "c", "--margins", "--rules", "0/0"])
     assert "--config 'c': no run of that configuration" in capsys.readouterr().err
-
-
-def test_weights_that_trained_the_recipe_replay_with_no_margin_as_the_pipeline(margins) -> None:
-    """A record that says the fine-tuned weights trained the recipe's epochs (written since
-    the pipeline keeps them by any lead there) replays that way under every kept margin."""
-    row = _row(0.86, None)  # a lead of 0.3 standard errors over the retrain's 0.85
-    assert margins.decide(row, 0.0, 2.0) == margins.Kept("retrained", 0.86)
-    row["finetuned"]["recipe_epochs"] = 2  # the candidate trained 2 epochs
-    assert margins.decide(row, 0.0, 2.0) == margins.Kept("fine-tuned", 0.90)
-    row["finetuned"]["recipe_epochs"] = 3
-    assert margins.decide(row, 0.0, 2.0) == margins.Kept("retrained", 0.86)

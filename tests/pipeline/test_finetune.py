@@ -286,39 +286,12 @@ def test_fine_tuned_weights_must_validate_higher_by_two_standard_errors() -> Non
     assert kept is not None and kept.kind == "fine-tuned"
 
 
-def test_fine_tuned_weights_that_trained_the_recipe_need_no_margin(trained, tmp_path) -> None:
-    """At the recipe's epochs (or more) the fine-tuned weights are the retrain's fidelity:
-    the better validation is kept, by any lead; below them the margin stands."""
-    ready = [FineTuned(3, "{}", 0.5, [0.90, 0.984], [1.0, 1.0], 0.973, "ready")]
-    for recipe, kind in (
-        (2, "fine-tuned"),
-        (1, "fine-tuned"),
-        (3, "retrained"),
-        (None, "retrained"),
-    ):
-        result = FineTuneResult(ready, full_epochs=2, val_samples=500, recipe_epochs=recipe)
-        kept = kept_weights(3, retrained_val=0.974, retrained_test=0.983, result=result)
-        assert kept is not None and kept.kind == kind, recipe
-        assert (kept.margin == 0.0) == (recipe is not None and recipe <= 2)
-    # A tie still keeps the retrain.
-    full = FineTuneResult(ready, full_epochs=2, val_samples=500, recipe_epochs=2)
-    kept = kept_weights(3, retrained_val=0.984, retrained_test=0.983, result=full)
-    assert kept is not None and kept.kind == "retrained"
-    # The phase records the recipe's epochs, and the record keeps them.
-    res = _run(trained, tmp_path, FineTuning(rungs=(1, 2)), multi_objective=False)
-    assert res.recipe_epochs == 9
-    assert FineTuneResult.from_dict(res.to_dict()).recipe_epochs == 9
-
-
 def test_the_record_keeps_the_validation_size_and_checks_it() -> None:
     record = {"candidates": [], "rungs": [1, 2], "val_samples": 500}
     assert FineTuneResult.from_dict(record).val_samples == 500
     assert FineTuneResult.from_dict({**record, "val_samples": None}).val_samples is None
     with pytest.raises(ReadyModelError, match=r"val_samples is 0, not a positive count"):
         FineTuneResult.from_dict({**record, "val_samples": 0})
-    assert FineTuneResult.from_dict(record).recipe_epochs is None  # records before it
-    with pytest.raises(ReadyModelError, match=r"recipe_epochs is 0, not a count"):
-        FineTuneResult.from_dict({**record, "recipe_epochs": 0})
 
 
 def test_a_candidate_records_when_its_weights_were_final() -> None:

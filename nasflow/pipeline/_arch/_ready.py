@@ -387,9 +387,7 @@ def run_finetuning(
             )
     records = tuple(engine.finish(c) for c in every)
     val_samples = len(data.val)  # type: ignore[arg-type]
-    return FineTuneResult(
-        records, config.rungs[-1], val_samples, tuple(config.rungs), recipe_epochs=recipe.epochs
-    )
+    return FineTuneResult(records, config.rungs[-1], val_samples, tuple(config.rungs))
 
 
 def summary_line(result: FineTuneResult, seconds: float) -> str:

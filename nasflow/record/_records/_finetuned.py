@@ -157,9 +157,6 @@ class FineTuneResult:
             ``[full_epochs]`` then).
         early_stopping: What the early stopping saved (``None``: not recorded yet).
         seconds: Measured seconds of the whole phase (``None``: not recorded yet).
-        recipe_epochs: The study's stand-alone recipe's epochs, against which a ready
-            model's epochs say whether it trained the whole recipe (``None``: a record
-            written before it was kept).
     """
 
     KEY: ClassVar[str] = FINETUNED_KEY
@@ -170,7 +167,6 @@ class FineTuneResult:
     rungs: tuple[int, ...] = ()
     early_stopping: EarlyStopping | None = None
     seconds: float | None = None
-    recipe_epochs: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "candidates", tuple(self.candidates))
@@ -208,11 +204,6 @@ class FineTuneResult:
             if len(nums) == len(values):
                 stopping = EarlyStopping(*nums)
         seconds = record.get("seconds")
-        recipe = record.get("recipe_epochs")
-        if recipe is not None and (
-            isinstance(recipe, bool) or not isinstance(recipe, int) or recipe < 1
-        ):
-            raise ReadyModelError(f"{where}: recipe_epochs is {recipe!r:.80}, not a count")
         return cls(
             tuple(cands),
             int(rungs[-1]),
@@ -220,7 +211,6 @@ class FineTuneResult:
             tuple(int(r) for r in rungs),
             stopping,
             float(seconds) if _number(seconds) else None,
-            recipe,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -234,8 +224,6 @@ class FineTuneResult:
             out["early_stopping"] = asdict(self.early_stopping)
         if self.seconds is not None:
             out["seconds"] = self.seconds
-        if self.recipe_epochs is not None:
-            out["recipe_epochs"] = self.recipe_epochs
         return out
 
     @property
