@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -46,6 +47,7 @@ from nasflow.export._study import load_supernet
 from nasflow.pipeline import (
     KEPT_MARGIN_SE,
     StudyRunner,
+    full_recipe_choice,
     kept_weights,
     standard_error,
     validation_margin,
@@ -170,7 +172,7 @@ def run_one(
             if score_table
             else dict.fromkeys(("accuracy", "loss", "rank_sum"), float("nan"))
         )
-    kept = result.winners[0]
+    kept = search_choice(result)
     anchors = study_anchors(result.study)
     # (``Study.trials`` deep-copies every trial on each access: read them once.)
     trials = result.study.get_trials(deepcopy=False)
@@ -232,6 +234,32 @@ def run_one(
         row["covered"] = bool(covered) if score_table else None
         row["trust_share"] = trust_share(row)
     return row
+
+
+class _Choice(NamedTuple):
+    number: int
+    val_accuracy: float
+    test_accuracy: float
+
+
+def search_choice(result: Any) -> _Choice:
+    """The search's choice of a finished run (``StudyRunner.run``'s result): its first
+    retrained finalist, or, with no retrain by score (the top rung from inherited weights,
+    ``retrain_top=0``, and no spread retrains), the best-validating finalist that trained
+    the whole recipe, its fine-tuned figures (``full_recipe_choice``, as the pipeline).
+
+    Raises:
+        ValueError: The run holds neither (nothing it could keep by search).
+    """
+    winners = [w for w in result.winners if not w.spread]
+    if winners:
+        w = winners[0]
+        return _Choice(w.number, w.val_accuracy, w.test_accuracy)
+    finetuned = study_finetuned(result.study)
+    top = None if finetuned is None else full_recipe_choice(finetuned)
+    if top is None or top.test_accuracy is None:
+        raise ValueError("the run retrained no finalist and fine-tuned none to the recipe")
+    return _Choice(top.trial, top.val_accuracy, top.test_accuracy)
 
 
 def _stored(record: StudyRecord | None) -> dict | None:

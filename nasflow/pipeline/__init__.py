@@ -29,6 +29,7 @@ from nasflow.pipeline._kept import (
     FALLBACK_MARGIN_SE,
     KEPT_MARGIN_SE,
     KeptWeights,
+    full_recipe_choice,
     kept_anchor,
     kept_weights,
     standard_error,
