@@ -46,12 +46,21 @@ from nasflow.search import StudySpec, load_study_file
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "studies" / "nb201_tabular.py"
 FALLBACKS = ("random", "mutate")
+#: A fallback's name with this suffix screens with ``StudySpec(reask=False)``: a repeat is
+#: replaced at once, the sampler not asked again (paired run 22, benchmarks/results/paired.md).
+NO_REASK = "-noreask"
+VARIANTS = FALLBACKS + tuple(f + NO_REASK for f in FALLBACKS)
 
 
 def run_once(spec: StudySpec, fallback: str, queries: int, seed: int) -> dict:
     """One tabular search of ``queries`` distinct cells; its row."""
     assert spec.table is not None
-    spec = spec.replace(n_trials=queries, seed=seed, repeat_fallback=fallback)
+    spec = spec.replace(
+        n_trials=queries,
+        seed=seed,
+        repeat_fallback=fallback.removesuffix(NO_REASK),
+        reask=not fallback.endswith(NO_REASK),
+    )
     lines: list[str] = []
     c0 = time.process_time()
     with tempfile.TemporaryDirectory() as out:
@@ -85,8 +94,8 @@ def report(rows: list[dict]) -> list[str]:
     diffs = []
     for q in sorted({r["queries"] for r in rows}):
         by = {f: {r["seed"]: r for r in rows if r["queries"] == q and r["fallback"] == f}
-              for f in FALLBACKS}  # fmt: skip
-        for f in FALLBACKS:
+              for f in VARIANTS}  # fmt: skip
+        for f in VARIANTS:
             rs = list(by[f].values())
             if not rs:
                 continue
@@ -102,18 +111,20 @@ def report(rows: list[dict]) -> list[str]:
                 f"{share['mutated']:.0%} / {share['random']:.0%} | "
                 f"{statistics.median(r['cpu_s'] for r in rs):.1f} |"
             )
-        seeds = sorted(set(by["random"]) & set(by["mutate"]))
-        if seeds:
-            d = [by["mutate"][s]["regret"] - by["random"][s]["regret"] for s in seeds]
+        for f in VARIANTS[1:]:
+            seeds = sorted(set(by["random"]) & set(by[f]))
+            if not seeds:
+                continue
+            d = [by[f][s]["regret"] - by["random"][s]["regret"] for s in seeds]
             mean, lo, hi = interval([d])
             better = sum(x < 0 for x in d)
             worse = sum(x > 0 for x in d)
             diffs.append(
-                f"- {q} distinct cells: regret mutate - random {mean:+.3f} points "
-                f"[{lo:+.3f}, {hi:+.3f}] over {len(d)} seeds; mutate lower in {better}, "
+                f"- {q} distinct cells: regret {f} - random {mean:+.3f} points "
+                f"[{lo:+.3f}, {hi:+.3f}] over {len(d)} seeds; {f} lower in {better}, "
                 f"equal in {len(d) - better - worse}, higher in {worse}"
             )
-    head = "Paired by seed (90% bootstrap interval; negative favours mutate):"
+    head = "Paired by seed (90% bootstrap interval; negative favours the variant over random):"
     return [*out, "", head, *diffs]
 
 
@@ -124,6 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="write every run's row here")
     p.add_argument("--from-json", type=Path, help="report these rows, run nothing")
     p.add_argument("--quick", action="store_true", help="smoke size: 2 seeds, 30 queries")
+    p.add_argument(
+        "--fallbacks",
+        nargs="+",
+        choices=VARIANTS,
+        default=list(FALLBACKS),
+        help="what to compare (the first is run first on even seeds); pairs are against random",
+    )
     args = p.parse_args(argv)
     if args.from_json:
         rows = json.loads(args.from_json.read_text())
@@ -134,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         for q in [30] if args.quick else args.queries:
             for seed in seeds:
                 # Alternating which runs first: a drift of the machine favours neither.
-                for f in FALLBACKS if seed % 2 == 0 else FALLBACKS[::-1]:
+                for f in args.fallbacks if seed % 2 == 0 else args.fallbacks[::-1]:
                     rows.append(run_once(spec, f, q, seed))
         if args.json:
             args.json.write_text(json.dumps(rows, indent=1) + "\n")

@@ -36,6 +36,21 @@ def test_the_report_pairs_the_fallbacks_by_seed() -> None:
     assert "mutate lower in 2, equal in 0, higher in 1" in diff
 
 
+def test_every_variant_is_paired_against_random() -> None:
+    rows = [
+        _row("random", 0, 0.5, 0, 40), _row("random-noreask", 0, 0.5, 0, 40),
+        _row("random", 1, 0.3, 0, 60), _row("random-noreask", 1, 0.4, 0, 61),
+    ]  # fmt: skip
+    lines = proposals.report(rows)
+    # Medians of 60% and 39% sampler-proposed, 40% and 61% random: 50% each.
+    assert "| 100 | random-noreask | 2 | 0.450 | 0/2 | 50% / 0% / 50% | 1.0 |" in lines
+    diff = next(x for x in lines if x.startswith("- 100 distinct cells"))
+    # Differences 0.0 and +0.1: mean +0.05; one equal, one higher; no mutate rows, no pair.
+    assert "regret random-noreask - random +0.050 points" in diff
+    assert "random-noreask lower in 0, equal in 1, higher in 1" in diff
+    assert not any("mutate - random" in x for x in lines)
+
+
 @pytest.mark.slow  # ~15 CPU-s: four tabular studies in a subprocess
 def test_quick_runs_both_fallbacks_through_the_study_runner(tmp_path: Path) -> None:
     out = tmp_path / "rows.json"
