@@ -77,10 +77,6 @@ GT = (
 #: ``multivariate`` to Optuna (5.x: multivariate with one objective, univariate with
 #: several), so the former default was ``tpe-uni`` on the two-objective proving ground.
 SAMPLERS = ("tpe-uni", "tpe-mv", "nsga2", "evolution", "random")
-#: A sampler's name with this suffix screens with ``StudySpec(reask=False)``: a repeat is
-#: replaced at once, the sampler not asked again (paired run 22, benchmarks/results/paired.md).
-NO_REASK = "-noreask"
-VARIANTS = SAMPLERS + tuple(name + NO_REASK for name in SAMPLERS)
 #: The hypervolume's reference point: chance accuracy on MNIST-1D's 10 classes, and a
 #: predicted training cost (seconds) above every candidate's in these runs (the largest
 #: seen: printed by ``--table``).
@@ -89,8 +85,7 @@ REF_COST = 20.0
 
 
 def make_sampler(spec: StudySpec, name: str, seed: int) -> optuna.samplers.BaseSampler:
-    """The sampler ``name`` of ``VARIANTS`` for ``spec``, seeded with ``seed``."""
-    name = name.removesuffix(NO_REASK)
+    """The sampler ``name`` of ``SAMPLERS`` for ``spec``, seeded with ``seed``."""
     if not name.startswith("tpe-"):
         return study_sampler(spec.replace(sampler=name), seed)
     tpe = study_sampler(spec.replace(sampler="tpe"), seed)
@@ -231,9 +226,7 @@ class Truth:
 def screen(work: Path, seed: int, sampler: str, n: int, runs: Path) -> dict[str, Any]:
     """One screening of ``n`` distinct candidates: its COMPLETE trials in order and the
     instrumented marks."""
-    spec = base_spec(seed).replace(
-        name=f"{sampler}-s{seed}-n{n}", n_trials=n, reask=not sampler.endswith(NO_REASK)
-    )
+    spec = base_spec(seed).replace(name=f"{sampler}-s{seed}-n{n}", n_trials=n)
     spec = spec.replace(sampler=make_sampler(spec, sampler, seed))
     shutil.copytree(supernet_folder(work, seed), RunFolder.of(runs, spec.name).supernet)
     Marks.reset()
@@ -339,7 +332,7 @@ def table_lines(rows: list[dict]) -> list[str]:
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for n in sorted({r["n"] for r in rows}):
-        for name in VARIANTS:
+        for name in SAMPLERS:
             mine = sorted(
                 (r for r in rows if r["n"] == n and r["sampler"] == name), key=lambda r: r["seed"]
             )
@@ -373,7 +366,7 @@ def budget_lines(traces: dict[str, list[list[float]]], budgets: list[float]) -> 
         "| sampler | " + " | ".join(f"HV within {b:g} CPU-s" for b in budgets) + " |",
         "|---|" + "---:|" * len(budgets),
     ]
-    for name in VARIANTS:
+    for name in SAMPLERS:
         mine = [t for key, t in sorted(traces.items()) if key.split("/")[0] == name]
         if not mine:
             continue
@@ -393,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--sizes", type=int, nargs="+", default=[300, 1000])
-    p.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=VARIANTS)
+    p.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
     p.add_argument("--work", default="/tmp/samplers-bench", help="supernets, trained winners")
     p.add_argument("--json", help="append the rows here (rows of the same key are replaced)")
     p.add_argument(

@@ -100,11 +100,6 @@ class StudySpec:
             scored: ``"random"`` (default), an unseen one drawn uniformly; ``"mutate"``, an
             unseen one a choice (or two) away from the sampler's proposal
             (``benchmarks/results/proposals.md``).
-        reask: Whether a sampler that proposes a scored architecture is asked again
-            (up to ``nasflow.pipeline.SCREENING_REASKS`` times, while re-asking finds
-            unseen ones) before ``repeat_fallback`` proposes one in its place. ``False``:
-            the fallback at once. Under evaluation (paired run 22,
-            ``benchmarks/results/paired.md``).
         storage: Where the study lives: ``None`` for ``OUT/NAME/study.db`` (SQLite), a
             URL (``sqlite:///FILE``, ``postgresql://...``, ``journal:///FILE``) or an
             Optuna storage object (``RDBStorage``, ``JournalStorage``,
@@ -214,7 +209,6 @@ class StudySpec:
     pruner: str | optuna.pruners.BasePruner = "auto"
     sampler: str | optuna.samplers.BaseSampler = "auto"
     repeat_fallback: str = "random"
-    reask: bool = True
     storage: str | optuna.storages.BaseStorage | None = None
     study: optuna.Study | None = None
     budget: Budget = field(default_factory=Budget)

@@ -455,7 +455,7 @@ class BatchedScreening:
         if arch.to_json() not in self.seen:
             return trial, arch
         self.memory.tell(trial, state=TrialState.FAIL)  # a repeat: never scored
-        if self.ctx.spec.reask and self._reasks_pay():
+        if self._reasks_pay():
             for _ in range(REASKS):
                 trial = self.memory.ask()
                 arch = self.space.suggest(trial)
@@ -464,7 +464,7 @@ class BatchedScreening:
                 if new:
                     return trial, arch
                 self.memory.tell(trial, state=TrialState.FAIL)
-        elif self.ctx.spec.reask:
+        else:
             self.reasks_skipped += REASKS
         arch = self._fallback(arch)
         self.memory.enqueue_trial(dict(arch), skip_if_exists=False)
@@ -561,7 +561,6 @@ class BatchedScreening:
             if self.reasks_skipped
             else ""
         )
-        asks = 1 + REASKS if ctx.spec.reask else 1
         replaced = [
             f"{self.mutated} mutated from them (one or two choices changed)"
             if self.mutated
@@ -569,7 +568,7 @@ class BatchedScreening:
             f"{self.fallbacks} drawn at random" if self.fallbacks else "",
         ]
         random = (
-            f"; the sampler proposed scored architectures (asked up to {asks} times) "
+            f"; the sampler proposed scored architectures (asked up to {1 + REASKS} times) "
             f"{self.mutated + self.fallbacks} times: "
             f"{', '.join(r for r in replaced if r)} in their place{skipped}"
             if self.fallbacks or self.mutated
