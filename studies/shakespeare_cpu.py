@@ -10,8 +10,9 @@ architectures). The stand-alone recipe trains two epochs: short enough that a de
 wider network is not always the better one (what parameter count cannot tell). The
 objective is next-character accuracy on the validation split; the tables also record the
 validation and test cross-entropy. ``benchmarks/data/shakespeare_cpu_ground_truth*.csv``
-trained every architecture of the space with this recipe, and part of them a second time
-(the second seed's file is still growing: ``benchmarks/results/grounds.md`` says how far).
+trained every architecture of the space with this recipe twice, with two training seeds
+(192 x 2; retrain-vs-retrain Kendall tau of the test accuracy +0.819:
+``benchmarks/results/grounds.md``).
 
 The corpus is ``NASFLOW_TEXT`` if set (any UTF-8 text file), else
 ``../shared/data/tinyshakespeare.txt`` beside this repository.
