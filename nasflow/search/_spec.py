@@ -192,7 +192,8 @@ class StudySpec:
             (even one flagged loaded; measured only where this device has none), fine-tuning
             promotes by predicted cost, and torch uses deterministic algorithms. Workers
             still interleave. Not with ``cost="measure"``, ``remeasure_costs`` or
-            ``recalibrate_stack``. See ``nasflow.search.reproducibility_record``.
+            ``recalibrate_stack``. On one machine: another CPU rounds differently.
+            See ``nasflow.search.reproducibility_record``.
     """
 
     name: str
