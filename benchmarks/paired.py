@@ -497,7 +497,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         choices=("a", "b"),
         help="run one side only: the other's rows come from another file given to "
         "--from-json with this one (a deterministic configuration run by another "
-        "comparison on the same grounds and seeds; the header says so)",
+        "comparison on the same grounds and seeds, on this machine: another VM trains "
+        "differently, run 22; the header says so)",
     )
     args = p.parse_args(argv)
     args.error = p.error
