@@ -181,8 +181,14 @@ class CostModel:
             device: Where the candidates train.
             precision: ``"fp32"``, ``"bf16"`` or ``"fp16"``.
             share: Reuse (and feed) the shared table.
-            **kwargs: Passed to ``CostModel``.
+            **kwargs: Passed to ``CostModel``; ``input_dtype`` defaults to the space's
+                (``SearchSpace.input_dtype``: token ids for a language space).
+
+        Raises:
+            ConfigError: No ``input_shape`` given or in the space's config.
         """
+        if "input_dtype" not in kwargs:
+            kwargs["input_dtype"] = space.input_dtype
         if input_shape is None:
             input_shape = space.config.get("input_shape")
             if input_shape is None:

@@ -19,6 +19,7 @@ from nasflow.space._choices import AnyChoice, Choice, FloatRange
 
 if TYPE_CHECKING:
     import optuna
+    import torch
     from torch import nn
 
 
@@ -103,6 +104,24 @@ class SearchSpace(ABC):
         if any(not c.is_discrete for c in self._choices):
             return math.inf
         return math.prod(len(c.values) for c in self._choices)  # type: ignore[union-attr]
+
+    @property
+    def input_dtype(self) -> torch.dtype:
+        """The dtype of the networks' input: ``config["input_dtype"]``, ``"float32"``
+        (the default) or ``"int64"`` (token ids).
+
+        Raises:
+            ConfigError: Another value.
+        """
+        import torch
+
+        name = self.config.get("input_dtype", "float32")
+        dtypes = {"float32": torch.float32, "int64": torch.long}
+        if name not in dtypes:
+            raise ConfigError(
+                f"space {self.name!r}: config input_dtype {name!r}; choose from {sorted(dtypes)}"
+            )
+        return dtypes[name]
 
     @property
     def num_paths(self) -> int:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from nasflow.cost import CostModel
 from nasflow.errors import ConfigError
 from nasflow.pipeline import spread_in_log_flops, zero_cost_front
 from nasflow.search import Anchors, StudyFileError
+from nasflow.search_spaces.gpt2 import GPT2Space
 from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from tests._study_template import write_study
 
@@ -54,6 +56,28 @@ def test_the_anchors_are_reproducible_from_the_seed() -> None:
     first = zero_cost_front(space, n=4, sample=64, seed=3, batch_size=32)
     again = zero_cost_front(space, n=4, sample=64, seed=3, batch_size=32)
     assert first == again
+
+
+def test_the_anchors_of_a_token_space_are_traced_with_token_ids() -> None:
+    # The op tracer runs the supernet on a meta input of the space's own dtype: a float
+    # input cannot index a language model's embedding (run 23 found the Shakespeare study
+    # crashing there before its supernet).
+    space = GPT2Space(vocab_size=13, block_size=8, n_layer=(1, 2), n_embd=(8, 16), n_head=(2,))
+    assert space.input_dtype == torch.long
+    anchors = zero_cost_front(space, n=2, sample=16, seed=0, batch_size=4)
+    assert 1 <= len(anchors) <= 2
+    assert all(a.params > 0 and a.flops > 0 for a in anchors)
+    assert CostModel.for_space(space, storage_url="sqlite://", share=False).input_dtype == (
+        torch.long
+    )
+
+
+def test_a_space_config_names_its_input_dtype_or_is_refused() -> None:
+    assert MNIST1DSpace().input_dtype == torch.float32
+    space = GPT2Space(vocab_size=13, block_size=8, n_layer=(1,), n_embd=(8,), n_head=(2,))
+    space.config["input_dtype"] = "int8"
+    with pytest.raises(ConfigError, match="config input_dtype 'int8'"):
+        _ = space.input_dtype
 
 
 def test_a_front_smaller_than_n_is_returned_whole() -> None:
