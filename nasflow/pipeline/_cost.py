@@ -17,6 +17,7 @@ import optuna
 import torch
 
 from nasflow.cost import CostModel
+from nasflow.errors import ConfigError
 from nasflow.pipeline._costtable import format_cost_table
 from nasflow.record import (
     CalibrationStep,
@@ -96,6 +97,14 @@ class PredictedCost(CostEstimator):
                 input_dtype=x.dtype,
             )
             model.keep_loaded = self.keep_stored
+            if not model.units(self.space.sample(0)):
+                # (fit() would fail later on "a line fit needs distinct x values")
+                raise ConfigError(
+                    f"space {self.space.name!r}: the cost model's op tracer finds no op in "
+                    "its paths (its supernet computes with sliced weights, not choice "
+                    "modules), so cost='model' cannot predict its training cost; use "
+                    "cost='measure' (each candidate's training steps timed)"
+                )
             self.models[batch_size] = model.fit(remeasure=remeasure)
         return self.models[batch_size]
 

@@ -10,9 +10,11 @@ import optuna
 import pytest
 import torch
 
+from nasflow.errors import ConfigError
 from nasflow.pipeline._cost import COST_ESTIMATORS, CostEstimator
 from nasflow.pipeline._costtable import format_cost_table
 from nasflow.record import COST_TABLE_KEY, study_cost_table
+from nasflow.search_spaces.gpt2 import GPT2Space
 from nasflow.search_spaces.mnist1d import MNIST1DSpace
 from nasflow.train.stack import Stack
 
@@ -66,3 +68,16 @@ def test_the_cost_model_predicts_for_the_stacks_precision(tmp_path: Path) -> Non
     assert fp32.model(8).fingerprint.key != bf16.model(8).fingerprint.key
     arch = SPACE.path(SPACE.sample(1))
     assert bf16.step(arch, 8)[0] > 0 and fp32.step(arch, 8)[0] > 0
+
+
+def test_the_cost_model_refuses_a_space_its_tracer_cannot_see_by_name(tmp_path: Path) -> None:
+    # The GPT-2 space's supernet slices its weights: the op tracer finds no op, and the fit
+    # failed on "a line fit needs distinct x values" before this one error.
+    space = GPT2Space(vocab_size=13, block_size=8, n_layer=(1, 2), n_embd=(8, 16), n_head=(2,))
+    g = torch.Generator().manual_seed(0)
+    batch = torch.randint(0, 13, (4, 8), generator=g), torch.randint(0, 13, (4, 8), generator=g)
+    estimator = COST_ESTIMATORS["model"](
+        space, space.supernet(), batch, "cpu", None, storage=str(tmp_path / "cost.db")
+    )
+    with pytest.raises(ConfigError, match=r"space 'gpt2'.*use cost='measure'"):
+        estimator.prepare(optuna.create_study(), 4)
