@@ -273,6 +273,10 @@ class GPT2Space(SearchSpace):
         dropout: Dropout probability in [0, 1) (0 keeps training and scoring exact).
     """
 
+    #: Elastic sizes slice one weight per layer: the cost model's op tracer finds no op to
+    #: time, so a study measures each candidate's steps (``cost="measure"``).
+    cost_model_traceable = False
+
     def __init__(
         self,
         vocab_size: int = 65,

@@ -74,6 +74,26 @@ class CostEstimator(abc.ABC):
         ``path`` is ``arch``'s supernet path where the caller has it already."""
 
 
+def untraceable(space: SearchSpace) -> ConfigError:
+    """The error for ``cost="model"`` on a space whose ops the cost model cannot trace."""
+    return ConfigError(
+        f"space {space.name!r}: the cost model's op tracer finds no op in its paths (its "
+        "supernet computes with sliced weights, not choice modules), so cost='model' cannot "
+        "predict its training cost; use cost='measure' (each candidate's steps timed)"
+    )
+
+
+def check_cost_source(space: SearchSpace, cost: str, tabular: bool) -> None:
+    """Refuse ``cost="model"`` for a space flagged ``cost_model_traceable = False``, before
+    anything trains (a tabular study looks its costs up).
+
+    Raises:
+        ConfigError: That combination.
+    """
+    if cost == "model" and not tabular and not space.cost_model_traceable:
+        raise untraceable(space)
+
+
 @dataclass
 class PredictedCost(CostEstimator):
     """The hardware-aware cost model (``nasflow.cost.CostModel``), one per batch size, for
@@ -97,14 +117,8 @@ class PredictedCost(CostEstimator):
                 input_dtype=x.dtype,
             )
             model.keep_loaded = self.keep_stored
-            if not model.units(self.space.sample(0)):
-                # (fit() would fail later on "a line fit needs distinct x values")
-                raise ConfigError(
-                    f"space {self.space.name!r}: the cost model's op tracer finds no op in "
-                    "its paths (its supernet computes with sliced weights, not choice "
-                    "modules), so cost='model' cannot predict its training cost; use "
-                    "cost='measure' (each candidate's training steps timed)"
-                )
+            if not model.units(self.space.sample(0)):  # (a space not flagged untraceable)
+                raise untraceable(self.space)  # (fit() would fail on "distinct x values")
             self.models[batch_size] = model.fit(remeasure=remeasure)
         return self.models[batch_size]
 

@@ -26,6 +26,7 @@ from nasflow.data import DataBundle, check_bundle, data_fingerprint
 from nasflow.names import objective_names
 from nasflow.pipeline._baseline import baseline_record, read_baseline, screening_record
 from nasflow.pipeline._context import RunContext, Winner, tables_url_of
+from nasflow.pipeline._cost import check_cost_source
 from nasflow.pipeline._costtable import check_caches
 from nasflow.pipeline._identity import scoring_record
 from nasflow.pipeline._kept import KeptDecision, decide_kept
@@ -294,6 +295,7 @@ class StudyRunner:
         t0, c0 = time.perf_counter(), time.process_time()
         restore = use_deterministic(spec.deterministic)  # (torch's, until the run ends)
         try:
+            check_cost_source(spec.space, spec.cost, tabular=spec.table is not None)
             check_run_folders(self.out)  # (a FIFO there would hang, a link mislead)
             self._n_trials = n_trials  # (``sampler="auto"`` depends on it)
             study = self.open_study(worker=worker)

@@ -9,7 +9,7 @@ import json
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -41,6 +41,11 @@ class SearchSpace(ABC):
             the space. An ``input_shape`` key (one sample, no batch dimension) lets the
             space's networks be exported.
     """
+
+    #: Whether the cost model's op tracer sees this space's ops (``cost="model"``). A
+    #: supernet that computes with sliced weights instead of calling choice modules (the
+    #: GPT-2 space) sets it ``False``: a study refuses ``cost="model"`` for it at its start.
+    cost_model_traceable: ClassVar[bool] = True
 
     def __init__(
         self,

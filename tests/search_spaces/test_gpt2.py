@@ -241,6 +241,28 @@ def test_a_study_searches_it_on_a_slice_of_tinyshakespeare(shared_data_file, tmp
     assert type(model) is GPT2LMHeadModel and model.config.vocab_size == vocab
 
 
+def test_a_study_with_the_cost_model_is_refused_before_anything_is_written(tmp_path) -> None:
+    """The cost model's op tracer cannot see sliced weights: ``cost="model"`` (the default)
+    is one error at the start, naming the space and ``cost='measure'``; no run folder or
+    study storage is made."""
+    from nasflow.errors import ConfigError
+    from nasflow.pipeline import StudyRunner
+    from nasflow.search import StudySpec
+
+    assert GPT2Space.cost_model_traceable is False
+
+    def never() -> None:
+        raise AssertionError("the data is not loaded: the refusal comes first")
+
+    spec = StudySpec(name="gpt2-model-cost", space=tiny(), data=never, n_trials=2, bn_batches=1)
+    assert spec.cost == "model"
+    runs = tmp_path / "runs"
+    runner = StudyRunner(spec, out_dir=runs, progress=False, log=lambda _: None)
+    with pytest.raises(ConfigError, match=r"space 'gpt2'.*use cost='measure'"):
+        runner.run()
+    assert not runs.exists() or not any(runs.rglob("*"))
+
+
 def test_the_ready_study_file_loads(shared_data_file) -> None:
     from nasflow.search import load_study_file
 
