@@ -83,6 +83,14 @@ def untraceable(space: SearchSpace) -> ConfigError:
     )
 
 
+def traces(model: CostModel) -> bool:
+    """Whether the cost model's op tracer sees the ops of ``model``'s space: not for a space
+    flagged ``cost_model_traceable = False``, nor where one path traces to no op (a
+    sliced-weight supernet that is not flagged)."""
+    space = model.space
+    return space.cost_model_traceable and bool(model.units(space.sample(0)))
+
+
 def check_cost_source(space: SearchSpace, cost: str, tabular: bool) -> None:
     """Refuse ``cost="model"`` for a space flagged ``cost_model_traceable = False``, before
     anything trains (a tabular study looks its costs up).
@@ -117,8 +125,8 @@ class PredictedCost(CostEstimator):
                 input_dtype=x.dtype,
             )
             model.keep_loaded = self.keep_stored
-            if not model.units(self.space.sample(0)):  # (a space not flagged untraceable)
-                raise untraceable(self.space)  # (fit() would fail on "distinct x values")
+            if not traces(model):  # (fit() would fail on "distinct x values")
+                raise untraceable(self.space)
             self.models[batch_size] = model.fit(remeasure=remeasure)
         return self.models[batch_size]
 

@@ -37,6 +37,7 @@ from nasflow.data import DataBundle
 from nasflow.pipeline._arch._training import train_winner, winner_identity
 from nasflow.pipeline._arch._winners import WEIGHTS_FILE, find_winner
 from nasflow.pipeline._context import AnchorsPhaseResult, RunContext
+from nasflow.pipeline._cost import traces
 from nasflow.record import (
     ANCHOR_ATTR,
     AnchorEntry,
@@ -96,10 +97,10 @@ def zero_cost_front(
 
     Parameters and FLOPs come from the cost model's op tracer (shapes only, on the
     ``meta`` device; no table, nothing is measured): about 1.5 CPU-seconds for 256
-    candidates of the MNIST-1D space. Where the tracer finds no ops in the space (a
+    candidates of the MNIST-1D space. Where the tracer sees no ops in the space (a
     supernet that slices its weights instead of calling choice modules, as the GPT-2
-    space does: every count would be 0), they are counted on each stand-alone network
-    (:func:`stand_alone_counts`).
+    space does: every count would be 0; ``nasflow.pipeline._cost.traces``), they are
+    counted on each stand-alone network (:func:`stand_alone_counts`).
     """
     from nasflow.cost import CostModel
 
@@ -117,8 +118,9 @@ def zero_cost_front(
             if len(archs) == sample:
                 break
     archs.update(dict.fromkeys(extra))
-    found = [Anchor(a, model.params(a), model.flops(a).total) for a in archs]
-    if not any(a.params for a in found):
+    if traces(model):
+        found = [Anchor(a, model.params(a), model.flops(a).total) for a in archs]
+    else:
         found = [Anchor(a, *stand_alone_counts(model, a)) for a in archs]
     points = np.array([(-a.params, a.flops) for a in found], dtype=float)
     ranks = non_dominated_sort(points, ["minimize", "minimize"])
