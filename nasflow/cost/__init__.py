@@ -13,6 +13,7 @@ from nasflow.cost._tables._store import Base as MeasurementBase
 from nasflow.cost._tables._store import DeviceStore, check_cache, from_shared, store_everywhere
 from nasflow.cost._tables._store import now as measured_now
 from nasflow.cost._tables._table import default_cache_path, resolve_url, shared_table_url
+from nasflow.cost._trace import sees_ops
 
 __all__ = [
     "CoreShare",
@@ -32,6 +33,7 @@ __all__ = [
     "measure_ops",
     "measured_now",
     "resolve_url",
+    "sees_ops",
     "shared_table_url",
     "store_everywhere",
 ]

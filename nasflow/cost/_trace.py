@@ -12,7 +12,7 @@ exactly what running the module would do.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -198,3 +198,16 @@ class PathTracer:
                 del m.forward
         # Extract only now: a deep copy taken while ``forward`` is patched would keep it.
         return [self._unit(self.nodes[i], x, arch) for i, x in calls]
+
+
+def sees_ops(space: SearchSpace, input_shape: Sequence[int]) -> bool:
+    """Whether the op tracer finds any op in one path of ``space`` (a batch of two samples
+    of ``input_shape``, on ``meta``): not in a supernet that computes with sliced weights
+    instead of choice modules, whose cost the cost model cannot predict.
+
+    Costs one traced path (~0.1 s for the ready spaces, once torch's ``meta`` kernels are
+    warm), which a study with ``cost="model"`` pays before its data loads.
+    """
+    tracer = PathTracer(meta_supernet(space))
+    shape = (2, *check_shape(input_shape))
+    return bool(tracer.units(space.path(space.sample(0)), shape, space.input_dtype))

@@ -16,7 +16,7 @@ from typing import ClassVar
 import optuna
 import torch
 
-from nasflow.cost import CostModel
+from nasflow.cost import CostModel, sees_ops
 from nasflow.errors import ConfigError
 from nasflow.pipeline._costtable import format_cost_table
 from nasflow.record import (
@@ -92,13 +92,28 @@ def traces(model: CostModel) -> bool:
 
 
 def check_cost_source(space: SearchSpace, cost: str, tabular: bool) -> None:
-    """Refuse ``cost="model"`` for a space flagged ``cost_model_traceable = False``, before
-    anything trains (a tabular study looks its costs up).
+    """Refuse ``cost="model"`` for a space whose ops the cost model cannot trace, before
+    anything trains (a tabular study looks its costs up): one flagged
+    ``cost_model_traceable = False``, or one whose ``config["input_shape"]`` lets one
+    path be traced now and it shows no op (a sliced-weight supernet not flagged). A space
+    without that shape, or whose probe fails, is checked where the cost model is set up,
+    on the data's own batch.
 
     Raises:
         ConfigError: That combination.
     """
-    if cost == "model" and not tabular and not space.cost_model_traceable:
+    if cost != "model" or tabular:
+        return
+    if not space.cost_model_traceable:
+        raise untraceable(space)
+    shape = space.config.get("input_shape")
+    if shape is None:
+        return
+    try:
+        seen = sees_ops(space, shape)
+    except Exception:  # a probe only: the set-up traces the real batch and says what fails
+        return
+    if not seen:
         raise untraceable(space)
 
 

@@ -44,7 +44,9 @@ class SearchSpace(ABC):
 
     #: Whether the cost model's op tracer sees this space's ops (``cost="model"``). A
     #: supernet that computes with sliced weights instead of calling choice modules (the
-    #: GPT-2 space) sets it ``False``: a study refuses ``cost="model"`` for it at its start.
+    #: GPT-2 space) sets it ``False``: a study refuses ``cost="model"`` for it at its start
+    #: (one not flagged is refused there too where ``config["input_shape"]`` lets one path
+    #: be traced: ``nasflow.cost.sees_ops``).
     cost_model_traceable: ClassVar[bool] = True
 
     def __init__(

@@ -263,6 +263,41 @@ def test_a_study_with_the_cost_model_is_refused_before_anything_is_written(tmp_p
     assert not runs.exists() or not any(runs.rglob("*"))
 
 
+def test_a_sliced_weight_space_not_flagged_is_refused_at_the_start_too(tmp_path) -> None:
+    """A user's own sliced-weight space that leaves ``cost_model_traceable`` at its default
+    (here the GPT-2 space with the flag put back) is refused at the start as well, by one
+    traced path, not after its supernet has trained; the same refusal as the flagged one."""
+    from nasflow.cost import sees_ops
+    from nasflow.errors import ConfigError
+    from nasflow.pipeline import StudyRunner
+    from nasflow.search import StudySpec
+
+    class Unflagged(GPT2Space):
+        cost_model_traceable = True
+
+    space = Unflagged(vocab_size=13, block_size=8, n_layer=(1, 2), n_embd=(8, 16), n_head=(2,))
+    assert space.config["input_shape"] == [8] and not sees_ops(space, [8])
+
+    def never() -> None:
+        raise AssertionError("the data is not loaded: the refusal comes first")
+
+    spec = StudySpec(name="unflagged", space=space, data=never, n_trials=2, bn_batches=1)
+    runs = tmp_path / "runs"
+    runner = StudyRunner(spec, out_dir=runs, progress=False, log=lambda _: None)
+    with pytest.raises(ConfigError, match=r"space 'gpt2'.*finds no op.*use cost='measure'"):
+        runner.run()
+    assert not runs.exists() or not any(runs.rglob("*"))
+
+
+def test_the_probe_sees_the_ops_of_a_space_of_choice_modules() -> None:
+    """The same probe on the ready MNIST-1D space finds its ops: such a study is not held up."""
+    from nasflow.cost import sees_ops
+    from nasflow.search_spaces.mnist1d import MNIST1DFrontSpace
+
+    space = MNIST1DFrontSpace()
+    assert sees_ops(space, space.config["input_shape"])
+
+
 def test_the_ready_study_file_loads(shared_data_file) -> None:
     from nasflow.search import load_study_file
 
