@@ -72,7 +72,7 @@ from nasflow.storage import (
     storage_failure,
 )
 from nasflow.supernet import Supernet
-from nasflow.train import TrainingInterrupted
+from nasflow.train import TrainingInterrupted, list_checkpoints
 from nasflow.train.stack import Stack, is_rank_zero
 
 _LOG = logging.getLogger(__name__)
@@ -293,6 +293,8 @@ class StudyRunner:
     ) -> RunResult:
         spec = self.spec
         t0, c0 = time.perf_counter(), time.process_time()
+        # (what another process trains from now on is not this study's earlier run)
+        self._checkpoints_at_start = list_checkpoints(self.folder.supernet)[:1]
         restore = use_deterministic(spec.deterministic)  # (torch's, until the run ends)
         try:
             check_cost_source(spec.space, spec.cost, tabular=spec.table is not None)
@@ -373,7 +375,13 @@ class StudyRunner:
             if spec.anchors is not None and not worker and is_rank_zero():
                 seconds["anchors"] = run_anchors(ctx, data, self.stack).seconds
             phase1 = run_supernet(
-                ctx, data, self.stack, self._data_fingerprint, self.checkpoint_every, worker
+                ctx,
+                data,
+                self.stack,
+                self._data_fingerprint,
+                self.checkpoint_every,
+                worker,
+                self._checkpoints_at_start,
             )
             supernet, seconds["supernet"] = phase1.supernet, phase1.seconds
         screening = run_screening(ctx, self.stack, supernet, data, n_trials, timeout, worker)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 
 from nasflow._files import file_lock
 from nasflow.data import DataBundle
@@ -12,7 +13,7 @@ from nasflow.pipeline._context import RunContext, StackChoice, SupernetPhaseResu
 from nasflow.pipeline._multipliers import stack_line
 from nasflow.record import StackRecord, SupernetRecord, study_stack, write_record
 from nasflow.settings import recalibration_requested
-from nasflow.train import SupernetTrainer, list_checkpoints
+from nasflow.train import Progress, SupernetTrainer, list_checkpoints
 from nasflow.train.stack import Stack, is_rank_zero
 
 
@@ -23,6 +24,7 @@ def run_supernet(
     data_fingerprint: str | None,
     checkpoint_every: int = 0,
     worker: bool = False,
+    found_at_start: list[tuple[Progress, Path]] | None = None,
 ) -> SupernetPhaseResult:
     """Phase 1: train the supernet on ``data`` through ``stack`` (the study's, see
     :func:`resolve_stack`) (resumable; concurrent workers wait for the one that trains)
@@ -35,6 +37,8 @@ def run_supernet(
         data_fingerprint: The data's fingerprint (the checkpoints carry it).
         checkpoint_every: Also checkpoint every this many steps inside an epoch.
         worker: A worker process (records nothing on the study).
+        found_at_start: The newest checkpoint when the run started
+            (``list_checkpoints(folder)[:1]``); ``None``: read here, before the lock.
     """
     t = time.perf_counter()
     spec = ctx.spec
@@ -42,7 +46,9 @@ def run_supernet(
     if note:
         ctx.log(note)
     bar = ctx.bar(spec.supernet.epochs, "phase 1: supernet")
-    before = list_checkpoints(ctx.folder.supernet)[:1]
+    before = found_at_start
+    if before is None:
+        before = list_checkpoints(ctx.folder.supernet)[:1]
     with file_lock(ctx.folder.supernet_lock):
         trainer = SupernetTrainer(
             spec.space,
@@ -55,9 +61,11 @@ def run_supernet(
             stack=stack,
             data_fingerprint=data_fingerprint,
         )
-        # Checkpoints that appeared while this process waited for the lock are another
-        # process's (a worker joining the study), not an earlier run of this one.
-        trainer.written_by_another = list_checkpoints(ctx.folder.supernet)[:1] != before
+        # Checkpoints that appeared since this run started are another process's, not an
+        # earlier run of this one (a worker, or the study's process, that got the lock
+        # first); and a worker's always are (one that joins after the supernet finished).
+        appeared = list_checkpoints(ctx.folder.supernet)[:1] != before
+        trainer.written_by_another = worker or appeared
         result = trainer.fit(on_epoch=lambda e, loss: ctx.advance(bar, e, loss))
     ctx.close_bar(bar)
     info = SupernetRecord(
