@@ -205,8 +205,9 @@ def sees_ops(space: SearchSpace, input_shape: Sequence[int]) -> bool:
     of ``input_shape``, on ``meta``): not in a supernet that computes with sliced weights
     instead of choice modules, whose cost the cost model cannot predict.
 
-    Costs one traced path (~0.1 s for the ready spaces, once torch's ``meta`` kernels are
-    warm), which a study with ``cost="model"`` pays before its data loads.
+    Costs one traced path: the first in a process warms torch's ``meta`` kernels (2.3 s,
+    the MNIST-1D space on a 2-vCPU VM), later ones 0.08-0.11 s (the CIFAR-10 and GPT-2
+    spaces after it); a study with ``cost="model"`` now pays that before its data loads.
     """
     tracer = PathTracer(meta_supernet(space))
     shape = (2, *check_shape(input_shape))

@@ -72,7 +72,7 @@ from nasflow.storage import (
     storage_failure,
 )
 from nasflow.supernet import Supernet
-from nasflow.train import TrainingInterrupted, list_checkpoints
+from nasflow.train import Progress, TrainingInterrupted, list_checkpoints
 from nasflow.train.stack import Stack, is_rank_zero
 
 _LOG = logging.getLogger(__name__)
@@ -160,6 +160,8 @@ class StudyRunner:
         self.ran_trials: list[int] = []
         #: The ``n_trials`` of the run in progress (``None``: the spec's).
         self._n_trials: int | None = None
+        #: The newest supernet checkpoint when the run started (set by ``run``).
+        self._checkpoints_at_start: list[tuple[Progress, Path]] = []
         self._worker = False
         #: The speedup stack every phase trains with (``spec.stack``, resolved by ``run``).
         self.stack: Stack | None = spec.stack if isinstance(spec.stack, Stack) else None
@@ -381,7 +383,7 @@ class StudyRunner:
                 self._data_fingerprint,
                 self.checkpoint_every,
                 worker,
-                self._checkpoints_at_start,
+                found_at_start=self._checkpoints_at_start,
             )
             supernet, seconds["supernet"] = phase1.supernet, phase1.seconds
         screening = run_screening(ctx, self.stack, supernet, data, n_trials, timeout, worker)

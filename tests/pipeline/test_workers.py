@@ -65,3 +65,29 @@ def test_three_workers_on_postgresql_share_one_study(tmp_path, postgres_url, uni
         assert not any("resumed supernet training" in text for text in outputs)
     finally:
         optuna.delete_study(study_name=unique_name, storage=postgres_url)
+
+
+@pytest.mark.slow
+def test_a_worker_started_after_the_supernet_finished_says_it_loaded_it(
+    tmp_path, postgres_url, unique_name
+) -> None:
+    """A worker that joins once another process has finished the supernet did not resume
+    anything: it says it loaded the one another process trained (it said "resumed
+    supernet training" where it arrived after the last checkpoint was written)."""
+    study_file = write_study(tmp_path, name=unique_name, n_trials=4, finetune=1)
+    out = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    common = ["--storage", postgres_url, "--runs", str(out), "--no-progress"]
+    try:
+        for command in ("search", "worker"):
+            args = [command, str(study_file), *common]
+            done = subprocess.run(
+                _nasflow(*args, *(["--no-retrain"] if command == "search" else [])),
+                capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stdout + done.stderr
+        text = done.stdout + done.stderr  # the worker's, started after the search ended
+        assert "supernet: loaded the one another process trained (1 epoch)" in text, text
+        assert "resumed supernet training" not in text
+    finally:
+        optuna.delete_study(study_name=unique_name, storage=postgres_url)

@@ -24,7 +24,8 @@ def run_supernet(
     data_fingerprint: str | None,
     checkpoint_every: int = 0,
     worker: bool = False,
-    found_at_start: list[tuple[Progress, Path]] | None = None,
+    *,
+    found_at_start: list[tuple[Progress, Path]],
 ) -> SupernetPhaseResult:
     """Phase 1: train the supernet on ``data`` through ``stack`` (the study's, see
     :func:`resolve_stack`) (resumable; concurrent workers wait for the one that trains)
@@ -38,7 +39,7 @@ def run_supernet(
         checkpoint_every: Also checkpoint every this many steps inside an epoch.
         worker: A worker process (records nothing on the study).
         found_at_start: The newest checkpoint when the run started
-            (``list_checkpoints(folder)[:1]``); ``None``: read here, before the lock.
+            (``list_checkpoints(folder)[:1]``).
     """
     t = time.perf_counter()
     spec = ctx.spec
@@ -46,9 +47,6 @@ def run_supernet(
     if note:
         ctx.log(note)
     bar = ctx.bar(spec.supernet.epochs, "phase 1: supernet")
-    before = found_at_start
-    if before is None:
-        before = list_checkpoints(ctx.folder.supernet)[:1]
     with file_lock(ctx.folder.supernet_lock):
         trainer = SupernetTrainer(
             spec.space,
@@ -64,7 +62,7 @@ def run_supernet(
         # Checkpoints that appeared since this run started are another process's, not an
         # earlier run of this one (a worker, or the study's process, that got the lock
         # first); and a worker's always are (one that joins after the supernet finished).
-        appeared = list_checkpoints(ctx.folder.supernet)[:1] != before
+        appeared = list_checkpoints(ctx.folder.supernet)[:1] != found_at_start
         trainer.written_by_another = worker or appeared
         result = trainer.fit(on_epoch=lambda e, loss: ctx.advance(bar, e, loss))
     ctx.close_bar(bar)
