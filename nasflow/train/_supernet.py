@@ -228,7 +228,9 @@ class SupernetTrainer:
         self.distill = distillation(space, self.config)
         self.supernet: nn.Module | None = None  # set by ``fit``: the network being trained
         #: Set where the checkpoints were written by another process while this one
-        #: waited for them (a worker joining a study): ``fit`` says it loaded them.
+        #: waited for them (a worker joining a study): ``fit`` says it loaded them. A
+        #: finished supernet found otherwise is "the one an earlier run trained" (whichever
+        #: process that was), never "resumed".
         self.written_by_another = False
 
     def _identity(self) -> str:
@@ -381,11 +383,12 @@ class SupernetTrainer:
         at = self._resume(run)
         if at is not None:
             where = f"epoch {at.epoch}" + (f", batch {at.batch}" if at.batch else "")
-            if not self.written_by_another:
-                self.log(f"resumed supernet training from {where}")
-            elif at.epoch >= cfg.epochs and not at.batch:
+            if at.epoch >= cfg.epochs and not at.batch:  # finished: nothing is resumed
                 n = f"{cfg.epochs} epoch{'s' * (cfg.epochs != 1)}"
-                self.log(f"supernet: loaded the one another process trained ({n})")
+                by = "another process" if self.written_by_another else "an earlier run"
+                self.log(f"supernet: loaded the one {by} trained ({n})")
+            elif not self.written_by_another:
+                self.log(f"resumed supernet training from {where}")
             else:
                 self.log(
                     f"supernet: another process trained it to {where} of {cfg.epochs} and "

@@ -102,6 +102,21 @@ def test_interrupted_and_resumed_training_is_bit_identical(
         assert positions == ["epoch-1-batch-2.pt"] and tuple(result.resumed_at) == (1, 2)
 
 
+def test_a_finished_supernet_is_loaded_not_resumed(tmp_path: Path) -> None:
+    """Training a finished supernet again trains nothing and says it loaded the one an
+    earlier run trained (it said "resumed supernet training from epoch 2", whichever
+    process had trained it: a worker of an earlier run, say)."""
+    space, data = tiny_mnist1d(), _data()
+    config = SupernetConfig(epochs=1, batch_size=16, seed=3)
+    SupernetTrainer(space, data, config, tmp_path).fit()
+    logs: list[str] = []
+    with lines_to(logs.append):
+        again = SupernetTrainer(space, data, config, tmp_path).fit()
+    assert tuple(again.resumed_at) == (1, 0) and again.epochs_done == 1
+    assert "supernet: loaded the one an earlier run trained (1 epoch)" in logs, logs
+    assert not any("resumed" in m for m in logs), logs
+
+
 @pytest.mark.slow
 def test_periodic_mid_epoch_checkpoints_keep_one_fallback(tmp_path: Path, reference: dict) -> None:
     space, data = tiny_mnist1d(), _data()
