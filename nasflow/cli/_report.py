@@ -14,9 +14,17 @@ if TYPE_CHECKING:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """The ``show``, ``report`` and ``dashboard`` commands."""
-    p = sub.add_parser("show", help="print the Pareto set of a study, with a header row")
+    p = sub.add_parser(
+        "show", help="print the screening's Pareto set (or the trained models), with a header row"
+    )
     p.add_argument("name", help="study name")
     add_named_storage(p)
+    p.add_argument(
+        "--trained",
+        action="store_true",
+        help="the models the run trained (anchors, fine-tuned, retrained) at their measured "
+        "numbers, the kept one marked, instead of the screening's Pareto set",
+    )
     p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
 
     p = sub.add_parser("report", help="write a study's offline HTML report")
@@ -82,13 +90,87 @@ def show_rows(study: optuna.Study, run_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def trained_rows(study: optuna.Study) -> list[dict[str, Any]]:
+    """Every model the study trained as ``nasflow show --trained`` rows: the kept one
+    first, then by test accuracy (those without one last), each at its own measured
+    numbers (:func:`nasflow.report.trained_front`)."""
+    from nasflow.report import trained_front
+
+    front = trained_front(study)
+    models = sorted(
+        [*front.models, *front.untested],
+        key=lambda m: (not m.kept, -(m.test_accuracy if m.test_accuracy is not None else -1.0)),
+    )
+    return [
+        {
+            "trial": m.number,
+            "kept": m.kept,
+            "kind": m.kind,
+            "weights": m.weights,
+            "epochs": m.epochs,
+            "val_accuracy": m.val_accuracy,
+            "test_accuracy": m.test_accuracy,
+            "measured_train_seconds": m.seconds,
+            "predicted_train_cost": m.predicted,
+            "params": m.params,
+            "on_trained_front": m.on_front,
+            "arch": m.arch,
+        }
+        for m in models
+    ]
+
+
+def _print_trained(rows: list[dict[str, Any]]) -> None:
+    """The trained models as tab-separated rows under a header; what the numbers are goes
+    to stderr, so stdout stays a table."""
+    import sys
+
+    def cell(v: Any, spec: str) -> str:
+        return "-" if v is None else format(v, spec)
+
+    print(
+        "\t".join(
+            ["trial", "kept", "weights", "validation accuracy", "test accuracy",
+             "measured training (s)", "predicted training cost (s)", "parameters",
+             "on the trained front", "arch"]
+        )
+    )  # fmt: skip
+    for r in rows:
+        print(
+            "\t".join(
+                [str(r["trial"]), "kept" if r["kept"] else "", r["weights"],
+                 cell(r["val_accuracy"], ".4f"), cell(r["test_accuracy"], ".4f"),
+                 cell(r["measured_train_seconds"], ".2f"), cell(r["predicted_train_cost"], ".4g"),
+                 cell(r["params"], ","), "yes" if r["on_trained_front"] else "", r["arch"]]
+            )
+        )  # fmt: skip
+    print(
+        "(validation chose, test reports; measured: wall time of the training steps, a "
+        "fine-tuned model's without the supernet its weights come from; the trained front: "
+        "no other model trained from scratch tests higher and trains faster)",
+        file=sys.stderr,
+    )
+
+
 def run_show(args: argparse.Namespace) -> int:
-    """``nasflow show``: the Pareto set as tab-separated rows (or JSON)."""
+    """``nasflow show``: the screening's Pareto set (``--trained``: the trained models) as
+    tab-separated rows (or JSON)."""
     import json
+    import sys
 
     from nasflow.record import RunFolder, open_stored_study
 
-    study = open_stored_study(args.name, args.storage, args.runs).study
+    stored = open_stored_study(args.name, args.storage, args.runs)
+    study = stored.study
+    if args.trained:
+        trained = trained_rows(study)
+        if args.json:
+            print(json.dumps(trained, indent=2))
+        elif trained:
+            _print_trained(trained)
+        else:
+            print(f"study {args.name!r} has trained no model yet")
+        return 0
     rows = show_rows(study, RunFolder.of(args.runs, args.name).root)
     if not rows and not args.json:
         from collections import Counter
@@ -126,6 +208,17 @@ def run_show(args: argparse.Namespace) -> int:
                 ]
             )
         )
+    import shlex
+
+    where = (["--storage", stored.spec.safe_url] if args.storage else []) + (
+        ["--runs", args.runs] if Path(args.runs) != Path("runs") else []
+    )
+    command = shlex.join(["nasflow", "show", args.name, *where, "--trained"])
+    print(
+        "(the screening's Pareto set: supernet scores on the validation split against "
+        f"predicted costs; the models the run trained, the kept one marked: `{command}`)",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -137,6 +137,42 @@ def test_show_prints_a_header_row_and_json(tiny_run, capsys) -> None:
     assert all(r["retrained"] is None for r in rows if r["trial"] != number)
 
 
+def test_show_trained_lists_every_trained_model_with_the_kept_one_first(tiny_run, capsys) -> None:
+    """``--trained``: the models the run trained at their measured numbers, the kept one
+    first and marked; the default view (the screening's Pareto set) points to it on stderr,
+    so its stdout stays a table."""
+    import optuna
+
+    from nasflow.record import study_kept, study_retrains
+
+    number, printed = _printed_winner(tiny_run)
+    runs = ["--runs", str(tiny_run.runs)]
+    assert main(["show", tiny_run.name, *runs]) == 0
+    shown = capsys.readouterr()
+    assert f"`nasflow show tiny --runs {tiny_run.runs} --trained`" in shown.err
+    assert "--trained" not in shown.out
+    assert main(["show", tiny_run.name, *runs, "--trained", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    study = optuna.load_study(
+        study_name=tiny_run.name, storage=f"sqlite:///{tiny_run.runs / tiny_run.name / 'study.db'}"
+    )
+    kept = study_kept(study)
+    assert kept is not None and [r["kept"] for r in rows].count(True) == 1
+    assert rows[0]["kept"] and rows[0]["trial"] == kept.trial
+    retrained = {r["trial"]: r for r in rows if r["kind"] == "retrained"}
+    assert set(retrained) == set(study_retrains(study))  # every retrain, once
+    assert abs(retrained[number]["test_accuracy"] - printed) <= 5e-5
+    assert all(r["measured_train_seconds"] > 0 for r in rows)
+    assert main(["show", tiny_run.name, *runs, "--trained"]) == 0
+    shown = capsys.readouterr()
+    lines = shown.out.splitlines()
+    assert lines[0].split("\t")[:5] == [
+        "trial", "kept", "weights", "validation accuracy", "test accuracy"
+    ]  # fmt: skip
+    assert len(lines) == 1 + len(rows) and lines[1].split("\t")[:2] == [str(kept.trial), "kept"]
+    assert "validation chose, test reports" in shown.err
+
+
 @pytest.mark.parametrize("flag", [[], ["--json"]])
 def test_show_of_an_unknown_study_is_one_line(tiny_run, capsys, flag) -> None:
     assert main(["show", "nope", "--runs", str(tiny_run.runs), *flag]) == 2

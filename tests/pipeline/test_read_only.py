@@ -71,3 +71,7 @@ def test_show_says_when_no_trial_has_completed(tmp_path, capsys) -> None:
     empty = optuna.create_study(study_name="empty", storage=url)
     assert main(["show", empty.study_name, "--storage", url]) == 0
     assert capsys.readouterr().out == "study 'empty' has no completed trial yet (no trials)\n"
+    assert main(["show", "mine", "--storage", url, "--trained"]) == 0
+    assert capsys.readouterr().out == "study 'mine' has trained no model yet\n"
+    assert main(["show", "mine", "--storage", url, "--trained", "--json"]) == 0
+    assert capsys.readouterr().out == "[]\n"

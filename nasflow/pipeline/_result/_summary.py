@@ -241,8 +241,9 @@ def summary_table(
             [
                 f"trials run by this process: {trial_numbers(result.ran_trials)}; "
                 f"time {secs:.0f}s",
-                f"study: {result.storage.safe_url} (the Pareto set: `nasflow show "
-                f"{shlex.join([spec.name, *location])}`; the tables and records: --verbose)",
+                f"study: {result.storage.safe_url} (the trained models: `nasflow show "
+                f"{shlex.join([spec.name, *location])} --trained`; the screening's Pareto "
+                "set: without --trained; the tables and records: --verbose)",
                 "",
                 *result_lines,
             ]
