@@ -12,6 +12,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "search_efficiency": ("B1", "CPU-seconds to a near-best arch: nasflow vs random vs Optuna"),
     "ranking": ("B2", "supernet ranking (Kendall tau): fair vs uniform sampling"),
     "stack": ("B3", "speedup-stack layers alone and stacked, trainer overhead"),
+    "calibration_cut": ("", "the stack calibration with and without cutting hopeless variants"),
     "scaling": ("B4", "storage overhead per trial, SQLite vs PostgreSQL workers"),
     "workers": ("", "the study run by two one-thread processes against one, on PostgreSQL"),
     "generalisation": ("B5", "supernet ranking, fine-tuning and the trust probe on the suite"),

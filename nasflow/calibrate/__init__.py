@@ -14,20 +14,23 @@ imports it: the engine below, its measurement above.
 
 from __future__ import annotations
 
-from nasflow.calibrate._auto import AUTO_LAYERS, AutoResult, auto_stack
+from nasflow.calibrate._auto import AUTO_LAYERS, CUT_BELOW, AutoResult, auto_stack
 from nasflow.calibrate._command import run_measure_stack
 from nasflow.calibrate._harness import StackMeasurement, measure_stack
 from nasflow.calibrate._interleave import RunConfig
 from nasflow.calibrate._overhead import trainer_overhead
 from nasflow.calibrate._store import StackCalibrationTable, device_stack
+from nasflow.calibrate._study import calibrate_for_space
 
 __all__ = [
     "AUTO_LAYERS",
+    "CUT_BELOW",
     "AutoResult",
     "RunConfig",
     "StackCalibrationTable",
     "StackMeasurement",
     "auto_stack",
+    "calibrate_for_space",
     "device_stack",
     "measure_stack",
     "run_measure_stack",

@@ -42,6 +42,15 @@ from nasflow.train.stack import LAYER_SPECS, Stack
 #: layer that always costs time and is switched on by the memory fit.
 AUTO_LAYERS: tuple[str, ...] = tuple(spec.name for spec in LAYER_SPECS if spec.auto)
 
+#: A variant whose first ``CUT_ROUNDS`` timed rounds all ran below ``CUT_BELOW`` times the
+#: baseline's speed stops there, unevaluated: it would need more than twice its measured
+#: speed to reach ``min_gain``. On a CPU without fast bf16 (autocast x0.07-0.09 there) the
+#: four variants holding ``amp`` were most of a study's calibration (40 of its 45 s
+#: budget on one VM); see benchmarks/results/b3-speedup-stack.md, "Cutting hopeless
+#: variants short".
+CUT_BELOW = 0.5
+CUT_ROUNDS = 2
+
 
 @dataclass(frozen=True)
 class AutoResult:
@@ -72,7 +81,8 @@ class AutoResult:
          "noise": {"multiplier": 1.0, "multiplier_q25": 0.95, "multiplier_q75": 1.04,
                    "accuracy_delta": 0.002},   # first phase: baseline vs its reseeded replica
          "calibration": {"batches": 48, "seconds": 95.0, "first_phase_seconds": 70.0,
-                         "second_phase": "ran", "variants": 12, "min_gain": 1.05,
+                         "second_phase": "ran", "variants": 12, "cut": [],
+                         "min_gain": 1.05,
                          "tolerance": 0.005, "planned_batches": null}}
 
     (The numbers above show the shape only.) Every multiplier is baseline time / variant
@@ -96,9 +106,11 @@ def _measure(
     device: torch.device,
     deadline: float | None = None,
     after_round: Callable[[], None] | None = None,
+    cut_below: float | None = None,
 ) -> tuple[dict[str, dict[str, Any]], int]:
     """Rows of an interleaved run by variant name, and the batches the baseline trained
-    (fewer than asked when the run stopped at ``deadline``)."""
+    (fewer than asked when the run stopped at ``deadline``); ``cut_below``: see
+    :func:`auto_stack`."""
     records = run_interleaved(
         variants,
         make_model,
@@ -109,6 +121,7 @@ def _measure(
         reseeded=(REPLICA,),
         deadline=deadline,
         after_round=after_round,
+        cut=None if cut_below is None else (BASELINE, cut_below, CUT_ROUNDS),
     )
     rows = [
         variant_row(r, records[BASELINE], train.batch_size, cfg.target_accuracy)
@@ -149,6 +162,7 @@ def auto_stack(
     base: Stack | None = None,
     deadline: float | None = None,
     after_round: Callable[[], None] | None = None,
+    cut_below: float | None = CUT_BELOW,
     **settings: Any,
 ) -> AutoResult:
     """Calibrate the stack on this machine and return the layers worth keeping.
@@ -183,10 +197,15 @@ def auto_stack(
             first phase's variants made of kept layers only (``"chosen_from": "first
             phase"``).
         after_round: Called after every interleaved round (see ``run_interleaved``).
+        cut_below: A variant whose first ``CUT_ROUNDS`` timed rounds all ran below this
+            times the baseline's speed stops there (``Cut``; its layer is dropped, its
+            accuracy not measured); ``None``: every variant runs to the end.
         settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
     """
     if not min_gain >= 1.0:
         raise ConfigError(f"min_gain must be >= 1, got {min_gain!r}")
+    if cut_below is not None and not 0 < cut_below < 1:
+        raise ConfigError(f"cut_below must be in (0, 1) or None, got {cut_below!r}")
     candidates = list(candidates)
     if not candidates:
         raise ConfigError("auto_stack needs at least one candidate layer")
@@ -195,7 +214,9 @@ def auto_stack(
     cfg = replace(cfg or RunConfig(chunk=4), max_batches=calibration_batches)
 
     def measure(variants: dict[str, Stack]) -> tuple[dict[str, dict[str, Any]], int]:
-        return _measure(variants, make_model, train, val, cfg, device, deadline, after_round)
+        return _measure(
+            variants, make_model, train, val, cfg, device, deadline, after_round, cut_below
+        )
 
     t0 = time.perf_counter()
     first = stack_variants(candidates, base, **settings)
@@ -226,6 +247,8 @@ def auto_stack(
         "first_phase": first_phase,
         "second_phase": final.second_phase,
         "variants": len(first) + len(final.second),
+        # Variants stopped early as hopelessly slow (``CUT_BELOW``), by name.
+        "cut": sorted(n for n, r in {**rows, **final.second}.items() if r.get("cut")),
         "min_gain": min_gain,
         "tolerance": tolerance,
         "planned_batches": planned_batches,
@@ -418,7 +441,13 @@ def decide_layer(
         warmup_seconds=row["warmup_seconds"],
         amortized=mult if planned is not None else None,
     )
-    if mult is None or mult < min_gain:
+    cut = row.get("cut")
+    if cut is not None and row.get("multiplier") is not None:
+        out["reason"] = (
+            f"cut after {row['rounds']} timed rounds, all below x{cut['below']:.2f} "
+            f"(x{row['multiplier']:.2f}); needs x{min_gain:.2f}"
+        )
+    elif mult is None or mult < min_gain:
         out["reason"] = f"gain x{mult:.2f} < x{min_gain:.2f}" if mult else "no timing"
     elif delta is not None and costs_accuracy(delta, allowed):
         out["reason"] = f"accuracy {100 * delta:+.2f} points (allowed -{100 * allowed:.2f})"

@@ -17,7 +17,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from nasflow.calibrate._interleave import RunConfig, VariantRecord, run_interleaved, summarize
+from nasflow.calibrate._interleave import (
+    RunConfig,
+    VariantRecord,
+    paired_ratios,
+    run_interleaved,
+    summarize,
+)
 from nasflow.calibrate._measure import environment, quantiles
 from nasflow.errors import ConfigError
 from nasflow.train import Batches
@@ -58,12 +64,7 @@ def stack_variants(
 
 def paired_multiplier(base: VariantRecord, other: VariantRecord) -> list[float]:
     """Per-round ratios baseline seconds per batch / variant seconds per batch."""
-    out = []
-    for rnd, seconds in other.chunk_seconds.items():
-        if rnd in base.chunk_seconds and seconds > 0:
-            b = base.chunk_seconds[rnd] / base.chunk_batches[rnd]
-            out.append(b / (seconds / other.chunk_batches[rnd]))
-    return out
+    return paired_ratios(base, other)
 
 
 @dataclass
@@ -167,6 +168,8 @@ def variant_row(
     if ratios:
         lo, med, hi = quantiles(ratios)
         row.update(multiplier=med, multiplier_q25=lo, multiplier_q75=hi, rounds=len(ratios))
+    if rec.cut is not None:
+        row["cut"] = {"below": rec.cut.below, "after_round": rec.cut.after_round}
     return row
 
 

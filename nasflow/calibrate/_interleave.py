@@ -84,6 +84,37 @@ class VariantRecord:
     activation_bytes: int | None = None
     peak_memory_bytes: int | None = None
     error: str | None = None
+    #: Where the run cut the variant short (``Cut``; ``None``: it trained to the end).
+    cut: Cut | None = None
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A variant too slow to be worth timing to the end: every one of its first
+    ``rounds`` timed rounds ran below ``below`` times the baseline's speed (the paired
+    per-round ratio), so it stopped there, unevaluated (its accuracy is not measured).
+
+    Attributes:
+        below: The ratio its rounds were all below.
+        rounds: Timed rounds it ran.
+        after_round: The round it was cut after.
+    """
+
+    below: float
+    rounds: int
+    after_round: int
+
+
+def paired_ratios(base: VariantRecord, other: VariantRecord) -> list[float]:
+    """Per timed round, in round order: baseline seconds per batch / ``other``'s seconds
+    per batch (the rounds both timed)."""
+    out = []
+    for rnd in sorted(other.chunk_seconds):
+        seconds = other.chunk_seconds[rnd]
+        if rnd in base.chunk_seconds and seconds > 0:
+            b = base.chunk_seconds[rnd] / base.chunk_batches[rnd]
+            out.append(b / (seconds / other.chunk_batches[rnd]))
+    return out
 
 
 class _Runner:
@@ -145,6 +176,7 @@ def run_interleaved(
     reseeded: Collection[str] = (),
     deadline: float | None = None,
     after_round: Callable[[], None] | None = None,
+    cut: tuple[str, float, int] | None = None,
 ) -> dict[str, VariantRecord]:
     """Train every variant for ``cfg.epochs`` epochs, interleaved; measure each one.
 
@@ -166,6 +198,9 @@ def run_interleaved(
             stopped (its last record in ``evals``); the records hold fewer batches.
         after_round: Called after every round (a load gauge's sample, a stop check that
             raises to end the run there).
+        cut: ``(baseline, below, rounds)``: a variant (not ``baseline``, nor one of
+            ``reseeded``) whose first ``rounds`` timed rounds all ran below ``below``
+            times ``baseline``'s speed stops there (:class:`Cut`); ``None``: none stops.
     """
     device = torch.device(device)
     torch.manual_seed(cfg.seed)
@@ -194,6 +229,8 @@ def run_interleaved(
         for name in order:
             _turn(runners, name, n, rnd, device, cfg, val, position, eval_every, total)
         position += n
+        if cut is not None:
+            _cut_slow(runners, records, cut, reseeded, rnd)
         rnd += 1
         _LOG.debug(f"stack calibration: round {rnd}: {position}/{total} batches")
         if after_round is not None:
@@ -205,6 +242,32 @@ def run_interleaved(
             )
             break
     return records
+
+
+def _cut_slow(
+    runners: dict[str, _Runner],
+    records: dict[str, VariantRecord],
+    cut: tuple[str, float, int],
+    reseeded: Collection[str],
+    rnd: int,
+) -> None:
+    """After round ``rnd``: stop every variant whose first ``rounds`` timed rounds (this
+    one the last of them) all ran below ``below`` times the baseline's speed."""
+    baseline, below, rounds = cut
+    if baseline not in runners or rnd not in records[baseline].chunk_seconds:
+        return
+    for name in [n for n in runners if n != baseline and n not in reseeded]:
+        rec = records[name]
+        if rnd not in rec.chunk_seconds or len(rec.chunk_seconds) != rounds:
+            continue
+        ratios = paired_ratios(records[baseline], rec)
+        if len(ratios) == rounds and max(ratios) < below:
+            rec.cut = Cut(below, rounds, rnd)
+            del runners[name]
+            _LOG.debug(
+                f"stack calibration: {name} cut after round {rnd} (x{max(ratios):.2f} at "
+                f"best over {rounds} timed rounds, below x{below:.2f})"
+            )
 
 
 def _stop(runners: dict[str, _Runner], device: torch.device, val: Batches) -> None:

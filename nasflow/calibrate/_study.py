@@ -11,7 +11,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from nasflow.calibrate._auto import AUTO_LAYERS, AutoResult, auto_stack, skipped_record
+from nasflow.calibrate._auto import (
+    AUTO_LAYERS,
+    CUT_BELOW,
+    AutoResult,
+    auto_stack,
+    skipped_record,
+)
 from nasflow.calibrate._interleave import RunConfig
 from nasflow.cost import CoreShare
 from nasflow.space import Arch, SearchSpace
@@ -106,6 +112,7 @@ def calibrate_for_space(
     budget: float | None = None,
     arch: Arch | None = None,
     should_stop: Callable[[], bool] | None = None,
+    cut_below: float | None = CUT_BELOW,
 ) -> AutoResult:
     """A study's short ``stack="auto"`` calibration, on a winner-sized candidate.
 
@@ -138,6 +145,8 @@ def calibrate_for_space(
         arch: The candidate (default: :func:`calibration_candidate` of ``seed``).
         should_stop: Polled after every interleaved round; when true the calibration
             ends there, measuring nothing more.
+        cut_below: Variants hopelessly slower than the baseline stop early (see
+            :func:`auto_stack`; ``None``: none does).
 
     The record's ``calibration["load"]`` is a ``nasflow.cost.CoreShare`` sampled after
     every round (the share of a core a busy thread got): whether the machine looked
@@ -180,6 +189,7 @@ def calibrate_for_space(
         cfg=cfg,
         deadline=deadline,
         after_round=after_round,
+        cut_below=cut_below,
     )
     result.record["calibration"].update(
         about, seconds=time.perf_counter() - t0, load=after_round.gauge.to_dict()

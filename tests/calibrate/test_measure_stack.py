@@ -226,3 +226,71 @@ def test_the_harness_with_nothing_to_time_names_the_batches() -> None:
     cfg = RunConfig(epochs=1, chunk=2)
     with pytest.raises(ConfigError, match=r"1 epoch\(s\) of 4 batches give 4: use a smaller"):
         measure_stack(_tiny, _data(64), _data(32), cfg, layers=("amp",))
+
+
+def _slowed(monkeypatch: pytest.MonkeyPatch, layer: str, seconds: float) -> None:
+    """Every variant holding ``layer`` sleeps ``seconds`` per chunk: hopelessly slow."""
+    from nasflow.calibrate import _interleave
+
+    run_chunk = _interleave._Runner.run_chunk
+
+    def slow(self, n, meter, last):  # type: ignore[no-untyped-def]
+        if layer in self.record.name.split("+"):
+            time.sleep(seconds)
+        return run_chunk(self, n, meter, last)
+
+    monkeypatch.setattr(_interleave._Runner, "run_chunk", slow)
+
+
+def test_a_hopelessly_slow_variant_is_cut_after_two_timed_rounds(monkeypatch) -> None:
+    """A variant whose first two timed rounds both ran below half the baseline's speed
+    stops there, unevaluated, and its layer is dropped saying so; the others, the
+    baseline's replica included, run to the end; without the cut every variant does."""
+    train, val = _data(256), _data(64)
+    _slowed(monkeypatch, "amp", 0.05)  # chunks of 2 tiny batches take ~1 ms: x0.02 or so
+    kwargs = {"candidates": ("amp", "denormal"), "calibration_batches": 16}
+    kwargs["cfg"] = RunConfig(chunk=2, evals_per_epoch=1)
+    rec = auto_stack(_tiny, train, val, **kwargs).record  # type: ignore[arg-type]
+    assert rec["calibration"]["cut"] == ["amp", "amp+denormal"]
+    amp = next(c for c in rec["candidates"] if c["name"] == "amp")
+    assert not amp["kept"] and amp["accuracy_delta"] is None
+    assert re.fullmatch(r"cut after 2 timed rounds, all below x0\.50 \(x0\.\d\d\); needs x1\.05",
+                        amp["reason"]), amp["reason"]  # fmt: skip
+    full = auto_stack(_tiny, train, val, cut_below=None, **kwargs).record  # type: ignore[arg-type]
+    assert full["calibration"]["cut"] == []
+    assert rec["chosen"] == full["chosen"]  # the slow layer was never going to be kept
+    records = run_interleaved(
+        {BASELINE: Stack(), REPLICA: Stack(), "amp": Stack(amp="bf16"), "denormal": Stack()},
+        _tiny, train, val, RunConfig(chunk=2, max_batches=16, evals_per_epoch=1),
+        reseeded=(REPLICA,), cut=(BASELINE, 0.5, 2),
+    )  # fmt: skip
+    cut = records["amp"].cut
+    assert (
+        cut is not None and cut.after_round == 3 and sorted(records["amp"].chunk_seconds) == [2, 3]
+    )
+    assert records["amp"].batches == 8 and records["amp"].evals == []  # rounds 0-3, no eval
+    for name in (BASELINE, REPLICA, "denormal"):
+        assert records[name].cut is None and records[name].batches == 16, name
+    bad = re.escape("cut_below must be in (0, 1) or None, got 1.5")
+    with pytest.raises(ConfigError, match=bad):
+        auto_stack(_tiny, train, val, cut_below=1.5, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_variant_slow_in_one_round_only_is_not_cut() -> None:
+    """The cut needs every one of the first two timed rounds below the bar: one stalled
+    round (another process took the core) does not stop a variant."""
+    from nasflow.calibrate._interleave import VariantRecord, _cut_slow
+
+    def rec(name: str, seconds: dict[int, float]) -> VariantRecord:
+        return VariantRecord(name, Stack(), dict(seconds), {r: 2 for r in seconds})
+
+    records = {
+        BASELINE: rec(BASELINE, {2: 0.01, 3: 0.01}),
+        REPLICA: rec(REPLICA, {2: 0.05, 3: 0.05}),  # the noise floor: never cut
+        "stalled": rec("stalled", {2: 0.05, 3: 0.01}),
+        "slow": rec("slow", {2: 0.05, 3: 0.03}),
+    }
+    runners = dict.fromkeys(records)  # what _cut_slow removes from
+    _cut_slow(runners, records, (BASELINE, 0.5, 2), (REPLICA,), 3)  # type: ignore[arg-type]
+    assert sorted(runners) == sorted([BASELINE, REPLICA, "stalled"])
+    assert records["slow"].cut is not None and records["stalled"].cut is None
