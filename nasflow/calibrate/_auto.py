@@ -202,13 +202,7 @@ def auto_stack(
             accuracy not measured); ``None``: every variant runs to the end.
         settings: How layers are switched on (``amp="bf16"``, ``accumulation=2``).
     """
-    if not min_gain >= 1.0:
-        raise ConfigError(f"min_gain must be >= 1, got {min_gain!r}")
-    if cut_below is not None and not 0 < cut_below < 1:
-        raise ConfigError(f"cut_below must be in (0, 1) or None, got {cut_below!r}")
-    candidates = list(candidates)
-    if not candidates:
-        raise ConfigError("auto_stack needs at least one candidate layer")
+    candidates = _checked(min_gain, cut_below, candidates)
     device = torch.device(device)
     base = base or Stack()
     cfg = replace(cfg or RunConfig(chunk=4), max_batches=calibration_batches)
@@ -254,6 +248,18 @@ def auto_stack(
         "planned_batches": planned_batches,
     }
     return AutoResult(stack, record)
+
+
+def _checked(min_gain: float, cut_below: float | None, candidates: Sequence[str]) -> list[str]:
+    """:func:`auto_stack`'s candidates, once its bounds are checked (naming a bad one)."""
+    if not min_gain >= 1.0:
+        raise ConfigError(f"min_gain must be >= 1, got {min_gain!r}")
+    if cut_below is not None and not 0 < cut_below < 1:
+        raise ConfigError(f"cut_below must be in (0, 1) or None, got {cut_below!r}")
+    out = list(candidates)
+    if not out:
+        raise ConfigError("auto_stack needs at least one candidate layer")
+    return out
 
 
 def _phase_words(done: int, calibration_batches: int) -> str:
