@@ -23,6 +23,7 @@ from nasflow._checks import check_int
 from nasflow._logging import lines_to
 from nasflow._regular import check_run_folders
 from nasflow.data import DataBundle, check_bundle, data_fingerprint
+from nasflow.errors import ConfigError
 from nasflow.names import objective_names
 from nasflow.pipeline._baseline import baseline_record, read_baseline, screening_record
 from nasflow.pipeline._context import RunContext, Winner, tables_url_of
@@ -79,6 +80,29 @@ _LOG = logging.getLogger(__name__)
 
 #: What a storage that failed raises (a full disk among them).
 STORAGE_ERRORS = (optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError)
+
+
+def check_one_process() -> None:
+    """Refuse a study run as one rank of a data-parallel group (``torchrun``, or a process
+    group already initialised), before anything is opened or written.
+
+    The phases are not data-parallel: each rank would run the whole study, and the ranks
+    deadlocked on the supernet's lock (one held it and waited in the process group's
+    set-up for the other, which waited for the lock; found under ``torchrun
+    --nproc-per-node 2``, 2026-12-03). Several processes share a study as workers.
+    """
+    import torch.distributed as dist
+
+    size = world_size()
+    if dist.is_available() and dist.is_initialized():
+        size = max(size, dist.get_world_size())
+    if size > 1:
+        raise ConfigError(
+            f"a study runs in one process, not as one of {size} data-parallel ranks "
+            f"(WORLD_SIZE={size}, torchrun): start `nasflow search` once and `nasflow "
+            "worker` processes on a shared storage to share it; a supernet alone trains "
+            "data-parallel with nasflow.train.SupernetTrainer under torchrun"
+        )
 
 
 @dataclass
@@ -195,6 +219,7 @@ class StudyRunner:
             return self._open_study(worker)
 
     def _open_study(self, worker: bool) -> optuna.Study:
+        check_one_process()
         self._worker = worker
         if worker and not self.storage.multi_worker:
             raise StorageError(
@@ -251,9 +276,8 @@ class StudyRunner:
 
     def _tasks(self, study: optuna.Study, worker: bool) -> Tasks:
         """Where the trainings after screening run: queued for every process of the study
-        on a storage several share (one model trained by one process; a data-parallel
-        run's ranks train each together, so they keep theirs in order), else here."""
-        shared = self.storage.multi_worker and self.spec.table is None and world_size() == 1
+        on a storage several share (one model trained by one process), else here."""
+        shared = self.storage.multi_worker and self.spec.table is None
         if not shared:
             return LocalTasks()
         tasks = SharedTasks(study, self.out, self.stop.is_set)
