@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "calibration_cut": ("", "the stack calibration with and without cutting hopeless variants"),
     "scaling": ("B4", "storage overhead per trial, SQLite vs PostgreSQL workers"),
     "workers": ("", "the study run by two one-thread processes against one, on PostgreSQL"),
+    "supernet_ddp": ("", "the supernet on data-parallel one-thread ranks against one process"),
     "generalisation": ("B5", "supernet ranking, fine-tuning and the trust probe on the suite"),
     "suite_runs": ("B6", "the study end to end on the suite: kept model against the table"),
     "largest": ("B7", "the trivial baseline: the space's largest architecture, trained"),
