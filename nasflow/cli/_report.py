@@ -120,9 +120,10 @@ def trained_rows(study: optuna.Study) -> list[dict[str, Any]]:
     ]
 
 
-def _print_trained(rows: list[dict[str, Any]]) -> None:
+def _print_trained(rows: list[dict[str, Any]], supernet_seconds: float | None) -> None:
     """The trained models as tab-separated rows under a header; what the numbers are goes
-    to stderr, so stdout stays a table."""
+    to stderr, so stdout stays a table (``supernet_seconds``: the supernet phase's measured
+    seconds, which no fine-tuned model's figure holds)."""
     import sys
 
     def cell(v: Any, spec: str) -> str:
@@ -144,10 +145,11 @@ def _print_trained(rows: list[dict[str, Any]]) -> None:
                  cell(r["params"], ","), "yes" if r["on_trained_front"] else "", r["arch"]]
             )
         )  # fmt: skip
+    supernet = "" if supernet_seconds is None else f", {supernet_seconds:.1f} s measured"
     print(
         "(validation chose, test reports; measured: wall time of the training steps, a "
-        "fine-tuned model's without the supernet its weights come from; the trained front: "
-        "no other model trained from scratch tests higher and trains faster)",
+        f"fine-tuned model's without the supernet its weights come from{supernet}; the "
+        "trained front: no other model trained from scratch tests higher and trains faster)",
         file=sys.stderr,
     )
 
@@ -167,7 +169,9 @@ def run_show(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(trained, indent=2))
         elif trained:
-            _print_trained(trained)
+            from nasflow.record import study_seconds
+
+            _print_trained(trained, study_seconds(study).get("supernet"))
         else:
             print(f"study {args.name!r} has trained no model yet")
         return 0

@@ -143,7 +143,7 @@ def test_show_trained_lists_every_trained_model_with_the_kept_one_first(tiny_run
     so its stdout stays a table."""
     import optuna
 
-    from nasflow.record import study_kept, study_retrains
+    from nasflow.record import study_kept, study_retrains, study_seconds
 
     number, printed = _printed_winner(tiny_run)
     runs = ["--runs", str(tiny_run.runs)]
@@ -171,6 +171,8 @@ def test_show_trained_lists_every_trained_model_with_the_kept_one_first(tiny_run
     ]  # fmt: skip
     assert len(lines) == 1 + len(rows) and lines[1].split("\t")[:2] == [str(kept.trial), "kept"]
     assert "validation chose, test reports" in shown.err
+    supernet = study_seconds(study)["supernet"]
+    assert f"the supernet its weights come from, {supernet:.1f} s measured;" in shown.err
 
 
 @pytest.mark.parametrize("flag", [[], ["--json"]])
