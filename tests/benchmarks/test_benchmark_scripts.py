@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -686,6 +687,30 @@ def test_augment_quick_times_both_crop_flips_and_a_step(capsys) -> None:
     # (the ratios of the unrounded times: equal to the printed times' within their rounding)
     assert float(cells[3][1:]) == pytest.approx(loop / gather, rel=0.05, abs=0.1)
     assert float(cells[5]) == pytest.approx(loop / step, rel=0.05, abs=0.01)
+
+
+@pytest.mark.slow
+def test_calibration_cut_quick_runs_both_sides_and_writes_every_row(tmp_path, capsys) -> None:
+    out = tmp_path / "cut.json"
+    assert _load("calibration_cut.py").main(["--quick", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert [r["cut_on"] for r in rows] == [True, False] and not rows[1]["cut"]
+    assert all(r["cpu_s"] > 0 and r["wall_s"] > 0 and "amp" in r["alone"] for r in rows)
+    table = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| 1 |")]
+    assert len(table) == 1 and table[0].count("|") == 10
+
+
+@pytest.mark.slow
+def test_supernet_ddp_quick_trains_on_two_ranks_and_one_process(tmp_path) -> None:
+    # Run as a script: the spawned ranks import their function from it.
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "supernet_ddp.py"), "--quick", "--ranks", "2"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "repeat 0   one: training" in out and "repeat 0 ranks: training" in out
+    assert re.search(r"training x\d+\.\d\d, wall x\d+\.\d\d", out), out
 
 
 def test_b1_replays_go_on_to_the_budget_after_their_success() -> None:
