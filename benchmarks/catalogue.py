@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "samplers_tabular": ("", "samplers on tabular NAS-Bench-201 at N distinct queries"),
     "samplers_screening": ("", "samplers for large screenings: front hypervolume per CPU-s"),
     "screening": ("", "one-shot winner vs fine-tuning the top screened candidates"),
+    "score_split": ("", "a screened candidate's score: extract, batch norm, validation"),
     "augment": ("", "the training batches' crop and flip: torchvision per image vs one gather"),
     "winner_pick": ("", "keep the top supernet score or the best retrained val of the top k"),
 }

@@ -701,6 +701,17 @@ def test_calibration_cut_quick_runs_both_sides_and_writes_every_row(tmp_path, ca
 
 
 @pytest.mark.slow
+def test_score_split_quick_times_the_three_steps_of_a_score(capsys) -> None:
+    assert _load("score_split.py").main(["--quick"]) == 0
+    (row,) = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| mnist1d")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    extract, batch_norm, validate = (float(c) for c in cells[1:4])
+    assert extract > 0 and batch_norm > 0 and validate > 0
+    share = validate / (extract + batch_norm + validate)
+    assert abs(int(cells[4].rstrip("%")) - 100 * share) <= 1.5  # of the rounded times
+
+
+@pytest.mark.slow
 def test_supernet_ddp_quick_trains_on_two_ranks_and_one_process(tmp_path) -> None:
     # Run as a script: the spawned ranks import their function from it.
     done = subprocess.run(
