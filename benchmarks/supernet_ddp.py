@@ -38,20 +38,21 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "studies" / "mnist1d_front.py"
 
 
-def _train(epochs: int, folder: str) -> float:
-    """Train the study's supernet for ``epochs`` into ``folder``; its training seconds."""
+def _train(epochs: int, folder: str) -> tuple[float, int]:
+    """Train the study's supernet for ``epochs`` into ``folder``; its training seconds and
+    the ranks it trained on."""
     spec = load_study_file(STUDY)
     assert spec.data is not None, "the default study trains on data"
     config = dataclasses.replace(spec.supernet_recipe, epochs=epochs)
     trainer = SupernetTrainer(spec.space, spec.data().train, config, Path(folder))
-    return trainer.fit().seconds
+    return trainer.fit().seconds, trainer.world_size
 
 
 def _rank(rank: int, world: int, epochs: int, folder: str, out: str) -> None:
     torch.set_num_threads(1)
-    seconds = _train(epochs, folder)
+    seconds, ranks = _train(epochs, folder)
     if rank == 0:
-        Path(out).write_text(json.dumps({"seconds": seconds, "world": world}))
+        Path(out).write_text(json.dumps({"seconds": seconds, "world": ranks}))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,11 +77,14 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory() as folder:
                 t0 = time.perf_counter()
                 if kind == "one":
-                    seconds = _train(args.epochs, folder)
+                    seconds, ranks = _train(args.epochs, folder)
                 else:
                     out = str(Path(folder) / "rank0.json")
                     launch(_rank, args.ranks, (args.epochs, str(Path(folder) / "sn"), out))
-                    seconds = json.loads(Path(out).read_text())["seconds"]
+                    done = json.loads(Path(out).read_text())
+                    seconds, ranks = done["seconds"], done["world"]
+                # The trainer's own world size: the ranks really split the batch.
+                assert ranks == (1 if kind == "one" else args.ranks), (kind, ranks)
                 row[kind] = (seconds, time.perf_counter() - t0)
             seconds, wall_s = row[kind]
             print(f"repeat {r} {kind:>5}: training {seconds:.1f} s, wall {wall_s:.1f} s")

@@ -44,9 +44,9 @@ AUTO_LAYERS: tuple[str, ...] = tuple(spec.name for spec in LAYER_SPECS if spec.a
 
 #: A variant whose first ``CUT_ROUNDS`` timed rounds all ran below ``CUT_BELOW`` times the
 #: baseline's speed stops there, unevaluated: it would need more than twice its measured
-#: speed to reach ``min_gain``. On a CPU without fast bf16 (autocast x0.07-0.09 there) the
-#: four variants holding ``amp`` were most of a study's calibration (40 of its 45 s
-#: budget on one VM); see benchmarks/results/b3-speedup-stack.md, "Cutting hopeless
+#: speed to reach ``min_gain``. On a CPU without fast bf16 (autocast x0.09-0.11 measured
+#: there) the four variants holding ``amp`` were most of a study's calibration (40 s of its
+#: 45 s budget on one VM); see benchmarks/results/b3-speedup-stack.md, "Cutting hopeless
 #: variants short".
 CUT_BELOW = 0.5
 CUT_ROUNDS = 2

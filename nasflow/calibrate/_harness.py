@@ -62,11 +62,6 @@ def stack_variants(
     return out
 
 
-def paired_multiplier(base: VariantRecord, other: VariantRecord) -> list[float]:
-    """Per-round ratios baseline seconds per batch / variant seconds per batch."""
-    return paired_ratios(base, other)
-
-
 @dataclass
 class StackMeasurement:
     """What the harness measured; ``to_dict`` is the JSON output."""
@@ -164,7 +159,7 @@ def variant_row(
         # (the median over rounds, as batch_seconds is: the two can be set side by side)
         data = [s / rec.chunk_batches[r] for r, s in rec.chunk_data_seconds.items()]
         row["data_seconds_per_batch"] = quantiles(data)[1]
-    ratios = paired_multiplier(base, rec) if base is not None and rec.error is None else []
+    ratios = paired_ratios(base, rec) if base is not None and rec.error is None else []
     if ratios:
         lo, med, hi = quantiles(ratios)
         row.update(multiplier=med, multiplier_q25=lo, multiplier_q75=hi, rounds=len(ratios))

@@ -154,6 +154,14 @@ def _print_trained(rows: list[dict[str, Any]], supernet_seconds: float | None) -
     )
 
 
+def _location(args: argparse.Namespace, stored: Any) -> list[str]:
+    """The arguments that find the study again as given (the storage, password hidden;
+    the runs folder where it is not the default), for the commands a command prints."""
+    return (["--storage", stored.spec.safe_url] if args.storage else []) + (
+        ["--runs", args.runs] if Path(args.runs) != Path("runs") else []
+    )
+
+
 def run_show(args: argparse.Namespace) -> int:
     """``nasflow show``: the screening's Pareto set (``--trained``: the trained models) as
     tab-separated rows (or JSON)."""
@@ -214,10 +222,7 @@ def run_show(args: argparse.Namespace) -> int:
         )
     import shlex
 
-    where = (["--storage", stored.spec.safe_url] if args.storage else []) + (
-        ["--runs", args.runs] if Path(args.runs) != Path("runs") else []
-    )
-    command = shlex.join(["nasflow", "show", args.name, *where, "--trained"])
+    command = shlex.join(["nasflow", "show", args.name, *_location(args, stored), "--trained"])
     print(
         "(the screening's Pareto set: supernet scores on the validation split against "
         f"predicted costs; the models the run trained, the kept one marked: `{command}`)",
@@ -236,9 +241,7 @@ def run_report(args: argparse.Namespace) -> int:
         raise UsageError(f"--out-file {str(out)!r} is a folder; give a file name")
     try:
         stored = open_stored_study(args.name, args.storage, args.runs)
-        where = (["--storage", stored.spec.safe_url] if args.storage else []) + (
-            ["--runs", args.runs] if Path(args.runs) != Path("runs") else []
-        )
+        where = _location(args, stored)
         path = write_report(stored.study, out, storage_label=stored.spec.safe_url, location=where)
     except ValueError as e:  # no such study or file, a malformed record
         raise UsageError(str(e)) from None
