@@ -124,7 +124,7 @@ def test_phase_3_retrains_more_to_spread_the_trained_models_over_cost(tmp_path) 
     assert len(numbers) == 2 and best["trial"] in numbers
     (spread,) = numbers - {best["trial"]}
     assert any(
-        f"phase 3: trial {spread} retrained to spread the trained models over cost" in line
+        f"phase 3: trial {spread} chosen to spread the trained models over cost" in line
         for line in lines
     )
     assert [w.number for w in result.winners] == [best["trial"], spread]

@@ -140,6 +140,8 @@ def test_nasflow_search_ends_with_the_result_and_prints_the_detail_on_request(
     assert main(args) == 0  # the finished search retrains its winner; the detail on request
     text = capsys.readouterr().out
     assert "Pareto set of study" not in text and "winner: trial" not in text
+    # The detail's hint names the command that prints it (``show`` has no --verbose).
+    assert "the tables and records: this `nasflow search` again with --verbose" in text
     assert main([*args, "--verbose"]) == 0
     verbose = capsys.readouterr().out
     assert "Pareto set of study 'tiny'" in verbose and "winner: trial" in verbose

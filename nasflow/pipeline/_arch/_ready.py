@@ -381,7 +381,8 @@ def run_finetuning(
             alive = [c for c in survivors if c.record.trial in kept]
             protected = sum(c.finalist.protected for c in alive)
             say(
-                f"fine-tuning rung {r + 1}/{len(config.rungs)} ({epochs} epochs): "
+                f"fine-tuning rung {r + 1}/{len(config.rungs)} "
+                f"({epochs} epoch{'s' if epochs != 1 else ''}): "
                 f"{len(alive)} of {len(survivors)} go on to {config.rungs[r + 1]} epochs"
                 + (f" ({protected} best supernet scores{by}, not halved)" if protected else "")
             )

@@ -122,7 +122,7 @@ def run_winners(
     spread = spread_trials(study, chosen, spec.retrain_spread)
     for trial in spread:
         ctx.log(
-            f"phase 3: trial {trial.number} retrained to spread the trained models over "
+            f"phase 3: trial {trial.number} chosen to spread the trained models over "
             f"cost (predicted {float(trial.train_cost or 0):.1f} s; not a candidate for "
             "the kept model)"
         )

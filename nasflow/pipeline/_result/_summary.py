@@ -243,7 +243,8 @@ def summary_table(
                 f"time {secs:.0f}s",
                 f"study: {result.storage.safe_url} (the trained models: `nasflow show "
                 f"{shlex.join([spec.name, *location])} --trained`; the screening's Pareto "
-                "set: without --trained; the tables and records: --verbose)",
+                "set: without --trained; the tables and records: this `nasflow search` "
+                "again with --verbose, which trains nothing more for a finished study)",
                 "",
                 *result_lines,
             ]
