@@ -143,7 +143,11 @@ def test_nasflow_search_ends_with_the_result_and_prints_the_detail_on_request(
     # The detail's hint names the command that prints it (``show`` has no --verbose).
     assert "the tables and records: this `nasflow search` again with --verbose" in text
     assert main([*args, "--verbose"]) == 0
-    verbose = capsys.readouterr().out
+    rerun = capsys.readouterr()
+    verbose = rerun.out
+    # ...and trains nothing more: the winner is the one the run before saved.
+    assert "was retrained by an earlier run" in rerun.out + rerun.err
+    assert "0 to go" in rerun.out + rerun.err
     assert "Pareto set of study 'tiny'" in verbose and "winner: trial" in verbose
     closing = verbose.rstrip("\n").splitlines()[-6:]
     assert closing == text.rstrip("\n").splitlines()[-6:]
