@@ -5,7 +5,7 @@ measured wall time of the search.
 A multiplier is cost without the technique / cost with it. The training stack's is
 measured (by ``stack="auto"``'s calibration on this device: the chosen stack against the
 plain baseline, same work, same run). The one-shot figure compares against work that never
-ran (training every distinct candidate stand-alone): it is MEASURED when this run trained
+ran (training every distinct candidate stand-alone): it is MEASURED when the study trained
 architectures stand-alone (the retrained winners, the fine-tuned ready models' timed
 epochs scaled to the recipe's epochs; :func:`measured_trainings`), whose measured time
 the cost model only spreads over the distinct candidates by their predicted-cost ratio;
@@ -109,14 +109,14 @@ def measured_trainings(
     winners: Iterable[tuple[int, float]] = (),
     finetuned: FineTuneResult | None = None,
 ) -> list[dict[str, Any]]:
-    """The stand-alone trainings this run measured, each at the recipe's epochs, beside
+    """The stand-alone trainings this study measured, each at the recipe's epochs, beside
     the cost model's prediction for the same architecture.
 
     Args:
         trials: The study's trials (their predicted ``train_cost``).
         recipe_epochs: The training budget's epochs (``StudySpec.train.epochs``).
         winners: ``(trial number, measured seconds)`` of the winners retrained from
-            scratch in this run (not those reused from an earlier run).
+            scratch by this study (in this run or, reused now, an earlier one).
         finetuned: The fine-tuning phase's record: each ready model's timed epochs, their
             mean scaled to ``recipe_epochs``. A trial also retrained counts once, by its
             retraining.
@@ -168,7 +168,8 @@ def search_multipliers(
 
     Args:
         trials: The study's trials.
-        seconds: The run's phase times (``supernet``, ``search``, ``total``).
+        seconds: The study's phase times over its finished runs (``supernet``, ``search``,
+            ``total``; :func:`nasflow.record.study_seconds`).
         finetune_epochs: The study's fine-tuning epochs per candidate.
         stack_record: The speedup stack's record (``stack="auto"``'s calibration), or
             ``None`` when the stack was not measured.
@@ -178,7 +179,7 @@ def search_multipliers(
             distinct candidates scored, against the measured supernet + search time (the
             cost-model estimate stays in the record for comparison); an ESTIMATE, since
             they were timed when the tables were made.
-        measured_runs: Stand-alone trainings measured in this run
+        measured_runs: Stand-alone trainings measured by this study
             (:func:`measured_trainings`). When given, the one-shot multiplier is MEASURED:
             their measured seconds over their predicted ones rescale the predicted cost
             of the distinct candidates (the cost model only spreads the measured time
@@ -253,7 +254,7 @@ def _with_totals(
             "without_nasflow_seconds": without,
             "multiplier": None,
             "label": "MEASURED",
-            "note": "measured wall time of this run; no baseline search ran, so the "
+            "note": "measured wall time of the study's runs; no baseline search ran, so the "
             "end-to-end multiplier is not measured",
         },
     }
@@ -329,7 +330,7 @@ def _one_shot_part(
                 "sample_measured_seconds": measured,
                 "sample_sources": sources,
                 "scale": scale,
-                "note": f"measured: {len(runs)} stand-alone trainings timed in this run "
+                "note": f"measured: {len(runs)} stand-alone trainings timed by this study "
                 f"({'; '.join(sources)}) took {measured:.1f}s where the cost model predicted "
                 f"{measured / scale:.1f}s (x{scale:.2f}); that measured rate over the "
                 f"{distinct} distinct candidates (spread by their predicted cost, "
@@ -421,7 +422,7 @@ def multiplier_basis(record: MultipliersRecord) -> dict[str, str]:
         one_text = (
             f"{one.distinct_candidates} distinct candidates stand-alone = "
             f"{one.measured_standalone_seconds:.0f}s (n={one.sample} trainings measured "
-            f"in this run: {'; '.join(one.sample_sources)}; "
+            f"by this study: {'; '.join(one.sample_sources)}; "
             f"{spent:.1f}s measured vs {spent / one.scale:.1f}s predicted, "
             f"x{one.scale:.2f}, spread over the candidates by predicted cost) vs "
             f"{one.actual_seconds:.0f}s supernet + search (measured)"
@@ -489,7 +490,7 @@ def format_multipliers(record: MultipliersRecord) -> list[str]:
     lines.append(
         f"  {'compounded':<16} {_x(comp.multiplier):>8}  {comp.label} ({basis['compounded']}) "
         f"| measured wall time: search {record.search_seconds or 0.0:.0f}s (supernet + "
-        f"search), whole run {record.run_seconds or 0.0:.0f}s"
+        f"search), the study's runs {record.run_seconds or 0.0:.0f}s"
     )
     if record.without_nasflow_seconds is not None:
         one = record.part("one_shot")

@@ -55,6 +55,7 @@ from nasflow.record import (
     study_anchors,
     study_finetuned,
     study_identity,
+    study_seconds,
     study_stack,
     supernet_identity,
     write_identity,
@@ -482,11 +483,14 @@ class StudyRunner:
         kept: KeptDecision,
     ) -> None:
         """The study-level records of a finished run: phase timings, the kept model
-        (``kept``), screening and the search-level multipliers (the one-shot one from the
-        stand-alone trainings this run measured: ``winners`` retrained now, the fine-tuned
-        ready models)."""
+        (``kept``), screening and the search-level multipliers, all over the study's
+        finished runs: the phase seconds are added to the earlier runs', and the one-shot
+        multiplier comes from the stand-alone trainings this study measured (``winners``,
+        retrained now or by an earlier run, and the fine-tuned ready models) over them. A
+        finished study run again therefore reprints its own figures, not ~0 s ones."""
         spec = self.spec
         write_seconds(study, seconds)
+        seconds = study_seconds(study)  # every finished run's, as the measurements below are
         finetuned = study_finetuned(study)
         if kept.record is not None:
             write_record(study, kept.record)
@@ -501,7 +505,7 @@ class StudyRunner:
             runs = measured_trainings(
                 trials,
                 spec.train.epochs,
-                [(w.number, w.measured_train_cost) for w in winners if not w.reused],
+                [(w.number, w.measured_train_cost) for w in winners],
                 finetuned,
             )
             multipliers = search_multipliers(

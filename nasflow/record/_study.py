@@ -144,7 +144,9 @@ def study_reproducibility(study: optuna.Study) -> ReproducibilityRecord | None:
 
 
 def study_seconds(study: optuna.Study) -> dict[str, float]:
-    """The seconds each phase of the last finished run took, by phase (``{}``: none)."""
+    """The seconds each phase took, by phase, summed over the study's finished runs
+    (``{}``: none finished): what the study cost, not what its last run did (a finished
+    study run again trains nothing and adds seconds only)."""
     stored = study.user_attrs.get(SECONDS_KEY)
     if not isinstance(stored, Mapping):
         return {}
@@ -156,5 +158,11 @@ def study_seconds(study: optuna.Study) -> dict[str, float]:
 
 
 def write_seconds(study: optuna.Study, seconds: Mapping[str, float]) -> None:
-    """Store the seconds each phase of a finished run took."""
-    study.set_user_attr(SECONDS_KEY, dict(seconds))
+    """Add the seconds each phase of a finished run took to the study's record (a phase
+    this run did not reach adds nothing). Overwriting would let a run that only reads a
+    finished study replace the supernet's and the screening's cost with its own ~0 s,
+    and every ratio built on them (the one-shot multiplier, the regime) with nonsense."""
+    total = study_seconds(study)
+    for phase, secs in seconds.items():
+        total[phase] = total.get(phase, 0.0) + float(secs)
+    study.set_user_attr(SECONDS_KEY, total)

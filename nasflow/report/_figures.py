@@ -446,10 +446,10 @@ def _add_multiplier_waterfall(fig: go.Figure, data: MultipliersData) -> None:
 
 
 def _add_wall_time_bars(fig: go.Figure, data: MultipliersData) -> None:
-    """The run's measured wall times (right): the search, the whole run and, where the
+    """The study's measured wall times (right): the search, its runs and, where the
     one-shot step records it, training the same candidates stand-alone (its label)."""
     bars = [("search", data.search_seconds, "MEASURED")]
-    bars.append(("whole run", data.run_seconds, "MEASURED"))
+    bars.append(("all runs", data.run_seconds, "MEASURED"))
     if data.without_nasflow_seconds is not None:
         one = next((s for s in data.steps if s.key == "one_shot"), None)
         bars.append(("stand-alone", data.without_nasflow_seconds, one.label if one else "n/a"))
@@ -487,9 +487,9 @@ def _multipliers_caption(data: MultipliersData) -> str:
     return (
         "Each step multiplies the cost of the search (cost without the technique / cost with "
         "it), from the run's stored record, the one the search summary prints; MEASURED: "
-        "measured in this run, ESTIMATE: estimated, as each basis says. The compounded "
+        "measured by this study, ESTIMATE: estimated, as each basis says. The compounded "
         "figure assumes the techniques are independent: the measured wall time beside it "
-        "is what the run took (search: supernet + search; whole run: every phase"
+        "is what the study took (search: supernet + search; all runs: every phase of its runs"
         + (
             "; stand-alone: training the same candidates stand-alone, from the one-shot "
             "basis and labelled as it is"

@@ -170,7 +170,10 @@ def _meta_html(study: optuna.Study, storage_label: str) -> str:
         )
     secs = record.study_seconds(study)
     if secs:
-        lines.append("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items()))
+        lines.append(
+            "time, the study's finished runs together: "
+            + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items())
+        )
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines.append(f"generated {when} by nasflow {nasflow.__version__}")
     return "<br>".join(html.escape(s) for s in lines if s)

@@ -304,7 +304,7 @@ class MultipliersData(NamedTuple):
         recorded: Whether the study holds the record (a finished search run writes it).
         steps: One per technique, in the summary's order.
         compounded: Their product (``None`` multiplier: nothing to multiply).
-        run_seconds: Measured wall time of the whole run.
+        run_seconds: Measured wall time of the study's finished runs, summed.
         search_seconds: Measured wall time of the supernet and the search.
         without_nasflow_seconds: Training the same candidates stand-alone (labelled as
             the one-shot step is), or ``None``.

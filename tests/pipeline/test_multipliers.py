@@ -96,7 +96,7 @@ def test_a_measured_stack_joins_the_product_and_the_summary_names_it() -> None:
     assert f"x{4.0 * 9 / 7 * 1.25 * 1.2:.2f}" in text
     # The measured wall time of the search stands beside the compounded estimate.
     compounded = next(x for x in text.splitlines() if "compounded" in x)
-    assert "search 50s (supernet + search), whole run 70s" in compounded
+    assert "search 50s (supernet + search), the study's runs 70s" in compounded
 
 
 #: A ``stack="auto"`` record as the calibration writes it (schema 2), reused from the

@@ -7,6 +7,7 @@ import optuna
 import pytest
 
 from nasflow.pipeline import StudyRunner, summary_table
+from nasflow.record import study_multipliers, study_seconds
 from nasflow.search import load_study_file
 from tests._study_template import write_study
 
@@ -139,6 +140,8 @@ def test_nasflow_search_ends_with_the_result_and_prints_the_detail_on_request(
     assert len(short) <= 6
     assert main(args) == 0  # the finished search retrains its winner; the detail on request
     text = capsys.readouterr().out
+    storage = f"sqlite:///{tmp_path / 'runs' / 'tiny' / 'study.db'}"
+    before = study_seconds(optuna.load_study(study_name="tiny", storage=storage))
     assert "Pareto set of study" not in text and "winner: trial" not in text
     # The detail's hint names the command that prints it (``show`` has no --verbose).
     assert "the tables and records: this `nasflow search` again with --verbose" in text
@@ -149,6 +152,15 @@ def test_nasflow_search_ends_with_the_result_and_prints_the_detail_on_request(
     assert "was retrained by an earlier run" in rerun.out + rerun.err
     assert "0 to go" in rerun.out + rerun.err
     assert "Pareto set of study 'tiny'" in verbose and "winner: trial" in verbose
+    # The rerun's ~0 s do not replace the study's costs: they add to them, and the one-shot
+    # multiplier and the regime are still built on the supernet and screening that ran.
+    study = optuna.load_study(study_name="tiny", storage=storage)
+    after = study_seconds(study)
+    assert after["supernet"] >= before["supernet"] > 0 and after["total"] > before["total"]
+    one_shot = study_multipliers(study).part("one_shot")  # type: ignore[union-attr]
+    assert one_shot.actual_seconds == pytest.approx(after["supernet"] + after["search"])
+    assert "time, the study's finished runs together: " in verbose
+    assert f"the supernet and the screening took {one_shot.actual_seconds:.0f}s" in verbose
     closing = verbose.rstrip("\n").splitlines()[-6:]
     assert closing == text.rstrip("\n").splitlines()[-6:]
     assert closing[0].startswith("result: study 'tiny' keeps trial ")

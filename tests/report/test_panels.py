@@ -108,7 +108,7 @@ def test_multipliers_figure_draws_the_record_the_summary_printed(oneshot, onesho
     assert f"x{comp.multiplier:.2f}  ESTIMATE" in printed
     # Beside it, the run's measured wall time, from the same record.
     bars = next(t for t in fig.data if t.type == "bar")
-    assert list(bars.x)[:2] == ["search", "whole run"]
+    assert list(bars.x)[:2] == ["search", "all runs"]
     assert list(bars.y)[:2] == [record.search_seconds, record.run_seconds]
     assert all("MEASURED" in t for t in list(bars.text)[:2])
     if record.without_nasflow_seconds is not None:  # labelled as the one-shot basis is

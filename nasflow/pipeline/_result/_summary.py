@@ -6,7 +6,7 @@ import math
 import os
 import shlex
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import optuna
@@ -34,6 +34,7 @@ from nasflow.record import (
     study_reproducibility,
     study_rungs,
     study_screening,
+    study_seconds,
     study_stack,
     study_trust,
 )
@@ -342,6 +343,11 @@ def wrap(text: str, width: int = 160) -> str:
     return "\n".join(lines)
 
 
+def _phase_seconds(seconds: Mapping[str, float]) -> str:
+    """``phase Ns, ...`` in the record's order."""
+    return ", ".join(f"{k} {v:.0f}s" for k, v in seconds.items())
+
+
 def regime_line(result: RunResult, decision: KeptDecision) -> str | None:
     """What one stand-alone training of the recipe cost here, what the supernet and the
     screening cost in such trainings (``k``), and what random search buys with that
@@ -349,9 +355,10 @@ def regime_line(result: RunResult, decision: KeptDecision) -> str | None:
     random architectures in expectation (the order statistic, ignoring the noise of one
     training), the bar above which the one-shot part pays for itself on this machine.
     ``None`` where this run measured no stand-alone training or trained no supernet."""
-    measured = [w.measured_train_cost for w in result.winners if not w.reused]
+    measured = [w.measured_train_cost for w in result.winners]
     measured += [float(e.measured_train_cost) for e in decision.anchors if e.measured_train_cost]
-    one_shot = result.seconds.get("supernet", 0.0) + result.seconds.get("search", 0.0)
+    spent = study_seconds(result.study) or result.seconds  # every run's: a rerun adds ~0 s
+    one_shot = spent.get("supernet", 0.0) + spent.get("search", 0.0)
     if not measured or one_shot <= 0:
         return None
     single = float(np.median(measured))
@@ -359,7 +366,7 @@ def regime_line(result: RunResult, decision: KeptDecision) -> str | None:
     bar = math.floor(k) / (math.floor(k) + 1) if k >= 1 else 0.0
     return (
         f"regime: one stand-alone training of the recipe took {single:.0f}s here (median of "
-        f"{len(measured)} measured in this run); the supernet and the screening took "
+        f"{len(measured)} measured by this study); the supernet and the screening took "
         f"{one_shot:.0f}s, as much as {k:.1f} of them; random search with that budget keeps "
         f"the best of {math.floor(k)} random architectures, which beats {bar:.0%} of them in "
         "expectation; the one-shot part pays for itself here where the kept model beats more"
@@ -507,8 +514,10 @@ def _record_lines(
     """Time, screening, cost table, trust, stack and multipliers, and where things are."""
     lines: list[str] = []
     study = result.study
-    secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
-    lines.append(f"time: {secs}")
+    lines.append("time, this run: " + _phase_seconds(result.seconds))
+    spent = study_seconds(study)  # every finished run's, this one's included
+    if spent.get("total", 0.0) > result.seconds.get("total", 0.0) + 0.5:
+        lines.append("time, the study's finished runs together: " + _phase_seconds(spent))
     screening = study_screening(study)
     if screening is not None:
         lines.append(
@@ -519,7 +528,7 @@ def _record_lines(
     lines.extend(format_cost_table(study_cost_table(study)))
     trust = study_trust(study)
     if trust is not None:
-        lines.append(format_trust(trust, result.seconds.get("total")))
+        lines.append(format_trust(trust, spent.get("total") or result.seconds.get("total")))
     rungs = study_rungs(study)
     if rungs is not None:  # how many reached each rung, each rung's tau with the next
         lines.append(rungs.line())

@@ -511,7 +511,7 @@ class MultipliersRecord:
         compounded: The product of the parts with a multiplier (an estimate: it assumes
             the techniques are independent); ``compounded_of`` names them.
         compounded_of: The part keys multiplied into ``compounded``.
-        run_seconds: Measured wall time of the whole run.
+        run_seconds: Measured wall time of the study's finished runs, summed.
         search_seconds: Measured wall time of the supernet and the search.
         without_nasflow_seconds: Training the same candidates stand-alone, from the
             one-shot part's basis (labelled as that part is), or ``None``.
