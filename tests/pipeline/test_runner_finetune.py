@@ -144,7 +144,8 @@ def test_phase_3_retrains_more_to_spread_the_trained_models_over_cost(tmp_path) 
 
 def test_a_rerun_reuses_the_ready_models(tmp_path, monkeypatch) -> None:
     _, runner = _run(tmp_path)
-    first = runner.run().study.user_attrs[FINETUNED_KEY]["candidates"]
+    first_run = runner.run().study.user_attrs[FINETUNED_KEY]
+    first = first_run["candidates"]
     from nasflow.train import EpochTrainer
 
     calls = []
@@ -155,10 +156,19 @@ def test_a_rerun_reuses_the_ready_models(tmp_path, monkeypatch) -> None:
         return original(self, *a, **k)
 
     monkeypatch.setattr(EpochTrainer, "run_epoch", counted)
-    _, runner = _run(tmp_path)
-    again = runner.run().study.user_attrs[FINETUNED_KEY]["candidates"]
+    spec = load_study_file(write_study(tmp_path, finetune=0, n_trials=8, extra=EXTRA))
+    logged: list[str] = []
+    runner = StudyRunner(spec, out_dir=tmp_path / "runs", progress=False, log=logged.append)
+    rerun = runner.run().study.user_attrs[FINETUNED_KEY]
+    again = rerun["candidates"]
     assert again == first
     assert calls == []  # neither fine-tuned again nor retrained (the winner is reused)
+    # The phase's record keeps the seconds the training took (a rerun adds its own ~0 s),
+    # and its line says that the epochs were trained before, not in 0 s now.
+    assert rerun["seconds"] >= first_run["seconds"] > 0
+    epochs = sum(len(c["val_curve"]) for c in again)
+    line = next(x for x in logged if x.startswith("fine-tuning: "))
+    assert f"({epochs} epochs in all, {epochs} of them by an earlier run or a worker;" in line
 
 
 def test_finalists_chosen_by_the_ranker_are_recorded_and_shown(tmp_path) -> None:

@@ -391,10 +391,19 @@ def run_finetuning(
     return FineTuneResult(records, config.rungs[-1], val_samples, tuple(config.rungs))
 
 
-def summary_line(result: FineTuneResult, seconds: float) -> str:
-    """The phase's closing log line."""
+def summary_line(result: FineTuneResult, seconds: float, trained_now: int | None = None) -> str:
+    """The phase's closing log line: ``seconds`` and ``trained_now`` epochs are this run's
+    (``None``: all of them); a resumed or shared phase says how many epochs it did not
+    train (an earlier run's or a ``nasflow worker``'s)."""
+    epochs = sum(c.epochs for c in result.candidates)
+    earlier = epochs - trained_now if trained_now is not None else 0
+    how = f"{epochs} epochs in all, {seconds:.0f}s"
+    if earlier > 0:
+        how = (
+            f"{epochs} epochs in all, {earlier} of them by an earlier run or a worker; this "
+            f"process {seconds:.0f}s"
+        )
     return (
         f"fine-tuning: {len(result.candidates)} finalists fine-tuned from inherited supernet "
-        f"weights ({sum(c.epochs for c in result.candidates)} epochs in all, {seconds:.0f}s); "
-        f"{len(result.ready)} ready models"
+        f"weights ({how}); {len(result.ready)} ready models"
     )

@@ -23,7 +23,7 @@ from nasflow.pipeline._arch._ready import (
 )
 from nasflow.pipeline._context import FineTunePhaseResult, RunContext
 from nasflow.pipeline._schedule._tasks import Handler, Task, process_name
-from nasflow.record import DUPLICATE_KEY, FineTuned, TrialRecord, write_record
+from nasflow.record import DUPLICATE_KEY, FineTuned, TrialRecord, study_finetuned, write_record
 from nasflow.space import Arch
 from nasflow.supernet import Supernet
 from nasflow.train.stack import Stack
@@ -235,7 +235,9 @@ def run_finetune(
     finally:
         ctx.close_bar(bar)
     seconds = time.perf_counter() - t0
-    result = result.finished(seconds)
+    earlier = study_finetuned(study)  # a resumed phase: the record holds what ran before
+    spent = seconds + ((earlier.seconds or 0.0) if earlier is not None else 0.0)
+    result = result.finished(spent)
     write_record(study, result)
-    ctx.log(summary_line(result, seconds))
+    ctx.log(summary_line(result, seconds, done[0]))
     return FineTunePhaseResult(result, seconds)
