@@ -133,6 +133,8 @@ class SupernetResult:
     """What supernet training produced.
 
     Attributes:
+        seconds: Measured training seconds, summed over the runs that trained it (a
+            resumed training adds its checkpoint's).
         resumed_from: Whole epochs done by the checkpoint training resumed from.
         resumed_at: Exactly where it resumed (epoch and batch), or ``None``.
     """
@@ -260,6 +262,7 @@ class SupernetTrainer:
         run.counter.load_state_dict(json.loads(state["op_counts"]))
         run.losses = [float(v) for v in state["losses"]]
         run.epoch_loss = float(state.get("epoch_loss", 0.0))
+        run.seconds_before = float(state.get("seconds", 0.0))
         if "stack" in state and run.stepper is not None:
             run.stepper.load_state_dict(state["stack"])
         if "rng" in state:
@@ -287,6 +290,7 @@ class SupernetTrainer:
                 "losses": list(run.losses),
                 "epoch_loss": run.epoch_loss,
                 "stack": stack_state,
+                "seconds": run.seconds(),
             },
         )
         older = [p for p, _ in list_checkpoints(self.checkpoint_dir) if p < at and p.batch]
@@ -396,7 +400,7 @@ class SupernetTrainer:
                 )
         start = at or Progress(0, 0)
         _, clock = device_clock(self.device)  # wall time after the device's queued work
-        t0 = clock()
+        run.clock, run.started = clock, clock()
         stop = due = False
         for epoch in range(start.epoch, cfg.epochs):
             if epoch == cfg.split_epoch and not is_split(run.supernet):
@@ -439,7 +443,7 @@ class SupernetTrainer:
             run.supernet,
             run.counter,
             cfg.epochs,
-            clock() - t0,
+            run.seconds(),
             list(run.losses),
             at.epoch if at is not None else None,
             at,
@@ -458,6 +462,16 @@ class _Run:
     epoch_loss: float = 0.0
     stepper: StackStep | None = None  # None: the plain DDP step, which keeps no state
     train_step: Callable[[torch.Tensor, torch.Tensor, Sequence[Arch]], float] | None = None
+    seconds_before: float = 0.0  # training seconds of the runs the checkpoint resumed
+    clock: Callable[[], float] | None = None  # this run's clock (device-synchronised)
+    started: float = 0.0  # ``clock()`` when this run started training
+
+    def seconds(self) -> float:
+        """Training seconds so far, over every run that trained this supernet (a resumed
+        one adds its checkpoint's): a run that only loads a finished supernet adds ~0 s
+        and keeps the cost of the training it loaded."""
+        now = self.clock() - self.started if self.clock is not None else 0.0
+        return self.seconds_before + now
 
 
 def is_split(supernet: nn.Module) -> bool:

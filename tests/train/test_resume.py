@@ -47,6 +47,11 @@ def _assert_identical(a, b, where: str = "state") -> None:
         assert a == b, f"{where}: {a!r} != {b!r}"
 
 
+def _state(checkpoint: dict) -> dict:
+    """A checkpoint without its training seconds (a clock's reading, not training state)."""
+    return {k: v for k, v in checkpoint.items() if k != "seconds"}
+
+
 def _stop_after(n_steps: int):
     """A ``should_stop`` that asks to stop once ``n_steps`` steps have run in this process."""
     calls = {"n": 0}
@@ -94,7 +99,9 @@ def test_interrupted_and_resumed_training_is_bit_identical(
     print(f"[{kind}] stopped at {positions}; resume + finish took {time.perf_counter() - t0:.2f}s")
     assert result.resumed_at is not None
     final = load_checkpoint(tmp_path / "epoch-2.pt")
-    _assert_identical(final, reference)  # model, optimizer, scheduler, RNG, counts, losses
+    # The training seconds are a clock's, not state: summed over the runs, never reset.
+    assert 0 < final["seconds"] <= result.seconds  # (read before the file was written)
+    _assert_identical(_state(final), _state(reference))  # model, optimizer, RNG, counts...
     _assert_identical(result.supernet.state_dict(), reference["model"], "model")
     if kind == "epoch boundary":
         assert positions == ["epoch-1.pt"] and tuple(result.resumed_at) == (1, 0)
@@ -103,16 +110,21 @@ def test_interrupted_and_resumed_training_is_bit_identical(
 
 
 def test_a_finished_supernet_is_loaded_not_resumed(tmp_path: Path) -> None:
-    """Training a finished supernet again trains nothing and says it loaded the one an
+    """Training a finished supernet again trains nothing, says it loaded the one an
     earlier run trained (it said "resumed supernet training from epoch 2", whichever
-    process had trained it: a worker of an earlier run, say)."""
+    process had trained it: a worker of an earlier run, say) and keeps that training's
+    seconds."""
     space, data = tiny_mnist1d(), _data()
     config = SupernetConfig(epochs=1, batch_size=16, seed=3)
-    SupernetTrainer(space, data, config, tmp_path).fit()
+    first = SupernetTrainer(space, data, config, tmp_path).fit()
     logs: list[str] = []
     with lines_to(logs.append):
         again = SupernetTrainer(space, data, config, tmp_path).fit()
     assert tuple(again.resumed_at) == (1, 0) and again.epochs_done == 1
+    # Its cost is the training it loaded (it reported ~0 s, which the study recorded): the
+    # checkpoint's seconds, as of its writing.
+    stored = load_checkpoint(tmp_path / "epoch-1.pt")["seconds"]
+    assert first.seconds >= stored > 0 and again.seconds >= stored
     assert "supernet: loaded the one an earlier run trained (1 epoch)" in logs, logs
     assert not any("resumed" in m for m in logs), logs
 
@@ -135,6 +147,6 @@ def test_periodic_mid_epoch_checkpoints_keep_one_fallback(tmp_path: Path, refere
         result = SupernetTrainer(space, data, CONFIG, tmp_path).fit()
     assert tuple(result.resumed_at) == (1, 2)
     assert any("skipping" in m for m in logs)
-    _assert_identical(load_checkpoint(tmp_path / "epoch-2.pt"), reference)
+    _assert_identical(_state(load_checkpoint(tmp_path / "epoch-2.pt")), _state(reference))
     with pytest.raises(ValueError, match="-1"):
         SupernetTrainer(space, data, CONFIG, tmp_path, checkpoint_every=-1)
