@@ -303,7 +303,7 @@ def _trial(number: int, arch: str, cost: float, duplicate: bool = False):
     return t
 
 
-def test_the_one_shot_multiplier_is_measured_from_this_runs_trainings() -> None:
+def test_the_one_shot_multiplier_is_measured_from_the_studys_trainings() -> None:
     trials = [
         _trial(0, "a", 10.0),
         _trial(1, "b", 20.0),
@@ -337,11 +337,11 @@ def test_the_one_shot_multiplier_is_measured_from_this_runs_trainings() -> None:
     assert "one_shot" in m["compounded"]["measured"]
     lines = format_multipliers(record)
     one_line = next(line for line in lines if "one-shot" in line)
-    assert "MEASURED" in one_line and "n=2 trainings measured in this run" in one_line
+    assert "MEASURED" in one_line and "n=2 trainings measured by this study" in one_line
     assert "3 distinct candidates" in one_line
     compounded = lines.index(next(line for line in lines if "compounded" in line))
     assert compounded > lines.index(one_line)
-    # Without trainings measured in this run it stays an estimate, repeats still once.
+    # Without trainings measured by the study it stays an estimate, repeats still once.
     plain = search_multipliers(trials, seconds, 0).to_dict()["one_shot"]
     assert plain["label"] == "ESTIMATE" and plain["estimated_standalone_seconds"] == 60.0
 
