@@ -40,6 +40,7 @@ from nasflow.record import (
     ReproducibilityRecord,
     StackRecord,
     study_cost_table,
+    study_search_trials,
     study_stack,
 )
 
@@ -133,11 +134,18 @@ def reproducibility_record(
         inputs.append(f"fine-tuning promoted by validation accuracy and {how}")
         if not spec.deterministic:
             timed.append(inputs[-1])
-    mine = set(ran_trials)
-    others = sum(t.state.is_finished() and t.number not in mine for t in study.trials)
-    if others:
-        inputs.append(f"{others} trials scored by other processes (workers or an earlier run)")
-        timed.append(f"{others} trials scored by other processes, as they interleaved")
+    mine, searched = set(ran_trials), study_search_trials(study)
+    others = [t.number for t in study.trials if t.state.is_finished() and t.number not in mine]
+    earlier = sum(n in searched for n in others)  # an earlier finished run: no interleaving
+    if earlier:
+        inputs.append(f"{earlier} trials scored by an earlier run of this study")
+    if len(others) > earlier:  # a worker's, or a run stopped before it recorded its trials
+        unknown = len(others) - earlier
+        inputs.append(f"{unknown} trials scored by other processes (workers or a stopped run)")
+        timed.append(
+            f"{unknown} trials scored by other processes (where workers scored them, their "
+            "interleaving decided which)"
+        )
     if timeout is not None:
         timed.append(f"the screening ended by a {timeout:g} s timeout")
     return ReproducibilityRecord(

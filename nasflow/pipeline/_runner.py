@@ -60,6 +60,7 @@ from nasflow.record import (
     supernet_identity,
     write_identity,
     write_record,
+    write_search_trials,
     write_seconds,
 )
 from nasflow.search import StudySpec, sampler_seed, study_pruner, study_sampler
@@ -354,6 +355,8 @@ class StudyRunner:
             kept = None
             if is_rank_zero():  # which model is kept: decided here, from the final records
                 kept = self._decide_kept(study, winners)
+                if not worker:  # what a later run's reproducibility record counts as its own
+                    write_search_trials(study, self.ran_trials)
             if not worker and kept is not None:
                 self._record(study, seconds, winners, kept)
                 write_record(study, reproducibility_record(study, spec, self.ran_trials, timeout))

@@ -91,6 +91,7 @@ from nasflow.record._keys import (
     SCREEN_KEY,
     SCREENED_OUT_ATTR,
     SCREENING_KEY,
+    SEARCH_TRIALS_KEY,
     SECONDS_KEY,
     SKIPPED_ATTR,
     SPACE_CONFIG_KEY,
@@ -182,11 +183,13 @@ from nasflow.record._study import (
     study_reproducibility,
     study_retrains,
     study_screening,
+    study_search_trials,
     study_seconds,
     study_stack,
     study_supernet,
     study_trust,
     write_record,
+    write_search_trials,
     write_seconds,
 )
 from nasflow.record._typed import WINNER_IDENTITY, BaselineRecord, TrialRecord, WinnerRecord

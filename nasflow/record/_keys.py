@@ -23,8 +23,11 @@ _RECORDED_KEYS = (SUPERNET_IDENTITY_KEY, SCORING_KEY)
 SPACE_CONFIG_KEY = "nasflow:space_config"
 #: Study user attribute holding the supernet record of phase 1 (sampler, epochs, op counts).
 SUPERNET_KEY = "nasflow:supernet"
-#: Study user attribute holding the seconds each phase took.
+#: Study user attribute holding the seconds each phase took (summed over finished runs).
 SECONDS_KEY = "nasflow:seconds"
+#: Study user attribute: the trials the study's own finished runs scored (not a worker's),
+#: as ``[first, last]`` ranges of trial numbers.
+SEARCH_TRIALS_KEY = "nasflow:search_trials"
 #: Study user attribute holding the measured speedup stack (``auto_stack``'s record).
 STACK_KEY = "nasflow:stack"
 #: Study user attribute: candidates scored from the supernet and the median scoring time.

@@ -6,11 +6,11 @@ attributes (a test guards it)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nasflow.errors import StudyRecordError
-from nasflow.record._keys import RETRAIN_PREFIX, SECONDS_KEY
+from nasflow.record._keys import RETRAIN_PREFIX, SEARCH_TRIALS_KEY, SECONDS_KEY
 from nasflow.record._records._finetuned import FineTuneResult
 from nasflow.record._records._measured import CostTableRecord, MultipliersRecord, StackRecord
 from nasflow.record._records._phases import (
@@ -165,4 +165,31 @@ def write_seconds(study: optuna.Study, seconds: Mapping[str, float]) -> None:
     total = study_seconds(study)
     for phase, secs in seconds.items():
         total[phase] = total.get(phase, 0.0) + float(secs)
+    if "total" in total:  # (last, as a run's own record has it)
+        total["total"] = total.pop("total")
     study.set_user_attr(SECONDS_KEY, total)
+
+
+def study_search_trials(study: optuna.Study) -> set[int]:
+    """The trials scored by the study's own finished ``nasflow search`` runs (not by a
+    ``nasflow worker``, nor by a run stopped before it finished: those are unknown)."""
+    stored = study.user_attrs.get(SEARCH_TRIALS_KEY)
+    if not isinstance(stored, list):
+        return set()
+    out: set[int] = set()
+    for pair in stored:
+        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) for v in pair):
+            out.update(range(pair[0], pair[1] + 1))
+    return out
+
+
+def write_search_trials(study: optuna.Study, numbers: Iterable[int]) -> None:
+    """Add the trials a finished ``nasflow search`` run scored to the study's record, kept
+    as ranges (a 10,000-trial screening is one pair)."""
+    ranges: list[list[int]] = []
+    for n in sorted(study_search_trials(study) | set(numbers)):
+        if ranges and n == ranges[-1][1] + 1:
+            ranges[-1][1] = n
+        else:
+            ranges.append([n, n])
+    study.set_user_attr(SEARCH_TRIALS_KEY, ranges)

@@ -24,6 +24,7 @@ from nasflow.record import (
     FineTuned,
     FineTuneResult,
     study_reproducibility,
+    write_search_trials,
 )
 from nasflow.search import StudyFileError, load_study_file
 from tests._study_template import write_study
@@ -166,6 +167,13 @@ def test_the_line_names_what_the_clock_decided_and_the_flag_that_fixes_it(
     assert done.timed == (
         "fine-tuning promoted by validation accuracy and measured epoch seconds",
     )
+    # A finished study searched again scores nothing: its trials were an earlier run's,
+    # recorded by that run, which no interleaving decided (it said "scored by other
+    # processes, as they interleaved").
+    write_search_trials(study, [0])
+    again = reproducibility_record(study, spec, ran_trials=[])
+    assert "1 trials scored by an earlier run of this study" in again.inputs
+    assert again.timed == done.timed
 
 
 @pytest.mark.slow

@@ -160,6 +160,8 @@ def test_nasflow_search_ends_with_the_result_and_prints_the_detail_on_request(
     one_shot = study_multipliers(study).part("one_shot")  # type: ignore[union-attr]
     assert one_shot.actual_seconds == pytest.approx(after["supernet"] + after["search"])
     assert "time, the study's finished runs together: " in verbose
+    # ...and its trials were scored by the first run: no worker's interleaving decided them.
+    assert "scored by other processes" not in verbose
     assert f"the supernet and the screening took {one_shot.actual_seconds:.0f}s" in verbose
     closing = verbose.rstrip("\n").splitlines()[-6:]
     assert closing == text.rstrip("\n").splitlines()[-6:]
