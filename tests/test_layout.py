@@ -308,7 +308,7 @@ OTHER_FORMATS = {
     # A saved model's record.json (its identity) and a supernet checkpoint's state.
     "nasflow/export/_study.py": {"arch", "device", "split", "stack"},
     "nasflow/export/_ready.py": {"device", "stack"},
-    "nasflow/train/_supernet.py": {"split"},
+    "nasflow/train/_supernet.py": {"seconds", "split"},
     # An export's arch.json: its "weights" and "study" blocks.
     "nasflow/export/_format.py": {"arch", "epochs", "kind", "source", "status"},
     "nasflow/export/_readme.py": {"batch_size", "epochs", "params", "source", "trial"},
