@@ -184,7 +184,6 @@ def worker_summary(result: RunResult, spec: StudySpec) -> str:
     """What a ``nasflow worker`` did, and who decides: a worker keeps no model (the
     process that started the study, ``nasflow search``, decides once every worker's
     trials are in), so it prints no kept model and no export command of its own."""
-    secs = ", ".join(f"{k} {v:.0f}s" for k, v in result.seconds.items())
     quoted = shlex.quote(spec.name)
     kinds = {
         "trust": "trust probe",
@@ -197,7 +196,7 @@ def worker_summary(result: RunResult, spec: StudySpec) -> str:
         [
             f"trials run by this process: {trial_numbers(result.ran_trials)}",
             "trainings after screening run by this process: " + (trained or "none"),
-            f"time: {secs}",
+            f"time, this process: {_phase_seconds(result.seconds)}",
             f"study: {result.storage.safe_url}",
             "worker done: the kept model is decided by the study's own process "
             "(`nasflow search`) once every worker's trials are in; then "
